@@ -1,0 +1,169 @@
+/* Command-line parsing.  Every problem becomes one line in err and exit
+ * code 2 from main, before anything runs or is written. */
+#include <errno.h>
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "harness/harness.h"
+
+void kb_print_usage(FILE *f)
+{
+    fputs("usage: kbench list\n"
+          "       kbench run [--op OP[,OP]] [--variant NAME|GLOB[,..]] [--sizes SHAPE[,SHAPE]]\n"
+          "                  [--dtype f32|bf16[,..]] [--quick] [--check] [--hot]\n"
+          "                  [--csv FILE | --out-dir DIR] [--device N] [--max-time SECONDS]\n"
+          "       kbench help | version\n"
+          "Shapes are op-specific (matmul: MxNxK); `kbench list` shows each op's syntax.\n",
+          f);
+}
+
+static int fail(char *err, size_t errlen, const char *fmt, const char *arg)
+{
+    snprintf(err, errlen, fmt, arg);
+    return -1;
+}
+
+static int parse_ops(kb_options *o, const char *list, char *err, size_t errlen)
+{
+    char *copy = strdup(list), *save = NULL;
+    o->nops = 0;
+    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        const kb_op *op = kb_find_op(tok);
+        if (!op || o->nops == (int)(sizeof o->ops / sizeof o->ops[0])) {
+            fail(err, errlen, "unknown op '%s' (see kbench list)", tok);
+            free(copy);
+            return -1;
+        }
+        o->ops[o->nops++] = op;
+    }
+    free(copy);
+    return o->nops ? 0 : fail(err, errlen, "--op needs a name%s", "");
+}
+
+static int parse_dtypes(kb_options *o, const char *list, char *err, size_t errlen)
+{
+    char *copy = strdup(list), *save = NULL;
+    int rc = 0;
+    for (char *tok = strtok_r(copy, ",", &save); tok && rc == 0; tok = strtok_r(NULL, ",", &save)) {
+        kb_dtype t;
+        if (kb_parse_dtype(tok, &t) != 0)
+            rc = fail(err, errlen, "unknown dtype '%s' (expected f32 or bf16)", tok);
+        else
+            o->dtype_mask |= 1 << t;
+    }
+    free(copy);
+    return rc;
+}
+
+static int parse_number(const char *s, double lo, double hi, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int kb_variant_selected(const kb_options *o, const kb_variant *v)
+{
+    if (!o->variant_pattern)
+        return 1;
+    char *copy = strdup(o->variant_pattern), *save = NULL;
+    int hit = 0;
+    for (char *tok = strtok_r(copy, ",", &save); tok && !hit; tok = strtok_r(NULL, ",", &save))
+        hit = fnmatch(tok, v->name, 0) == 0;
+    free(copy);
+    return hit;
+}
+
+/* Each name or glob in --variant must match some variant of a selected op. */
+static int check_variants(const kb_options *o, char *err, size_t errlen)
+{
+    char *copy = strdup(o->variant_pattern), *save = NULL;
+    int rc = 0;
+    for (char *tok = strtok_r(copy, ",", &save); tok && rc == 0; tok = strtok_r(NULL, ",", &save)) {
+        int hit = 0;
+        for (int i = 0; i < o->nops && !hit; ++i)
+            for (int j = 0; o->ops[i]->variants[j] && !hit; ++j)
+                hit = fnmatch(tok, o->ops[i]->variants[j]->name, 0) == 0;
+        if (!hit)
+            rc = fail(err, errlen, "unknown variant '%s' for the selected ops (see kbench list)", tok);
+    }
+    free(copy);
+    return rc;
+}
+
+static const char *value_of(int argc, char **argv, int *i)
+{
+    return *i + 1 < argc ? argv[++*i] : NULL;
+}
+
+static int parse_run_flag(int argc, char **argv, int *i, kb_options *o, char *err, size_t errlen)
+{
+    const char *a = argv[*i];
+    double v;
+    if (!strcmp(a, "--quick")) o->quick = 1;
+    else if (!strcmp(a, "--check")) o->check_only = 1;
+    else if (!strcmp(a, "--hot")) o->hot = 1;
+    else if (!strcmp(a, "--op") || !strcmp(a, "--variant") || !strcmp(a, "--sizes") ||
+             !strcmp(a, "--dtype") || !strcmp(a, "--csv") || !strcmp(a, "--device") ||
+             !strcmp(a, "--max-time") || !strcmp(a, "--out-dir")) {
+        const char *val = value_of(argc, argv, i);
+        if (!val || !*val)
+            return fail(err, errlen, "%s needs a value", a);
+        if (!strcmp(a, "--op")) return parse_ops(o, val, err, errlen);
+        if (!strcmp(a, "--variant")) o->variant_pattern = val;
+        else if (!strcmp(a, "--sizes")) o->sizes = val;
+        else if (!strcmp(a, "--dtype")) return parse_dtypes(o, val, err, errlen);
+        else if (!strcmp(a, "--csv")) o->csv_path = val;
+        else if (!strcmp(a, "--out-dir")) o->out_dir = val;
+        else if (!strcmp(a, "--device")) {
+            if (parse_number(val, 0, 1024, &v) || v != (int)v)
+                return fail(err, errlen, "--device needs a device index, got '%s'", val);
+            o->device = (int)v;
+        } else {
+            if (parse_number(val, 0.001, 3600, &v))
+                return fail(err, errlen, "--max-time needs seconds in (0, 3600], got '%s'", val);
+            o->row_cap_s = v;
+        }
+    } else
+        return fail(err, errlen, "unknown option '%s' (see kbench help)", a);
+    return 0;
+}
+
+int kb_parse_args(int argc, char **argv, kb_options *o, char *err, size_t errlen)
+{
+    memset(o, 0, sizeof *o);
+    o->row_cap_s = 1.0;
+    if (argc < 2)
+        return fail(err, errlen, "missing command: list, run, help or version%s", "");
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "list")) o->cmd = KB_CMD_LIST;
+    else if (!strcmp(cmd, "run")) o->cmd = KB_CMD_RUN;
+    else if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) o->cmd = KB_CMD_HELP;
+    else if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) o->cmd = KB_CMD_VERSION;
+    else return fail(err, errlen, "unknown command '%s' (expected list, run, help or version)", cmd);
+    if (o->cmd != KB_CMD_RUN) {
+        if (argc > 2)
+            return fail(err, errlen, "'%s' takes no arguments", cmd);
+        return 0;
+    }
+    for (int i = 2; i < argc; ++i)
+        if (parse_run_flag(argc, argv, &i, o, err, errlen) != 0)
+            return -1;
+    if (o->nops == 0)
+        for (int i = 0; kb_ops[i]; ++i)
+            o->ops[o->nops++] = kb_ops[i];
+    if (o->sizes && o->nops != 1)
+        return fail(err, errlen, "--sizes needs exactly one --op, since shapes are op-specific%s", "");
+    if (o->sizes && o->quick)
+        return fail(err, errlen, "--sizes and --quick both choose the sizes; give one%s", "");
+    if (o->csv_path && o->out_dir)
+        return fail(err, errlen, "--csv and --out-dir both name the output; give one%s", "");
+    if (o->variant_pattern && check_variants(o, err, errlen) != 0)
+        return -1;
+    return 0;
+}

@@ -1,0 +1,197 @@
+/* The `list` and `run` commands. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include "harness/harness.h"
+#include "version.h"
+
+#ifndef KB_ARCH_FLAGS
+#define KB_ARCH_FLAGS "unknown"
+#endif
+
+static void needs_text(const kb_variant *v, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s%s%s", v->needs & KB_NEEDS_CUBLAS ? "cuBLAS " : "",
+             v->needs & KB_NEEDS_CUDNN ? "cuDNN " : "", "");
+    if (v->min_cc) {
+        size_t used = strlen(buf);
+        snprintf(buf + used, len - used, "sm_%d+", v->min_cc);
+    }
+}
+
+int kb_cmd_list(FILE *f)
+{
+    for (int i = 0; kb_ops[i]; ++i) {
+        const kb_op *op = kb_ops[i];
+        fprintf(f, "%s (%s): %s\n  baseline: %s\n  default sizes: %s\n", op->name,
+                op->shape_fields, op->summary, op->baseline, op->default_sizes);
+        for (int j = 0; op->variants[j]; ++j) {
+            const kb_variant *v = op->variants[j];
+            char needs[64];
+            needs_text(v, needs, sizeof needs);
+            fprintf(f, "  %-18s %-5s %-5s %-14s %s\n", v->name, kb_dtype_name(v->dtype),
+                    kb_math_name(v->math), needs[0] ? needs : "-", v->summary);
+        }
+    }
+    return 0;
+}
+
+/* Metadata strings live here for the run's lifetime. */
+typedef struct {
+    char text[16][256];
+    kb_meta meta[16];
+    int n;
+} kb_meta_set;
+
+static void meta_add(kb_meta_set *m, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+#include <stdarg.h>
+static void meta_add(kb_meta_set *m, const char *key, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(m->text[m->n], sizeof m->text[m->n], fmt, ap);
+    va_end(ap);
+    m->meta[m->n] = (kb_meta){key, m->text[m->n]};
+    m->n++;
+}
+
+static void version_text(int v, char *buf, size_t len)
+{
+    snprintf(buf, len, "%d.%d", v / 1000, (v % 1000) / 10);
+}
+
+static void collect_meta(const kb_device_info *d, const kb_options *o, kb_meta_set *m)
+{
+    char drv[32], rt[32], date[64];
+    time_t now = time(NULL);
+    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+    version_text(d->driver_version, drv, sizeof drv);
+    version_text(d->runtime_version, rt, sizeof rt);
+    m->n = 0;
+    meta_add(m, "gpu", "%s", d->name);
+    meta_add(m, "compute_capability", "%d.%d", d->cc_major, d->cc_minor);
+    meta_add(m, "sm_count", "%d", d->sm_count);
+    meta_add(m, "sm_clock_mhz", "%d", d->sm_clock_khz / 1000);
+    meta_add(m, "mem_clock_mhz", "%d", d->mem_clock_khz / 1000);
+    meta_add(m, "mem_bus_width_bits", "%d", d->bus_width_bits);
+    meta_add(m, "l2_bytes", "%lld", (long long)d->l2_bytes);
+    meta_add(m, "global_mem_bytes", "%lld", (long long)d->global_mem_bytes);
+    meta_add(m, "driver", "%s", drv);
+    meta_add(m, "runtime", "%s", rt);
+    meta_add(m, "cublas", "%d.%d.%d", d->cublas_version / 10000, d->cublas_version / 100 % 100,
+             d->cublas_version % 100);
+    meta_add(m, "git_commit", "%s", KB_GIT_COMMIT);
+    meta_add(m, "arch_flags", "%s", KB_ARCH_FLAGS);
+    meta_add(m, "date", "%s", date);
+    meta_add(m, "l2_mode", "%s", o->hot ? "hot (not flushed)" : "cold (flushed between samples)");
+    meta_add(m, "mode", "%s", o->check_only ? "check only" : "check and time");
+}
+
+static int default_csv_path(const kb_options *o, char *path, size_t len, char *err, size_t errlen)
+{
+    const char *dir = o->out_dir ? o->out_dir : "results";
+    char stamp[64];
+    time_t now = time(NULL);
+    strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", localtime(&now));
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+        snprintf(err, errlen, "cannot create %s: %s", dir, strerror(errno));
+        return -1;
+    }
+    snprintf(path, len, "%s/kbench-%s.csv", dir, stamp);
+    return 0;
+}
+
+static void fill_speedup(kb_result *rows, int n)
+{
+    kb_result *r = &rows[n - 1];
+    if (!r->timed || r->status != KB_PASS)
+        return;
+    for (int i = n - 1; i >= 0; --i) {
+        const kb_result *b = &rows[i];
+        if (b->op == r->op && !strcmp(b->variant->name, r->op->baseline) &&
+            !memcmp(&b->shape, &r->shape, sizeof b->shape) && b->timed && b->status == KB_PASS) {
+            r->speedup = b->time_ms.median / r->time_ms.median;
+            return;
+        }
+    }
+}
+
+/* Flush buffer: twice the L2, so a memset between samples evicts everything. */
+static void *alloc_flush(const kb_device_info *d, size_t *bytes)
+{
+    void *p = NULL;
+    *bytes = (size_t)(d->l2_bytes > 0 ? 2 * d->l2_bytes : 128 << 20);
+    if (cudaMalloc(&p, *bytes) != cudaSuccess)
+        return NULL;
+    return p;
+}
+
+static int sweep(const kb_job *jobs, int n, const kb_options *o, const char *csv,
+                 const kb_meta_set *meta, void *flush, size_t flush_bytes)
+{
+    kb_result *rows = calloc((size_t)n, sizeof *rows);
+    int fails = 0, skips = 0;
+    char err[512];
+    kb_table_header(stdout);
+    for (int i = 0; i < n; ++i) {
+        kb_run_job(&jobs[i], o, flush, flush_bytes, &rows[i]);
+        fill_speedup(rows, i + 1);
+        fails += rows[i].status == KB_FAIL;
+        skips += rows[i].status == KB_SKIP;
+        kb_table_row(stdout, &rows[i], i + 1, n);
+        /* Rewrite after every row: an interrupted sweep leaves a complete file of the rows done. */
+        if (kb_csv_write(csv, meta->meta, meta->n, rows, i + 1, err, sizeof err) != 0) {
+            fprintf(stderr, "kbench: %s\n", err);
+            free(rows);
+            return KB_EXIT_FAIL;
+        }
+    }
+    kb_run_release();
+    free(rows);
+    printf("%d rows: %d passed, %d failed, %d skipped; wrote %s\n", n, n - fails - skips, fails,
+           skips, csv);
+    return fails ? KB_EXIT_FAIL : 0;
+}
+
+int kb_cmd_run(const kb_options *o)
+{
+    char err[512], csv[4096];
+    kb_job *jobs;
+    int n = kb_expand_sweep(o, &jobs, err, sizeof err);
+    if (n < 0) {
+        fprintf(stderr, "kbench: %s\n", err);
+        return KB_EXIT_USAGE;
+    }
+    kb_device_info dev;
+    if (kb_gpu_open(o->device, &dev, err, sizeof err) != 0) {
+        fprintf(stderr, "kbench: %s\n", err);
+        free(jobs);
+        return KB_EXIT_FAIL;
+    }
+    if (o->csv_path)
+        snprintf(csv, sizeof csv, "%s", o->csv_path);
+    else if (default_csv_path(o, csv, sizeof csv, err, sizeof err) != 0) {
+        fprintf(stderr, "kbench: %s\n", err);
+        free(jobs);
+        return KB_EXIT_FAIL;
+    }
+    size_t flush_bytes;
+    void *flush = alloc_flush(&dev, &flush_bytes);
+    if (!flush) {
+        fprintf(stderr, "kbench: out of device memory for the L2 flush buffer\n");
+        free(jobs);
+        return KB_EXIT_FAIL;
+    }
+    kb_meta_set meta;
+    collect_meta(&dev, o, &meta);
+    printf("kbench on %s (sm_%d%d, %d SMs), %d rows -> %s\n", dev.name, dev.cc_major, dev.cc_minor,
+           dev.sm_count, n, csv);
+    int rc = sweep(jobs, n, o, csv, &meta, flush, flush_bytes);
+    cudaFree(flush);
+    free(jobs);
+    return rc;
+}

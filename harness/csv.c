@@ -1,0 +1,104 @@
+/* The CSV printer.  Columns carry their units; the file opens with
+ * `# key: value` metadata and is written to a temporary file that is renamed
+ * into place, so a reader never sees a truncated file. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include "harness/harness.h"
+
+static const char *const columns[] = {
+    "op", "variant", "dtype", "math", "shape_fields", "shape",
+    "d1", "d2", "d3", "d4", "d5", "d6",
+    "flops", "bytes", "median_ms", "min_ms", "max_ms", "rel_stdev_pct", "samples",
+    "gflop_s", "gb_s", "speedup_x", "max_abs_err", "rel_l2_err", "tol_at_max_err",
+    "rows_checked", "rows_total", "l2", "status", "reason",
+};
+
+void kb_csv_header(FILE *f)
+{
+    for (size_t i = 0; i < sizeof columns / sizeof *columns; ++i)
+        fprintf(f, "%s%s", i ? "," : "", columns[i]);
+    fputc('\n', f);
+}
+
+/* Quote a field when it holds a comma, quote or newline. */
+static void put_text(FILE *f, const char *s)
+{
+    if (!strpbrk(s, ",\"\n")) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; ++s) {
+        if (*s == '"')
+            fputc('"', f);
+        fputc(*s == '\n' ? ' ' : *s, f);
+    }
+    fputc('"', f);
+}
+
+/* Timing and error columns stay empty where they were not measured. */
+static void put_measured(FILE *f, int valid, const char *fmt, double v)
+{
+    fputc(',', f);
+    if (valid)
+        fprintf(f, fmt, v);
+}
+
+void kb_csv_row(FILE *f, const kb_result *r)
+{
+    char shape[128];
+    kb_format_shape(&r->shape, shape, sizeof shape);
+    fprintf(f, "%s,%s,%s,%s,%s,%s", r->op->name, r->variant->name, kb_dtype_name(r->variant->dtype),
+            kb_math_name(r->variant->math), r->op->shape_fields, shape);
+    for (int i = 0; i < KB_MAX_DIMS; ++i) {
+        fputc(',', f);
+        if (i < r->shape.nd)
+            fprintf(f, "%lld", (long long)r->shape.d[i]);
+    }
+    fprintf(f, ",%.0f,%.0f", r->flops, r->bytes);
+    int t = r->timed && r->status == KB_PASS;
+    double sec = r->time_ms.median * 1e-3;
+    put_measured(f, t, "%.6f", r->time_ms.median);
+    put_measured(f, t, "%.6f", r->time_ms.min);
+    put_measured(f, t, "%.6f", r->time_ms.max);
+    put_measured(f, t, "%.3f", 100.0 * r->time_ms.rel_stdev);
+    put_measured(f, t, "%.0f", r->time_ms.n);
+    put_measured(f, t, "%.3f", t ? r->flops / sec * 1e-9 : 0);
+    put_measured(f, t, "%.3f", t ? r->bytes / sec * 1e-9 : 0);
+    put_measured(f, t && r->speedup > 0, "%.4f", r->speedup);
+    int c = r->rows_checked > 0;
+    put_measured(f, c, "%.3e", r->check.max_abs_err);
+    put_measured(f, c, "%.3e", r->check.rel_l2_err);
+    put_measured(f, c, "%.3e", r->check.worst_tol);
+    put_measured(f, c, "%.0f", (double)r->rows_checked);
+    put_measured(f, c, "%.0f", (double)r->rows_total);
+    fprintf(f, ",%s,%s,", r->hot ? "hot" : "cold", kb_status_name(r->status));
+    put_text(f, r->reason);
+    fputc('\n', f);
+}
+
+int kb_csv_write(const char *path, const kb_meta *meta, int nmeta,
+                 const kb_result *rows, int nrows, char *err, size_t errlen)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        snprintf(err, errlen, "cannot write %s: %s", tmp, strerror(errno));
+        return -1;
+    }
+    for (int i = 0; i < nmeta; ++i)
+        fprintf(f, "# %s: %s\n", meta[i].key, meta[i].value);
+    kb_csv_header(f);
+    for (int i = 0; i < nrows; ++i)
+        kb_csv_row(f, &rows[i]);
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad || rename(tmp, path) != 0) {
+        snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}

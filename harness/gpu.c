@@ -1,0 +1,51 @@
+/* Opening the GPU and reading what the CSV header records about it. */
+#include <stdio.h>
+#include <string.h>
+#include <cublas_v2.h>
+#include "harness/harness.h"
+
+static int attr(enum cudaDeviceAttr a, int dev)
+{
+    int v = 0;
+    return cudaDeviceGetAttribute(&v, a, dev) == cudaSuccess ? v : 0;
+}
+
+int kb_gpu_open(int device, kb_device_info *info, char *err, size_t errlen)
+{
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess || count == 0) {
+        snprintf(err, errlen, "no CUDA device found: %s",
+                 e != cudaSuccess ? cudaGetErrorString(e) : "the driver reports zero devices");
+        return -1;
+    }
+    if (device >= count) {
+        snprintf(err, errlen, "no CUDA device %d: this machine has %d", device, count);
+        return -1;
+    }
+    struct cudaDeviceProp p;
+    if ((e = cudaSetDevice(device)) != cudaSuccess ||
+        (e = cudaGetDeviceProperties(&p, device)) != cudaSuccess ||
+        (e = cudaFree(NULL)) != cudaSuccess) {
+        snprintf(err, errlen, "cannot open CUDA device %d: %s", device, cudaGetErrorString(e));
+        return -1;
+    }
+    memset(info, 0, sizeof *info);
+    snprintf(info->name, sizeof info->name, "%s", p.name);
+    info->cc_major = p.major;
+    info->cc_minor = p.minor;
+    info->sm_count = p.multiProcessorCount;
+    info->l2_bytes = p.l2CacheSize;
+    info->global_mem_bytes = (int64_t)p.totalGlobalMem;
+    info->sm_clock_khz = attr(cudaDevAttrClockRate, device);
+    info->mem_clock_khz = attr(cudaDevAttrMemoryClockRate, device);
+    info->bus_width_bits = attr(cudaDevAttrGlobalMemoryBusWidth, device);
+    cudaDriverGetVersion(&info->driver_version);
+    cudaRuntimeGetVersion(&info->runtime_version);
+    int major = 0, minor = 0, patch = 0;
+    cublasGetProperty(MAJOR_VERSION, &major);
+    cublasGetProperty(MINOR_VERSION, &minor);
+    cublasGetProperty(PATCH_LEVEL, &patch);
+    info->cublas_version = major * 10000 + minor * 100 + patch;
+    return 0;
+}

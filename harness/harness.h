@@ -1,0 +1,158 @@
+/* The harness's internal interfaces.  Measurement (run.c, gpu.c) fills
+ * kb_result records; printers (table.c, csv.c) only render them, so every
+ * output format shows the same summary. */
+#ifndef KBENCH_HARNESS_H
+#define KBENCH_HARNESS_H
+
+#include <stdio.h>
+#include "kernels/kbench.h"
+
+#define KB_EXIT_FAIL 1   /* a check failed, or no GPU */
+#define KB_EXIT_USAGE 2  /* bad input: nothing was run or written */
+
+/* ---- registry.c ---- */
+const kb_op *kb_find_op(const char *name);
+const kb_variant *kb_find_variant(const kb_op *op, const char *name);
+const char *kb_dtype_name(kb_dtype t);
+const char *kb_math_name(kb_math m);
+int kb_parse_dtype(const char *s, kb_dtype *out);
+size_t kb_dtype_size(kb_dtype t);
+
+/* ---- shape.c ---- */
+/* Parse one shape; 0 on success, else -1 with a message in err. */
+int kb_parse_shape(const kb_op *op, const char *text, kb_shape *out, char *err, size_t errlen);
+/* Parse a comma-separated list; returns the count or -1 with err set.
+ * *out is malloc'd. */
+int kb_parse_shape_list(const kb_op *op, const char *text, kb_shape **out, char *err, size_t errlen);
+void kb_format_shape(const kb_shape *s, char *buf, size_t len);
+/* Total bytes of every tensor of the shape; -1 with err set on overflow. */
+int kb_shape_bytes(const kb_op *op, const kb_shape *s, kb_dtype t, int64_t *bytes, char *err, size_t errlen);
+
+/* ---- tolerance.c: the one place where tolerances are set ---- */
+/* Largest |out - ref| accepted for one element. */
+double kb_tolerance(kb_math m, int64_t reduction_len, double ref);
+double kb_unit_roundoff(kb_math m);
+
+/* ---- check.c ---- */
+typedef struct {
+    double max_abs_err;
+    double rel_l2_err;
+    double worst_tol;        /* the tolerance at the worst element */
+    int64_t bad_elems;       /* over tolerance, NaN or Inf */
+    int64_t nonfinite;       /* NaN or Inf anywhere in the output */
+    int pass;
+} kb_check;
+
+/* Compare n output elements (as stored by the variant, dtype t) with the
+ * reference.  The caller scans the whole output for NaN/Inf separately with
+ * kb_count_nonfinite, since only sampled rows are compared. */
+void kb_compare_rows(const void *out, kb_dtype t, const double *ref, int64_t n, kb_math m,
+                     int64_t reduction_len, kb_check *c);
+int64_t kb_count_nonfinite(const void *x, int64_t n, kb_dtype t);
+/* Pick rows to check: all when cheap, else first, last and a seeded sample
+ * within a CPU budget.  Returns the count; *rows is malloc'd and sorted. */
+int kb_pick_rows(int64_t total_rows, double row_cost, double budget, uint64_t seed, int64_t **rows);
+
+/* ---- inputs.c ---- */
+uint64_t kb_seed_for(const char *op, const kb_shape *s, int tensor);
+void kb_fill_uniform(float *x, int64_t n, uint64_t seed);      /* in [-1, 1] */
+float kb_bf16_to_float(uint16_t h);
+uint16_t kb_float_to_bf16(float f);
+double kb_tensor_value(const void *x, int64_t i, kb_dtype t);  /* one element as double */
+
+/* ---- stats.c ---- */
+typedef struct {
+    double median, min, max, mean, rel_stdev;
+    int n;
+} kb_stats;
+void kb_stats_compute(double *samples, int n, kb_stats *st);  /* sorts samples */
+/* Relative standard error of the median (normal approx.), for the stop rule. */
+double kb_median_noise(const kb_stats *st);
+
+/* ---- result.h content: one row of output ---- */
+typedef enum { KB_PASS = 0, KB_FAIL, KB_SKIP } kb_status;
+
+typedef struct {
+    const kb_op *op;
+    const kb_variant *variant;
+    kb_shape shape;
+    double flops, bytes;
+    kb_stats time_ms;         /* valid when timed */
+    int timed;
+    double speedup;           /* over the op's baseline; 0 when unknown */
+    kb_check check;
+    int64_t rows_checked, rows_total;
+    int hot;                  /* L2 left warm between samples */
+    kb_status status;
+    char reason[200];
+} kb_result;
+
+const char *kb_status_name(kb_status s);
+
+/* ---- options (cli.c) ---- */
+typedef enum { KB_CMD_NONE, KB_CMD_LIST, KB_CMD_RUN, KB_CMD_HELP, KB_CMD_VERSION } kb_command;
+
+typedef struct {
+    kb_command cmd;
+    const kb_op *ops[16];
+    int nops;
+    const char *variant_pattern;   /* comma-separated names or globs; NULL = all */
+    const char *sizes;             /* NULL = op default */
+    int dtype_mask;                /* bit per kb_dtype; 0 = all */
+    int quick, check_only, hot, device;
+    const char *csv_path;          /* NULL = <out_dir>/<timestamp>.csv */
+    const char *out_dir;           /* NULL = results */
+    double row_cap_s;              /* time cap per row */
+} kb_options;
+
+/* Parse argv; 0 on success, else -1 with a one-line message in err. */
+int kb_parse_args(int argc, char **argv, kb_options *o, char *err, size_t errlen);
+int kb_variant_selected(const kb_options *o, const kb_variant *v);
+void kb_print_usage(FILE *f);
+
+/* ---- sweep.c: expand options into rows (no GPU needed) ---- */
+typedef struct {
+    const kb_op *op;
+    const kb_variant *variant;
+    kb_shape shape;
+} kb_job;
+/* Expand and validate; returns count or -1 with err set.  Per shape, the
+ * baseline variant comes first so every later row can show its speedup. */
+int kb_expand_sweep(const kb_options *o, kb_job **jobs, char *err, size_t errlen);
+
+/* ---- gpu.c ---- */
+typedef struct {
+    char name[256];
+    int cc_major, cc_minor, sm_count;
+    int sm_clock_khz, mem_clock_khz, bus_width_bits;
+    int64_t l2_bytes, global_mem_bytes;
+    int driver_version, runtime_version, cublas_version;
+} kb_device_info;
+/* 0 when a device is usable, else -1 with a one-line reason. */
+int kb_gpu_open(int device, kb_device_info *info, char *err, size_t errlen);
+
+/* ---- csv.c ---- */
+typedef struct {
+    const char *key, *value;
+} kb_meta;
+/* Write all rows to path atomically (temp file + rename).  0 on success. */
+int kb_csv_write(const char *path, const kb_meta *meta, int nmeta,
+                 const kb_result *rows, int nrows, char *err, size_t errlen);
+void kb_csv_header(FILE *f);
+void kb_csv_row(FILE *f, const kb_result *r);
+
+/* ---- table.c ---- */
+void kb_table_header(FILE *f);
+void kb_table_row(FILE *f, const kb_result *r, int index, int total);
+
+/* ---- run.c ---- */
+/* Run one job: check (and time unless check_only).  Needs an open GPU. */
+void kb_run_job(const kb_job *job, const kb_options *o, void *flush_buf,
+                size_t flush_bytes, kb_result *r);
+void kb_run_release(void);
+
+/* ---- commands.c ---- */
+int kb_cmd_run(const kb_options *o);
+int kb_cmd_list(FILE *f);
+
+#endif

@@ -1,0 +1,26 @@
+/* kbench: benchmark and check transformer kernels. */
+#include <stdio.h>
+#include "harness/harness.h"
+#include "version.h"
+
+int main(int argc, char **argv)
+{
+    kb_options o;
+    char err[512];
+    if (kb_parse_args(argc, argv, &o, err, sizeof err) != 0) {
+        fprintf(stderr, "kbench: %s\n", err);
+        return KB_EXIT_USAGE;
+    }
+    switch (o.cmd) {
+    case KB_CMD_LIST:
+        return kb_cmd_list(stdout);
+    case KB_CMD_RUN:
+        return kb_cmd_run(&o);
+    case KB_CMD_VERSION:
+        printf("kbench %s\n", KB_GIT_COMMIT);
+        return 0;
+    default:
+        kb_print_usage(stdout);
+        return 0;
+    }
+}

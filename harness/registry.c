@@ -1,0 +1,48 @@
+/* Every op kbench knows, and lookups by name. */
+#include <string.h>
+#include "harness/harness.h"
+#include "kernels/matmul.h"
+
+const kb_op *const kb_ops[] = {
+    &kb_op_matmul,
+    NULL,
+};
+
+const kb_op *kb_find_op(const char *name)
+{
+    for (int i = 0; kb_ops[i]; ++i)
+        if (strcmp(kb_ops[i]->name, name) == 0)
+            return kb_ops[i];
+    return NULL;
+}
+
+const kb_variant *kb_find_variant(const kb_op *op, const char *name)
+{
+    for (int i = 0; op->variants[i]; ++i)
+        if (strcmp(op->variants[i]->name, name) == 0)
+            return op->variants[i];
+    return NULL;
+}
+
+static const char *const dtype_names[] = {[KB_F32] = "f32", [KB_BF16] = "bf16"};
+static const char *const math_names[] = {
+    [KB_MATH_F32] = "f32", [KB_MATH_TF32] = "tf32", [KB_MATH_BF16] = "bf16"};
+
+const char *kb_dtype_name(kb_dtype t) { return dtype_names[t]; }
+const char *kb_math_name(kb_math m) { return math_names[m]; }
+size_t kb_dtype_size(kb_dtype t) { return t == KB_BF16 ? 2 : 4; }
+
+int kb_parse_dtype(const char *s, kb_dtype *out)
+{
+    for (int t = 0; t < 2; ++t)
+        if (strcmp(s, dtype_names[t]) == 0) {
+            *out = (kb_dtype)t;
+            return 0;
+        }
+    return -1;
+}
+
+const char *kb_status_name(kb_status s)
+{
+    return s == KB_PASS ? "PASS" : s == KB_FAIL ? "FAIL" : "SKIP";
+}

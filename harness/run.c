@@ -1,0 +1,336 @@
+/* Running one row: allocate, fill, poison, check, time, check again.
+ *
+ * A "case" is what every variant of one (op, shape, dtype) shares: host
+ * inputs, the device tensors, the sampled rows and their reference values.
+ * It is built once and reused by the variants that follow in the sweep;
+ * inputs are uploaded again before each variant, so a variant that
+ * scribbles on its inputs cannot hurt the next one. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "harness/harness.h"
+
+#define REF_BUDGET 1e9       /* CPU work (op units) spent on reference rows per case */
+#define WARMUP_S 0.05        /* warm up by time, at least one launch */
+#define MIN_SAMPLES 3
+#define MAX_SAMPLES 2000
+#define TARGET_NOISE 0.01    /* stop once the median's relative noise is under 1% */
+
+typedef struct {
+    const kb_op *op;
+    kb_shape shape;
+    kb_dtype dtype;
+    int n;                        /* tensors */
+    kb_tensor t[KB_MAX_TENSORS];
+    void *host[KB_MAX_TENSORS];   /* inputs filled; outputs are read-back buffers */
+    void *dev[KB_MAX_TENSORS];
+    int first_out;                /* index of the first output tensor */
+    int64_t *rows;                /* sampled output rows, shared by all outputs */
+    int nrows;
+    double *ref[KB_MAX_TENSORS];  /* per output, nrows * row_len */
+} kb_case;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void case_free(kb_case *c)
+{
+    for (int i = 0; i < c->n; ++i) {
+        free(c->host[i]);
+        free(c->ref[i]);
+        if (c->dev[i])
+            cudaFree(c->dev[i]);
+    }
+    free(c->rows);
+    memset(c, 0, sizeof *c);
+}
+
+static void fill_input(const kb_case *c, int i, float *tmp)
+{
+    uint64_t seed = kb_seed_for(c->op->name, &c->shape, i);
+    if (c->op->fill)
+        c->op->fill(&c->shape, i, tmp, c->t[i].elems, seed);
+    else
+        kb_fill_uniform(tmp, c->t[i].elems, seed);
+}
+
+/* Host inputs (in the storage dtype), sampled rows and their reference. */
+static void case_prepare_host(kb_case *c)
+{
+    for (int i = 0; i < c->n; ++i) {
+        size_t bytes = (size_t)c->t[i].elems * kb_dtype_size(c->dtype);
+        c->host[i] = malloc(bytes);
+        if (c->t[i].is_output)
+            continue;
+        if (c->dtype == KB_F32) {
+            fill_input(c, i, c->host[i]);
+            continue;
+        }
+        float *tmp = malloc((size_t)c->t[i].elems * sizeof *tmp);
+        fill_input(c, i, tmp);
+        for (int64_t k = 0; k < c->t[i].elems; ++k)
+            ((uint16_t *)c->host[i])[k] = kb_float_to_bf16(tmp[k]);
+        free(tmp);
+    }
+    c->nrows = kb_pick_rows(c->t[c->first_out].rows, c->op->row_cost(&c->shape), REF_BUDGET,
+                            kb_seed_for(c->op->name, &c->shape, 99), &c->rows);
+    for (int i = 0; i < c->n; ++i)
+        if (c->t[i].is_output)
+            c->ref[i] = malloc((size_t)c->nrows * (size_t)c->t[i].row_len * sizeof(double));
+    double *outs[KB_MAX_TENSORS];
+    int no = 0;
+    for (int i = 0; i < c->n; ++i)
+        if (c->t[i].is_output)
+            outs[no++] = c->ref[i];
+    c->op->reference(&c->shape, c->dtype, (const void *const *)c->host, c->rows, c->nrows, outs);
+}
+
+/* Device tensors; a SKIP reason when they do not fit. */
+static const char *case_alloc_device(kb_case *c, char *why, size_t len)
+{
+    int64_t need = 0;
+    for (int i = 0; i < c->n; ++i)
+        need += c->t[i].elems * (int64_t)kb_dtype_size(c->dtype);
+    size_t free_b = 0, total_b = 0;
+    cudaMemGetInfo(&free_b, &total_b);
+    if ((double)need > 0.95 * (double)free_b) {
+        snprintf(why, len, "needs %.2f GiB of device memory, %.2f GiB free",
+                 need / 1073741824.0, free_b / 1073741824.0);
+        return why;
+    }
+    for (int i = 0; i < c->n; ++i) {
+        cudaError_t e = cudaMalloc(&c->dev[i], (size_t)c->t[i].elems * kb_dtype_size(c->dtype));
+        if (e != cudaSuccess) {
+            c->dev[i] = NULL;
+            cudaGetLastError();
+            snprintf(why, len, "out of device memory allocating %s: %s", c->t[i].name,
+                     cudaGetErrorString(e));
+            return why;
+        }
+    }
+    return NULL;
+}
+
+/* Make `c` the case for this job, reusing it when op, shape and dtype match. */
+static const char *case_for(kb_case *c, const kb_job *job, char *why, size_t len)
+{
+    kb_dtype t = job->variant->dtype;
+    if (c->op == job->op && c->dtype == t && !memcmp(&c->shape, &job->shape, sizeof c->shape))
+        return NULL;
+    case_free(c);
+    c->op = job->op;
+    c->shape = job->shape;
+    c->dtype = t;
+    c->n = job->op->ntensors(&job->shape);
+    for (int i = c->n - 1; i >= 0; --i) {
+        c->t[i] = job->op->tensor(&job->shape, t, i);
+        if (c->t[i].is_output)
+            c->first_out = i;
+    }
+    const char *skip = case_alloc_device(c, why, len);
+    if (skip) {
+        case_free(c);
+        return skip;
+    }
+    case_prepare_host(c);
+    return NULL;
+}
+
+/* Upload inputs and poison outputs with NaN (all-ones bytes are NaN in f32 and bf16). */
+static cudaError_t case_reset(const kb_case *c)
+{
+    cudaError_t e = cudaSuccess;
+    for (int i = 0; i < c->n && e == cudaSuccess; ++i) {
+        size_t bytes = (size_t)c->t[i].elems * kb_dtype_size(c->dtype);
+        e = c->t[i].is_output ? cudaMemset(c->dev[i], 0xff, bytes)
+                              : cudaMemcpy(c->dev[i], c->host[i], bytes, cudaMemcpyHostToDevice);
+    }
+    return e;
+}
+
+/* Read outputs back and compare every output's sampled rows; fills r->check. */
+static cudaError_t case_check(kb_case *c, kb_math math, kb_result *r)
+{
+    kb_check worst = {0};
+    worst.pass = 1;
+    for (int i = 0; i < c->n; ++i) {
+        if (!c->t[i].is_output)
+            continue;
+        size_t es = kb_dtype_size(c->dtype);
+        cudaError_t e = cudaMemcpy(c->host[i], c->dev[i], (size_t)c->t[i].elems * es,
+                                   cudaMemcpyDeviceToHost);
+        if (e != cudaSuccess)
+            return e;
+        int64_t rl = c->t[i].row_len;
+        char *picked = malloc((size_t)(c->nrows * rl) * es);
+        for (int k = 0; k < c->nrows; ++k)
+            memcpy(picked + (size_t)(k * rl) * es, (char *)c->host[i] + (size_t)(c->rows[k] * rl) * es,
+                   (size_t)rl * es);
+        kb_check one;
+        kb_compare_rows(picked, c->dtype, c->ref[i], c->nrows * rl, math,
+                        c->op->reduction_len(&c->shape), &one);
+        free(picked);
+        one.nonfinite = kb_count_nonfinite(c->host[i], c->t[i].elems, c->dtype);
+        int pass = worst.pass && one.pass && one.nonfinite == 0;
+        int64_t nonfinite = worst.nonfinite + one.nonfinite;
+        if (one.max_abs_err >= worst.max_abs_err)
+            worst = one;
+        worst.pass = pass;
+        worst.nonfinite = nonfinite;
+    }
+    r->check = worst;
+    r->rows_checked = c->nrows;
+    return cudaSuccess;
+}
+
+static void set_reason(kb_result *r, kb_status s, const char *fmt, const char *what)
+{
+    r->status = s;
+    snprintf(r->reason, sizeof r->reason, fmt, what);
+}
+
+/* Launch once and wait; a CUDA error here fails the row. */
+static const char *launch_sync(const kb_variant *v, const void *args, void *ctx)
+{
+    const char *e = v->launch(args, ctx, 0);
+    if (e)
+        return e;
+    cudaError_t s = cudaDeviceSynchronize();
+    return s == cudaSuccess ? NULL : cudaGetErrorString(s);
+}
+
+static void describe_failure(kb_result *r, const char *when)
+{
+    if (r->check.nonfinite)
+        snprintf(r->reason, sizeof r->reason, "%s: %lld NaN/Inf outputs (unwritten or overflowed)",
+                 when, (long long)r->check.nonfinite);
+    else
+        snprintf(r->reason, sizeof r->reason, "%s: %lld elements over tolerance (max err %.3g > %.3g)",
+                 when, (long long)r->check.bad_elems, r->check.max_abs_err, r->check.worst_tol);
+}
+
+/* Samples until the median is steady or the row's time cap is spent. */
+static const char *time_variant(const kb_variant *v, const void *args, void *ctx,
+                                const kb_options *o, void *flush, size_t flush_bytes, kb_stats *st)
+{
+    const char *e;
+    double t0 = now_s();
+    do
+        if ((e = launch_sync(v, args, ctx)))
+            return e;
+    while (now_s() - t0 < WARMUP_S);
+
+    cudaEvent_t start, stop;
+    cudaEventCreate(&start);
+    cudaEventCreate(&stop);
+    double *samples = malloc(MAX_SAMPLES * sizeof *samples), *scratch = malloc(MAX_SAMPLES * sizeof *scratch);
+    int n = 0;
+    t0 = now_s();
+    for (;;) {
+        if (!o->hot)
+            cudaMemsetAsync(flush, n & 0xff, flush_bytes, 0);
+        cudaEventRecord(start, 0);
+        e = v->launch(args, ctx, 0);
+        cudaEventRecord(stop, 0);
+        cudaError_t s = cudaEventSynchronize(stop);
+        if (e || s != cudaSuccess) {
+            e = e ? e : cudaGetErrorString(s);
+            break;
+        }
+        float ms;
+        cudaEventElapsedTime(&ms, start, stop);
+        samples[n++] = ms;
+        if (n < MIN_SAMPLES)
+            continue;
+        memcpy(scratch, samples, (size_t)n * sizeof *samples);
+        kb_stats_compute(scratch, n, st);
+        if (n == MAX_SAMPLES || kb_median_noise(st) < TARGET_NOISE || now_s() - t0 > o->row_cap_s)
+            break;
+    }
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+    free(samples);
+    free(scratch);
+    return e;
+}
+
+static kb_case current;
+
+static void run_variant(kb_case *c, const kb_job *job, const kb_options *o, void *flush,
+                        size_t flush_bytes, kb_result *r)
+{
+    const kb_variant *v = job->variant;
+    _Alignas(16) char args[256]; /* the op's argument struct (op->args_size) */
+    void *ctx = NULL;
+    const char *e;
+    job->op->bind(&job->shape, c->dev, args);
+    if (v->setup && (e = v->setup(&ctx))) {
+        set_reason(r, KB_SKIP, "setup failed: %s", e);
+        return;
+    }
+    if (case_reset(c) != cudaSuccess || (e = launch_sync(v, args, ctx))) {
+        set_reason(r, KB_FAIL, "launch failed: %s", e ? e : "could not reset tensors");
+    } else if (case_check(c, v->math, r) != cudaSuccess || !r->check.pass) {
+        r->status = KB_FAIL;
+        describe_failure(r, "before timing");
+    } else if (!o->check_only) {
+        if ((e = time_variant(v, args, ctx, o, flush, flush_bytes, &r->time_ms))) {
+            set_reason(r, KB_FAIL, "failed while timing: %s", e);
+        } else {
+            r->timed = 1;
+            if (case_check(c, v->math, r) != cudaSuccess || !r->check.pass) {
+                r->status = KB_FAIL;
+                describe_failure(r, "after timing");
+            }
+        }
+    }
+    if (v->teardown)
+        v->teardown(ctx);
+}
+
+/* Why this device cannot run the variant at all, or NULL. */
+static const char *unrunnable(const kb_job *job, char *why, size_t len)
+{
+    const kb_variant *v = job->variant;
+    int dev = 0, major = 0, minor = 0;
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+    if (v->min_cc > major * 10 + minor) {
+        snprintf(why, len, "needs compute capability %d.%d, device has %d.%d", v->min_cc / 10,
+                 v->min_cc % 10, major, minor);
+        return why;
+    }
+    return v->unsupported ? v->unsupported(&job->shape) : NULL;
+}
+
+void kb_run_job(const kb_job *job, const kb_options *o, void *flush, size_t flush_bytes, kb_result *r)
+{
+    char why[160];
+    const char *skip;
+    memset(r, 0, sizeof *r);
+    r->op = job->op;
+    r->variant = job->variant;
+    r->shape = job->shape;
+    r->hot = o->hot;
+    r->flops = job->op->flops(&job->shape);
+    r->bytes = job->op->bytes(&job->shape, job->variant->dtype);
+    r->status = KB_PASS;
+    if ((skip = unrunnable(job, why, sizeof why)) || (skip = case_for(&current, job, why, sizeof why))) {
+        set_reason(r, KB_SKIP, "%s", skip);
+        return;
+    }
+    r->rows_total = current.t[current.first_out].rows;
+    run_variant(&current, job, o, flush, flush_bytes, r);
+}
+
+/* Drop the shared case, e.g. before allocating a large flush buffer elsewhere. */
+void kb_run_release(void)
+{
+    case_free(&current);
+}

@@ -1,0 +1,114 @@
+/* Shapes: parsing "AxBxC" text, printing it back, and overflow-checked sizes. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "harness/harness.h"
+
+/* Largest accepted dimension: kernels index rows and columns with int. */
+#define KB_MAX_DIM INT32_MAX
+
+static int parse_dim(const char *tok, size_t len, int64_t *out)
+{
+    if (len == 0 || len > 19)
+        return -1;
+    int64_t v = 0;
+    for (size_t i = 0; i < len; ++i) {
+        if (tok[i] < '0' || tok[i] > '9')
+            return -1;
+        v = v * 10 + (tok[i] - '0');
+    }
+    *out = v;
+    return 0;
+}
+
+int kb_parse_shape(const kb_op *op, const char *text, kb_shape *out, char *err, size_t errlen)
+{
+    if (op->parse)
+        return op->parse(text, out, err, errlen);
+    memset(out, 0, sizeof *out);
+    const char *p = text;
+    for (;;) {
+        const char *end = strchr(p, 'x');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (out->nd == op->nd) {
+            out->nd++; /* too many fields */
+            break;
+        }
+        int64_t v;
+        if (parse_dim(p, len, &v) != 0) {
+            snprintf(err, errlen, "malformed %s shape '%s': expected %s with positive integers",
+                     op->name, text, op->shape_fields);
+            return -1;
+        }
+        if (v < 1 || v > KB_MAX_DIM) {
+            snprintf(err, errlen, "%s shape '%s': each dimension must be between 1 and %d",
+                     op->name, text, KB_MAX_DIM);
+            return -1;
+        }
+        out->d[out->nd++] = v;
+        if (!end)
+            break;
+        p = end + 1;
+    }
+    if (out->nd != op->nd) {
+        snprintf(err, errlen, "malformed %s shape '%s': expected %d fields, %s",
+                 op->name, text, op->nd, op->shape_fields);
+        return -1;
+    }
+    return 0;
+}
+
+int kb_parse_shape_list(const kb_op *op, const char *text, kb_shape **out, char *err, size_t errlen)
+{
+    char *copy = strdup(text);
+    int cap = 8, n = 0;
+    kb_shape *v = malloc(cap * sizeof *v);
+    char *save = NULL;
+    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (n == cap)
+            v = realloc(v, (cap *= 2) * sizeof *v);
+        if (kb_parse_shape(op, tok, &v[n], err, errlen) != 0) {
+            free(copy);
+            free(v);
+            return -1;
+        }
+        ++n;
+    }
+    free(copy);
+    if (n == 0) {
+        snprintf(err, errlen, "no sizes given for %s (expected %s)", op->name, op->shape_fields);
+        free(v);
+        return -1;
+    }
+    *out = v;
+    return n;
+}
+
+void kb_format_shape(const kb_shape *s, char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < s->nd && used < len; ++i)
+        used += (size_t)snprintf(buf + used, len - used, i ? "x%lld" : "%lld", (long long)s->d[i]);
+}
+
+int kb_shape_bytes(const kb_op *op, const kb_shape *s, kb_dtype t, int64_t *bytes, char *err, size_t errlen)
+{
+    int64_t total = 0;
+    char shape[128];
+    int n = op->ntensors(s);
+    for (int i = 0; i < n; ++i) {
+        kb_tensor x = op->tensor(s, t, i);
+        int64_t b;
+        if (x.elems <= 0 || __builtin_mul_overflow(x.elems, (int64_t)kb_dtype_size(t), &b) ||
+            __builtin_add_overflow(total, b, &total)) {
+            kb_format_shape(s, shape, sizeof shape);
+            snprintf(err, errlen, "%s shape %s is too large: its byte count overflows 64 bits",
+                     op->name, shape);
+            return -1;
+        }
+    }
+    *bytes = total;
+    return 0;
+}

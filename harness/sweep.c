@@ -1,0 +1,71 @@
+/* Expanding options into the list of rows to run.  Everything here is
+ * validated before the GPU is touched, so bad input exits 2 with nothing run. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "harness/harness.h"
+
+static int wanted(const kb_options *o, const kb_variant *v)
+{
+    return kb_variant_selected(o, v) && (!o->dtype_mask || (o->dtype_mask & (1 << v->dtype)));
+}
+
+static void push(kb_job **jobs, int *n, int *cap, const kb_op *op, const kb_variant *v, const kb_shape *s)
+{
+    if (*n == *cap)
+        *jobs = realloc(*jobs, (size_t)(*cap = *cap ? 2 * *cap : 64) * sizeof **jobs);
+    (*jobs)[(*n)++] = (kb_job){op, v, *s};
+}
+
+/* Shapes must parse and their byte counts must fit, for every dtype a selected variant uses. */
+static int validate_shapes(const kb_options *o, const kb_op *op, const kb_shape *s, int ns,
+                           char *err, size_t errlen)
+{
+    for (int i = 0; i < ns; ++i)
+        for (int j = 0; op->variants[j]; ++j) {
+            int64_t bytes;
+            if (wanted(o, op->variants[j]) &&
+                kb_shape_bytes(op, &s[i], op->variants[j]->dtype, &bytes, err, errlen) != 0)
+                return -1;
+        }
+    return 0;
+}
+
+static void add_op_jobs(const kb_options *o, const kb_op *op, const kb_shape *s, int ns,
+                        kb_job **jobs, int *n, int *cap)
+{
+    const kb_variant *base = kb_find_variant(op, op->baseline);
+    for (int i = 0; i < ns; ++i) {
+        if (base && wanted(o, base))
+            push(jobs, n, cap, op, base, &s[i]);
+        for (int j = 0; op->variants[j]; ++j)
+            if (op->variants[j] != base && wanted(o, op->variants[j]))
+                push(jobs, n, cap, op, op->variants[j], &s[i]);
+    }
+}
+
+int kb_expand_sweep(const kb_options *o, kb_job **jobs, char *err, size_t errlen)
+{
+    int n = 0, cap = 0;
+    *jobs = NULL;
+    for (int k = 0; k < o->nops; ++k) {
+        const kb_op *op = o->ops[k];
+        const char *sizes = o->sizes ? o->sizes : o->quick ? op->quick_sizes : op->default_sizes;
+        kb_shape *shapes;
+        int ns = kb_parse_shape_list(op, sizes, &shapes, err, errlen);
+        if (ns < 0 || validate_shapes(o, op, shapes, ns, err, errlen) != 0) {
+            if (ns >= 0)
+                free(shapes);
+            free(*jobs);
+            return -1;
+        }
+        add_op_jobs(o, op, shapes, ns, jobs, &n, &cap);
+        free(shapes);
+    }
+    if (n == 0) {
+        snprintf(err, errlen, "no variant matches the selected ops, variants and dtypes");
+        free(*jobs);
+        return -1;
+    }
+    return n;
+}

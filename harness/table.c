@@ -1,0 +1,36 @@
+/* The terminal printer: one line per row as it completes. */
+#include <stdio.h>
+#include "harness/harness.h"
+
+void kb_table_header(FILE *f)
+{
+    fprintf(f, "%-9s %-7s %-16s %-5s %-16s %10s %10s %9s %8s %6s %9s %-4s\n", "row", "op",
+            "variant", "dtype", "shape", "median_ms", "GFLOP/s", "GB/s", "speedup", "noise%",
+            "max_err", "stat");
+}
+
+void kb_table_row(FILE *f, const kb_result *r, int index, int total)
+{
+    char pos[32], shape[128];
+    snprintf(pos, sizeof pos, "[%d/%d]", index, total);
+    kb_format_shape(&r->shape, shape, sizeof shape);
+    fprintf(f, "%-9s %-7s %-16s %-5s %-16s ", pos, r->op->name, r->variant->name,
+            kb_math_name(r->variant->math), shape);
+    if (r->timed && r->status == KB_PASS) {
+        double sec = r->time_ms.median * 1e-3;
+        fprintf(f, "%10.4f %10.1f %9.1f ", r->time_ms.median, r->flops / sec * 1e-9,
+                r->bytes / sec * 1e-9);
+        if (r->speedup > 0)
+            fprintf(f, "%7.2fx ", r->speedup);
+        else
+            fprintf(f, "%8s ", "-");
+        fprintf(f, "%6.2f ", 100.0 * r->time_ms.rel_stdev);
+    } else
+        fprintf(f, "%10s %10s %9s %8s %6s ", "-", "-", "-", "-", "-");
+    if (r->rows_checked > 0)
+        fprintf(f, "%9.2e ", r->check.max_abs_err);
+    else
+        fprintf(f, "%9s ", "-");
+    fprintf(f, "%-4s%s%s\n", kb_status_name(r->status), r->reason[0] ? "  " : "", r->reason);
+    fflush(f);
+}

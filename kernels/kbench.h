@@ -1,0 +1,112 @@
+/* kbench's core contract: what an op and a variant are.
+ *
+ * An op (matmul, softmax, ...) is data: a shape syntax, FLOP and byte counts,
+ * the tensors it reads and writes, a C reference and a table of variants.
+ * The harness knows nothing op-specific; it allocates the tensors the op
+ * describes, fills inputs, poisons outputs, runs variants, checks them
+ * against the reference and times them.  Plain C so that .c and .cu files
+ * share it. */
+#ifndef KBENCH_H
+#define KBENCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cuda_runtime_api.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KB_MAX_DIMS 6
+#define KB_MAX_TENSORS 8
+
+/* Storage type of a variant's tensors. */
+typedef enum { KB_F32 = 0, KB_BF16 = 1 } kb_dtype;
+
+/* Arithmetic a variant promises, which picks its tolerance (harness/tolerance.c). */
+typedef enum { KB_MATH_F32 = 0, KB_MATH_TF32 = 1, KB_MATH_BF16 = 2, KB_MATH_COUNT } kb_math;
+
+/* What a variant needs beyond the CUDA runtime. */
+enum { KB_NEEDS_CUBLAS = 1u << 0, KB_NEEDS_CUDNN = 1u << 1 };
+
+typedef struct {
+    int nd;                    /* number of fields */
+    int64_t d[KB_MAX_DIMS];    /* each >= 1 */
+    unsigned flags;            /* op-specific (e.g. a causal mask) */
+} kb_shape;
+
+/* One tensor an op reads or writes, for a given shape and dtype. */
+typedef struct {
+    const char *name;
+    int64_t elems;
+    kb_dtype dtype;
+    int is_output;
+    /* Outputs are checked row by row: rows * row_len == elems. */
+    int64_t rows, row_len;
+} kb_tensor;
+
+/* A variant: one file under variants/<op>/, one line in the op's table.
+ * `launch` enqueues the work on `stream` and returns NULL, or a static string
+ * naming the failure.  `setup`/`teardown` hold handles and workspaces, which
+ * the harness creates before and destroys after all timing. */
+typedef struct kb_variant {
+    const char *name;
+    const char *summary;               /* one line for `kbench list` */
+    kb_dtype dtype;
+    kb_math math;
+    unsigned needs;                    /* KB_NEEDS_* */
+    int min_cc;                        /* e.g. 80 for sm_80 and newer; 0 for any */
+    /* NULL when the variant runs this shape, else why not. Optional. */
+    const char *(*unsupported)(const kb_shape *s);
+    const char *(*setup)(void **ctx);  /* optional */
+    void (*teardown)(void *ctx);       /* optional */
+    const char *(*launch)(const void *args, void *ctx, cudaStream_t stream);
+} kb_variant;
+
+typedef struct kb_op {
+    const char *name;
+    const char *summary;
+    const char *shape_fields;          /* e.g. "MxNxK" */
+    int nd;                            /* fields in a shape */
+    const char *default_sizes;         /* comma-separated shapes */
+    const char *quick_sizes;
+    const char *baseline;              /* variant that speedups are measured against */
+    const kb_variant *const *variants; /* NULL-terminated table */
+
+    double (*flops)(const kb_shape *s);
+    double (*bytes)(const kb_shape *s, kb_dtype t);
+    /* Length of the reduction behind each output element; scales the tolerance. */
+    int64_t (*reduction_len)(const kb_shape *s);
+    int (*ntensors)(const kb_shape *s);
+    kb_tensor (*tensor)(const kb_shape *s, kb_dtype t, int i);
+    /* Fill the op's argument struct (`args`) from device pointers. */
+    void (*bind)(const kb_shape *s, void *const *dev, void *args);
+    size_t args_size;
+    /* Reference in double for the listed rows of every output.  `in` holds
+     * host copies of all tensors (outputs unset); ref[o] receives
+     * nrows * row_len doubles for output o, in output order. */
+    void (*reference)(const kb_shape *s, kb_dtype t, const void *const *in,
+                      const int64_t *rows, int nrows, double **ref);
+    /* Relative CPU cost of one reference row, used to sample rows of big shapes. */
+    double (*row_cost)(const kb_shape *s);
+    /* Optional: fill input tensor i (default: uniform in [-1, 1]). */
+    void (*fill)(const kb_shape *s, int i, float *x, int64_t n, uint64_t seed);
+    /* Optional: parse one shape; default splits `nd` integers on 'x'. */
+    int (*parse)(const char *text, kb_shape *out, char *err, size_t errlen);
+} kb_op;
+
+/* Product of dimensions, or -1 when it overflows 63 bits; ops use it for
+ * tensor sizes so an absurd shape is rejected instead of wrapping. */
+static inline int64_t kb_mul_dims(int64_t a, int64_t b)
+{
+    int64_t r;
+    return (a < 0 || b < 0 || __builtin_mul_overflow(a, b, &r)) ? -1 : r;
+}
+
+/* All ops, NULL-terminated (harness/registry.c). */
+extern const kb_op *const kb_ops[];
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,62 @@
+/* The matmul op: shapes, counts, tensors and the default sweep. */
+#include "kernels/matmul.h"
+
+extern const kb_variant *const matmul_variants[];
+
+static double flops(const kb_shape *s) { return 2.0 * s->d[0] * s->d[1] * s->d[2]; }
+
+static double bytes(const kb_shape *s, kb_dtype t)
+{
+    double M = s->d[0], N = s->d[1], K = s->d[2];
+    return (M * K + K * N + M * N) * (t == KB_BF16 ? 2 : 4);
+}
+
+static int64_t reduction_len(const kb_shape *s) { return s->d[2]; }
+static int ntensors(const kb_shape *s) { (void)s; return 3; }
+
+static kb_tensor tensor(const kb_shape *s, kb_dtype t, int i)
+{
+    int64_t M = s->d[0], N = s->d[1], K = s->d[2];
+    switch (i) {
+    case 0: return (kb_tensor){"A", kb_mul_dims(M, K), t, 0, M, K};
+    case 1: return (kb_tensor){"B", kb_mul_dims(K, N), t, 0, K, N};
+    default: return (kb_tensor){"C", kb_mul_dims(M, N), t, 1, M, N};
+    }
+}
+
+static void bind(const kb_shape *s, void *const *dev, void *args)
+{
+    kb_matmul_args *a = args;
+    *a = (kb_matmul_args){(int)s->d[0], (int)s->d[1], (int)s->d[2], dev[0], dev[1], dev[2]};
+}
+
+static void reference(const kb_shape *s, kb_dtype t, const void *const *in,
+                      const int64_t *rows, int nrows, double **ref)
+{
+    (void)t; /* matmul is fp32-only */
+    matmul_reference_rows((int)s->d[0], (int)s->d[1], (int)s->d[2], in[0], in[1], rows, nrows, ref[0]);
+}
+
+static double row_cost(const kb_shape *s) { return (double)s->d[1] * s->d[2]; }
+
+const kb_op kb_op_matmul = {
+    .name = "matmul",
+    .summary = "C = A*B, fp32, row-major, A is MxK",
+    .shape_fields = "MxNxK",
+    .nd = 3,
+    .default_sizes = "256x256x256,512x512x512,1024x1024x1024,2048x2048x2048,4096x4096x4096,"
+                     "8192x8192x8192,4096x768x768,4096x3072x768,4096x768x3072,"
+                     "1x1x1,35x79x19,127x129x65,1000x1000x1000,4097x4095x511",
+    .quick_sizes = "1024x1024x1024,4096x4096x4096,4096x768x3072,127x129x65",
+    .baseline = "cublas",
+    .variants = matmul_variants,
+    .flops = flops,
+    .bytes = bytes,
+    .reduction_len = reduction_len,
+    .ntensors = ntensors,
+    .tensor = tensor,
+    .bind = bind,
+    .args_size = sizeof(kb_matmul_args),
+    .reference = reference,
+    .row_cost = row_cost,
+};
