@@ -1,5 +1,4 @@
 /* Shapes: parsing "AxBxC" text, printing it back, and overflow-checked sizes. */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,11 +60,11 @@ int kb_parse_shape(const kb_op *op, const char *text, kb_shape *out, char *err, 
 
 int kb_parse_shape_list(const kb_op *op, const char *text, kb_shape **out, char *err, size_t errlen)
 {
-    char *copy = strdup(text);
+    char *copy = strdup(text), *rest = copy, *tok;
     int cap = 8, n = 0;
     kb_shape *v = malloc(cap * sizeof *v);
-    char *save = NULL;
-    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    /* strsep, unlike strtok, keeps empty items, so "8x8x8,," is an error. */
+    while ((tok = strsep(&rest, ","))) {
         if (n == cap)
             v = realloc(v, (cap *= 2) * sizeof *v);
         if (kb_parse_shape(op, tok, &v[n], err, errlen) != 0) {

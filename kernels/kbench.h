@@ -70,6 +70,7 @@ typedef struct kb_op {
     int nd;                            /* fields in a shape */
     const char *default_sizes;         /* comma-separated shapes */
     const char *quick_sizes;
+    const char *test_sizes;            /* regular and tile-hostile shapes for the GPU tests */
     const char *baseline;              /* variant that speedups are measured against */
     const kb_variant *const *variants; /* NULL-terminated table */
 

@@ -48,6 +48,8 @@ const kb_op kb_op_matmul = {
                      "8192x8192x8192,4096x768x768,4096x3072x768,4096x768x3072,"
                      "1x1x1,35x79x19,127x129x65,1000x1000x1000,4097x4095x511",
     .quick_sizes = "1024x1024x1024,4096x4096x4096,4096x768x3072,127x129x65",
+    .test_sizes = "1x1x1,2x3x5,35x79x19,127x129x65,128x128x128,64x256x32,257x255x129,"
+                  "513x1031x17,1x4096x300,300x1x4096",
     .baseline = "cublas",
     .variants = matmul_variants,
     .flops = flops,

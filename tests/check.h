@@ -1,0 +1,21 @@
+/* A minimal assertion helper for kbench's C tests: count failures, report
+ * each with its line, exit non-zero if any failed. */
+#ifndef KBENCH_TEST_CHECK_H
+#define KBENCH_TEST_CHECK_H
+#include <stdio.h>
+
+static int check_failures;
+
+#define CHECK(cond)                                                              \
+    do {                                                                         \
+        if (!(cond)) {                                                           \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
+            check_failures++;                                                    \
+        }                                                                        \
+    } while (0)
+
+#define CHECK_NEAR(a, b, tol) CHECK(fabs((double)(a) - (double)(b)) <= (tol))
+
+#define CHECK_DONE() (check_failures ? (fprintf(stderr, "%d checks failed\n", check_failures), 1) : 0)
+
+#endif

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# CLI error paths: each bad input gets exit code 2, one line on stderr naming
+# the problem, and writes nothing.  No GPU is needed (or used).
+set -u
+kbench=$(realpath "$1")
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work" || exit 1
+failures=0
+
+expect() { # expect CODE PATTERN ARGS...
+    local code=$1 pattern=$2
+    shift 2
+    "$kbench" "$@" >stdout 2>stderr
+    local rc=$? lines
+    lines=$(wc -l <stderr)
+    if [[ $rc -ne $code || $lines -ne 1 ]] || ! grep -q -- "$pattern" stderr; then
+        echo "FAIL: kbench $* -> rc=$rc (want $code), stderr ($lines lines): $(cat stderr)"
+        failures=$((failures + 1))
+    fi
+    if [[ -e results || -n $(ls ./*.csv 2>/dev/null) ]]; then
+        echo "FAIL: kbench $* wrote output"
+        failures=$((failures + 1))
+        rm -rf results ./*.csv
+    fi
+}
+
+expect 2 "missing command"
+expect 2 "unknown command 'frob'" frob
+expect 2 "unknown op 'softmaxx'" run --op softmaxx
+expect 2 "unknown variant 'nope'" run --variant nope
+expect 2 "unknown variant 'zz\*'" run --variant 'naive,zz*'
+expect 2 "malformed matmul shape '10x10'" run --sizes 10x10
+expect 2 "malformed matmul shape '1x2x3x4'" run --sizes 1x2x3x4
+expect 2 "malformed matmul shape '8xfoox8'" run --sizes 8xfoox8
+expect 2 "malformed matmul shape .-4x4x4." run --sizes -4x4x4
+expect 2 "malformed matmul shape ''" run --sizes 4x4x4,,
+expect 2 "between 1 and" run --sizes 0x16x16
+expect 2 "between 1 and" run --sizes 16x16x99999999999
+expect 2 "byte count overflows" run --sizes 2147483647x2147483647x2147483647
+expect 2 "unknown dtype 'f16'" run --dtype f16
+expect 2 "unknown option '--fast'" run --fast
+expect 2 "--csv needs a value" run --csv
+expect 2 "--device needs a device index" run --device -1
+expect 2 "--max-time needs seconds" run --max-time 0
+expect 2 "--sizes and --quick" run --quick --sizes 8x8x8
+expect 2 "'list' takes no arguments" list extra
+
+# No GPU (hidden from the runtime): one line, non-zero exit, nothing written.
+CUDA_VISIBLE_DEVICES= expect 1 "no CUDA device found" run --quick --variant naive
+
+# list works without a GPU and names every variant with its needs.
+"$kbench" list >list.txt || { echo "FAIL: kbench list"; failures=$((failures + 1)); }
+grep -q "^matmul (MxNxK)" list.txt || { echo "FAIL: list lacks matmul"; failures=$((failures + 1)); }
+grep -q "naive" list.txt || { echo "FAIL: list lacks naive"; failures=$((failures + 1)); }
+
+[[ $failures -eq 0 ]] && echo "all CLI checks passed"
+exit $((failures > 0))

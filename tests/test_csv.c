@@ -1,0 +1,98 @@
+/* The CSV printer: metadata first, one header, units in names, quoting,
+ * empty cells for unmeasured values, and an atomic write. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "harness/harness.h"
+#include "kernels/matmul.h"
+#include "tests/check.h"
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return NULL;
+    static char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+static kb_result passed_row(void)
+{
+    kb_result r = {0};
+    r.op = &kb_op_matmul;
+    r.variant = kb_op_matmul.variants[0];
+    r.shape = (kb_shape){3, {128, 64, 32}, 0};
+    r.flops = 2.0 * 128 * 64 * 32;
+    r.bytes = 4.0 * (128 * 32 + 32 * 64 + 128 * 64);
+    r.timed = 1;
+    r.time_ms = (kb_stats){.median = 0.5, .min = 0.25, .max = 1.0, .rel_stdev = 0.02, .n = 7};
+    r.speedup = 2.0;
+    r.check = (kb_check){.max_abs_err = 1e-6, .rel_l2_err = 1e-7, .worst_tol = 1e-4, .pass = 1};
+    r.rows_checked = r.rows_total = 128;
+    r.status = KB_PASS;
+    return r;
+}
+
+int main(void)
+{
+    char dir[] = "/tmp/kbench-csv-XXXXXX", path[256], line[4096];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(path, sizeof path, "%s/out.csv", dir);
+
+    kb_result rows[2] = {passed_row(), passed_row()};
+    rows[1].status = KB_SKIP;
+    rows[1].timed = 0;
+    rows[1].rows_checked = 0;
+    snprintf(rows[1].reason, sizeof rows[1].reason, "needs 3 GiB, 1 GiB free, \"say\"");
+    kb_meta meta[] = {{"gpu", "Test GPU"}, {"git_commit", "abc123"}};
+    char err[256];
+    CHECK(kb_csv_write(path, meta, 2, rows, 2, err, sizeof err) == 0);
+
+    char *text = slurp(path);
+    CHECK(text != NULL);
+    CHECK(strncmp(text, "# gpu: Test GPU\n# git_commit: abc123\nop,variant,dtype,", 52) == 0);
+    CHECK(strstr(text, ",median_ms,min_ms,max_ms,rel_stdev_pct,") != NULL);
+    CHECK(strstr(text, ",gflop_s,gb_s,speedup_x,") != NULL);
+    /* 2*128*64*32 flop in 0.5 ms = 1.048576 GFLOP/s */
+    CHECK(strstr(text, "matmul,naive,f32,f32,MxNxK,128x64x32,128,64,32,,,,524288,") != NULL);
+    CHECK(strstr(text, ",0.500000,0.250000,1.000000,2.000,7,1.049,") != NULL);
+    CHECK(strstr(text, ",2.0000,1.000e-06,") != NULL);
+    /* A skipped row leaves timing and error cells empty, and the reason is quoted. */
+    CHECK(strstr(text, ",,,,,,,,,,,,,,cold,SKIP,\"needs 3 GiB, 1 GiB free, \"\"say\"\"\"\n") != NULL);
+
+    /* Every data row has as many cells as the header (counting outside quotes). */
+    FILE *f = fopen(path, "r");
+    int header_cells = -1;
+    while (f && fgets(line, sizeof line, f)) {
+        if (line[0] == '#')
+            continue;
+        int cells = 1, quoted = 0;
+        for (char *p = line; *p; ++p) {
+            quoted ^= *p == '"';
+            cells += *p == ',' && !quoted;
+        }
+        if (header_cells < 0)
+            header_cells = cells;
+        CHECK(cells == header_cells);
+    }
+    if (f)
+        fclose(f);
+
+    /* No temporary file is left behind; a write into a missing folder fails cleanly. */
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "test $(ls %s | wc -l) -eq 1", dir);
+    CHECK(system(cmd) == 0);
+    snprintf(path, sizeof path, "%s/missing/out.csv", dir);
+    CHECK(kb_csv_write(path, meta, 2, rows, 2, err, sizeof err) != 0);
+    CHECK(strstr(err, "cannot write") != NULL);
+    CHECK(access(path, F_OK) != 0);
+
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
+    return CHECK_DONE();
+}

@@ -1,0 +1,103 @@
+/* The GPU suite: every registered variant of every op against the C
+ * reference on the op's regular and tile-hostile test shapes, and broken
+ * variants that the checks must catch.  Exits 77 (skip) without a GPU.
+ * Asserts correctness only, never a time. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "harness/harness.h"
+#include "kernels/matmul.h"
+#include "tests/check.h"
+
+extern const kb_variant broken_matmul_unwritten, broken_matmul_drop_term, broken_matmul_degrades;
+
+static kb_options options(int check_only)
+{
+    kb_options o;
+    memset(&o, 0, sizeof o);
+    o.check_only = check_only;
+    o.row_cap_s = 0.05;
+    return o;
+}
+
+static void *flush;
+static size_t flush_bytes = 64 << 20;
+
+static kb_result run(const kb_op *op, const kb_variant *v, const kb_shape *s, int check_only)
+{
+    kb_job job = {op, v, *s};
+    kb_options o = options(check_only);
+    kb_result r;
+    kb_run_job(&job, &o, flush, flush_bytes, &r);
+    return r;
+}
+
+static void every_variant(const kb_op *op)
+{
+    kb_shape *shapes;
+    char err[256], name[128];
+    int ns = kb_parse_shape_list(op, op->test_sizes, &shapes, err, sizeof err);
+    CHECK(ns > 0);
+    for (int j = 0; op->variants[j]; ++j) {
+        int passed = 0;
+        for (int i = 0; i < ns; ++i) {
+            kb_result r = run(op, op->variants[j], &shapes[i], 1);
+            kb_format_shape(&shapes[i], name, sizeof name);
+            printf("%-8s %-18s %-16s %s max_err %.2e rel_l2 %.2e rows %lld/%lld %s\n", op->name,
+                   op->variants[j]->name, name, kb_status_name(r.status), r.check.max_abs_err,
+                   r.check.rel_l2_err, (long long)r.rows_checked, (long long)r.rows_total, r.reason);
+            CHECK(r.status != KB_FAIL);
+            passed += r.status == KB_PASS;
+        }
+        /* A variant that skips everything proves nothing. */
+        CHECK(passed > 0);
+    }
+    free(shapes);
+}
+
+static void broken_variants_fail(void)
+{
+    kb_shape s = {3, {67, 45, 129}, 0};
+    kb_result r = run(&kb_op_matmul, &broken_matmul_unwritten, &s, 1);
+    CHECK(r.status == KB_FAIL && r.check.nonfinite == 1);
+    CHECK(strstr(r.reason, "NaN") != NULL);
+
+    r = run(&kb_op_matmul, &broken_matmul_drop_term, &s, 1);
+    CHECK(r.status == KB_FAIL && r.check.nonfinite == 0 && r.check.bad_elems > 0);
+    CHECK(strstr(r.reason, "before timing") != NULL);
+
+    r = run(&kb_op_matmul, &broken_matmul_degrades, &s, 0);
+    CHECK(r.status == KB_FAIL && strstr(r.reason, "after timing") != NULL);
+    printf("broken variants: caught\n");
+}
+
+static void timing_is_recorded(void)
+{
+    kb_shape s = {3, {256, 256, 256}, 0};
+    kb_result r = run(&kb_op_matmul, kb_op_matmul.variants[0], &s, 0);
+    CHECK(r.status == KB_PASS && r.timed);
+    CHECK(r.time_ms.n >= 3 && r.time_ms.min > 0);
+    CHECK(r.time_ms.min <= r.time_ms.median && r.time_ms.median <= r.time_ms.max);
+}
+
+int main(void)
+{
+    kb_device_info dev;
+    char err[256];
+    if (kb_gpu_open(0, &dev, err, sizeof err) != 0) {
+        printf("skipping the GPU suite: %s\n", err);
+        return 77;
+    }
+    if (cudaMalloc(&flush, flush_bytes) != cudaSuccess) {
+        printf("cannot allocate the flush buffer\n");
+        return 1;
+    }
+    printf("GPU suite on %s\n", dev.name);
+    for (int i = 0; kb_ops[i]; ++i)
+        every_variant(kb_ops[i]);
+    broken_variants_fail();
+    timing_is_recorded();
+    kb_run_release();
+    cudaFree(flush);
+    return CHECK_DONE();
+}

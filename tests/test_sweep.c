@@ -1,0 +1,85 @@
+/* Sweep expansion: default, quick and explicit sizes, variant globs, dtype
+ * filters, and the baseline running first for every shape. */
+#include <string.h>
+#include <stdlib.h>
+#include "harness/harness.h"
+#include "kernels/matmul.h"
+#include "tests/check.h"
+
+static int nvariants(const kb_op *op)
+{
+    int n = 0;
+    while (op->variants[n])
+        ++n;
+    return n;
+}
+
+static int count_shapes(const char *list)
+{
+    int n = 1;
+    for (; *list; ++list)
+        n += *list == ',';
+    return n;
+}
+
+static int expand(int argc, char **argv, kb_job **jobs)
+{
+    kb_options o;
+    char err[256];
+    if (kb_parse_args(argc, argv, &o, err, sizeof err) != 0)
+        return -1;
+    return kb_expand_sweep(&o, jobs, err, sizeof err);
+}
+
+int main(void)
+{
+    const kb_op *mm = &kb_op_matmul;
+    kb_job *jobs;
+    int nv = nvariants(mm);
+
+    char *all[] = {"kbench", "run", "--op", "matmul"};
+    int n = expand(4, all, &jobs);
+    CHECK(n == count_shapes(mm->default_sizes) * nv);
+    /* The baseline leads each shape's group (when it is registered). */
+    if (kb_find_variant(mm, mm->baseline))
+        for (int i = 0; i < n; i += nv)
+            CHECK(strcmp(jobs[i].variant->name, mm->baseline) == 0);
+    for (int i = 0; i < n; ++i)
+        CHECK(jobs[i].shape.nd == 3);
+    free(jobs);
+
+    char *quick[] = {"kbench", "run", "--quick"};
+    n = expand(3, quick, &jobs);
+    CHECK(n == count_shapes(mm->quick_sizes) * nv);
+    CHECK(count_shapes(mm->quick_sizes) < count_shapes(mm->default_sizes));
+    free(jobs);
+
+    char *sized[] = {"kbench", "run", "--op", "matmul", "--sizes", "35x79x19,1x1x1", "--variant", "naive"};
+    n = expand(8, sized, &jobs);
+    CHECK(n == 2);
+    CHECK(jobs[0].shape.d[0] == 35 && jobs[0].shape.d[1] == 79 && jobs[0].shape.d[2] == 19);
+    CHECK(jobs[1].shape.d[0] == 1 && strcmp(jobs[1].variant->name, "naive") == 0);
+    free(jobs);
+
+    char *glob[] = {"kbench", "run", "--sizes", "8x8x8", "--variant", "na*"};
+    CHECK(expand(6, glob, &jobs) == 1);
+    free(jobs);
+
+    /* No matmul variant stores bf16, so a bf16-only sweep has nothing to run. */
+    char *bf16[] = {"kbench", "run", "--dtype", "bf16"};
+    CHECK(expand(4, bf16, &jobs) == -1);
+
+    /* Every op's default, quick and test sizes parse. */
+    for (int i = 0; kb_ops[i]; ++i) {
+        kb_shape *s;
+        char err[256];
+        const char *lists[] = {kb_ops[i]->default_sizes, kb_ops[i]->quick_sizes, kb_ops[i]->test_sizes};
+        for (int k = 0; k < 3; ++k) {
+            int ns = kb_parse_shape_list(kb_ops[i], lists[k], &s, err, sizeof err);
+            CHECK(ns > 0);
+            if (ns > 0)
+                free(s);
+        }
+    }
+    return CHECK_DONE();
+}

@@ -1,0 +1,52 @@
+/* The tolerance policy: what passes, what fails, and how it scales. */
+#include <math.h>
+#include "harness/harness.h"
+#include "tests/check.h"
+
+static kb_check compare(const float *out, const double *ref, int n, kb_math m, int64_t L)
+{
+    kb_check c;
+    kb_compare_rows(out, KB_F32, ref, n, m, L, &c);
+    return c;
+}
+
+int main(void)
+{
+    /* Scales with the reduction length, and looser for lower precision. */
+    CHECK(kb_tolerance(KB_MATH_F32, 4096, 0) > kb_tolerance(KB_MATH_F32, 64, 0));
+    CHECK(kb_tolerance(KB_MATH_TF32, 4096, 0) > 100 * kb_tolerance(KB_MATH_F32, 4096, 0));
+    CHECK(kb_tolerance(KB_MATH_BF16, 64, 0) > kb_tolerance(KB_MATH_TF32, 64, 0));
+    CHECK(kb_tolerance(KB_MATH_F32, 16, 100) > kb_tolerance(KB_MATH_F32, 16, 1));
+
+    /* f32, K = 4096: an fp32-rounding-sized error passes, a dropped term (~0.25) fails. */
+    double ref[3] = {21.0, -3.5, 0.125};
+    float ok[3] = {21.0f + 2e-4f, -3.5f, 0.125f};
+    kb_check c = compare(ok, ref, 3, KB_MATH_F32, 4096);
+    CHECK(c.pass && c.bad_elems == 0);
+    CHECK_NEAR(c.max_abs_err, 2e-4, 1e-5);
+
+    float dropped[3] = {21.0f - 0.25f, -3.5f, 0.125f};
+    c = compare(dropped, ref, 3, KB_MATH_F32, 4096);
+    CHECK(!c.pass && c.bad_elems == 1);
+
+    /* The same error is within TF32's tolerance at that length. */
+    float tf32_err[3] = {21.0f + 0.05f, -3.5f, 0.125f};
+    CHECK(!compare(tf32_err, ref, 3, KB_MATH_F32, 4096).pass);
+    CHECK(compare(tf32_err, ref, 3, KB_MATH_TF32, 4096).pass);
+
+    /* NaN and Inf always fail, however loose the tolerance. */
+    float nan_out[3] = {21.0f, NAN, 0.125f}, inf_out[3] = {INFINITY, -3.5f, 0.125f};
+    c = compare(nan_out, ref, 3, KB_MATH_BF16, 1 << 20);
+    CHECK(!c.pass && c.bad_elems == 1);
+    CHECK(!compare(inf_out, ref, 3, KB_MATH_BF16, 1 << 20).pass);
+    CHECK(kb_count_nonfinite(nan_out, 3, KB_F32) == 1);
+    CHECK(kb_count_nonfinite(ok, 3, KB_F32) == 0);
+
+    /* Relative L2 error: one element off by 1 of a reference with norm 5. */
+    double r2[2] = {3, 4};
+    float o2[2] = {3, 5};
+    c = compare(o2, r2, 2, KB_MATH_BF16, 1);
+    CHECK_NEAR(c.rel_l2_err, 0.2, 1e-12);
+    CHECK(!c.pass);
+    return CHECK_DONE();
+}

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# One lent-GPU session in one command: build, run the GPU suite, run the
+# benchmark, keep logs and CSVs under $OUT, and print a short table last.
+#   bash tools/device_run.sh [kbench run arguments...]
+# With no arguments the benchmark is the default sweep of every op.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-/tmp/kbench-out}
+mkdir -p "$out"
+export PATH="/usr/local/cuda/bin:$PATH"
+
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw \
+    --format=csv >"$out/gpu.txt" 2>&1
+if ! { meson setup build-dev -Dgpu_arch=90 && ninja -C build-dev; } >"$out/build.log" 2>&1; then
+    tail -40 "$out/build.log"
+    exit 1
+fi
+
+build-dev/tests/test_gpu >"$out/test_gpu.log" 2>&1
+gpu_rc=$?
+build-dev/harness/kbench run "$@" --csv "$out/bench.csv" >"$out/bench.log" 2>&1
+bench_rc=$?
+
+echo "== GPU suite (rc=$gpu_rc): $(grep -c ' PASS ' "$out/test_gpu.log") PASS rows"
+grep -E 'FAIL|CHECK failed|checks failed' "$out/test_gpu.log" | head -20
+echo "== benchmark (rc=$bench_rc): $(tail -1 "$out/bench.log")"
+grep -E 'FAIL|SKIP' "$out/bench.log" | head -20
+cat "$out/gpu.txt"
+# Short table: every PASS row at the headline shapes.
+awk -F, '!/^#/ && $1 != "op" && $29 == "PASS" && ($6 ~ /^(4096x4096x4096|8192x8192x8192|4096x768x3072)$/) {
+    printf "%-8s %-16s %-16s %10s ms %10.0f GFLOP/s %7s x\n", $1, $2, $6, $15, $20, $22 }' "$out/bench.csv"
+exit $((gpu_rc != 0 || bench_rc != 0))
