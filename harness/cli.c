@@ -13,6 +13,7 @@ void kb_print_usage(FILE *f)
           "       kbench run [--op OP[,OP]] [--variant NAME|GLOB[,..]] [--sizes SHAPE[,SHAPE]]\n"
           "                  [--dtype f32|bf16[,..]] [--quick] [--check] [--hot]\n"
           "                  [--csv FILE | --out-dir DIR] [--device N] [--max-time SECONDS]\n"
+          "       kbench compare BASE.csv NEW.csv [--threshold PCT]\n"
           "       kbench help | version\n"
           "Shapes are op-specific (matmul: MxNxK); `kbench list` shows each op's syntax.\n",
           f);

@@ -66,10 +66,9 @@ static void version_text(int v, char *buf, size_t len)
 
 static void collect_meta(const kb_device_info *d, const kb_options *o, kb_meta_set *m)
 {
-    char drv[32], rt[32], date[64];
+    char rt[32], date[64];
     time_t now = time(NULL);
     strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
-    version_text(d->driver_version, drv, sizeof drv);
     version_text(d->runtime_version, rt, sizeof rt);
     m->n = 0;
     meta_add(m, "gpu", "%s", d->name);
@@ -80,7 +79,7 @@ static void collect_meta(const kb_device_info *d, const kb_options *o, kb_meta_s
     meta_add(m, "mem_bus_width_bits", "%d", d->bus_width_bits);
     meta_add(m, "l2_bytes", "%lld", (long long)d->l2_bytes);
     meta_add(m, "global_mem_bytes", "%lld", (long long)d->global_mem_bytes);
-    meta_add(m, "driver", "%s", drv);
+    meta_add(m, "driver", "%s", d->driver);
     meta_add(m, "runtime", "%s", rt);
     meta_add(m, "cublas", "%d.%d.%d", d->cublas_version / 10000, d->cublas_version / 100 % 100,
              d->cublas_version % 100);

@@ -10,6 +10,25 @@ static int attr(enum cudaDeviceAttr a, int dev)
     return cudaDeviceGetAttribute(&v, a, dev) == cudaSuccess ? v : 0;
 }
 
+/* The kernel driver's version ("580.159.04"), or the CUDA version it supports. */
+static void driver_version(char *buf, size_t len)
+{
+    FILE *f = fopen("/proc/driver/nvidia/version", "r");
+    char line[512];
+    int v = 0;
+    if (f && fgets(line, sizeof line, f)) {
+        const char *p = strstr(line, "Kernel Module");
+        if (p && sscanf(p, "Kernel Module %63s", buf) == 1 && len > 64) {
+            fclose(f);
+            return;
+        }
+    }
+    if (f)
+        fclose(f);
+    cudaDriverGetVersion(&v);
+    snprintf(buf, len, "CUDA %d.%d", v / 1000, (v % 1000) / 10);
+}
+
 int kb_gpu_open(int device, kb_device_info *info, char *err, size_t errlen)
 {
     int count = 0;
@@ -40,7 +59,7 @@ int kb_gpu_open(int device, kb_device_info *info, char *err, size_t errlen)
     info->sm_clock_khz = attr(cudaDevAttrClockRate, device);
     info->mem_clock_khz = attr(cudaDevAttrMemoryClockRate, device);
     info->bus_width_bits = attr(cudaDevAttrGlobalMemoryBusWidth, device);
-    cudaDriverGetVersion(&info->driver_version);
+    driver_version(info->driver, sizeof info->driver);
     cudaRuntimeGetVersion(&info->runtime_version);
     int major = 0, minor = 0, patch = 0;
     cublasGetProperty(MAJOR_VERSION, &major);

@@ -126,7 +126,8 @@ typedef struct {
     int cc_major, cc_minor, sm_count;
     int sm_clock_khz, mem_clock_khz, bus_width_bits;
     int64_t l2_bytes, global_mem_bytes;
-    int driver_version, runtime_version, cublas_version;
+    char driver[96];
+    int runtime_version, cublas_version;
 } kb_device_info;
 /* 0 when a device is usable, else -1 with a one-line reason. */
 int kb_gpu_open(int device, kb_device_info *info, char *err, size_t errlen);
@@ -154,5 +155,8 @@ void kb_run_release(void);
 /* ---- commands.c ---- */
 int kb_cmd_run(const kb_options *o);
 int kb_cmd_list(FILE *f);
+
+/* ---- compare.c: kbench compare BASE.csv NEW.csv [--threshold PCT] ---- */
+int kb_cmd_compare(int argc, char **argv);
 
 #endif

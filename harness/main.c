@@ -1,5 +1,6 @@
 /* kbench: benchmark and check transformer kernels. */
 #include <stdio.h>
+#include <string.h>
 #include "harness/harness.h"
 #include "version.h"
 
@@ -7,6 +8,9 @@ int main(int argc, char **argv)
 {
     kb_options o;
     char err[512];
+    /* compare has its own arguments and needs no GPU. */
+    if (argc > 1 && !strcmp(argv[1], "compare"))
+        return kb_cmd_compare(argc - 1, argv + 1);
     if (kb_parse_args(argc, argv, &o, err, sizeof err) != 0) {
         fprintf(stderr, "kbench: %s\n", err);
         return KB_EXIT_USAGE;

@@ -5,7 +5,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.local/bin:/usr/local/cuda/bin:$PATH"
-bash tools/deps.sh || exit 1
+bash tools/deps.sh --plots || exit 1
 if [[ ! -f build/build.ninja ]]; then
     meson setup build "$@" >build-setup.log 2>&1 || { cat build-setup.log; exit 1; }
 fi

@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# kbench compare: verdicts, exit codes and bad input, on small hand-written
+# CSVs.  No GPU is needed.
+set -u
+kbench=$(realpath "$1")
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work" || exit 1
+failures=0
+
+header=op,variant,dtype,math,shape_fields,shape,d1,d2,d3,d4,d5,d6,flops,bytes,median_ms,min_ms,max_ms,rel_stdev_pct,samples,gflop_s,gb_s,speedup_x,max_abs_err,rel_l2_err,tol_at_max_err,rows_checked,rows_total,l2,status,reason
+
+# csv FILE GPU ROW...: each ROW is "VARIANT SHAPE MEDIAN_MS NOISE_PCT STATUS";
+# MEDIAN_MS and NOISE_PCT are '-' for rows without timing.
+csv() {
+    local file=$1 gpu=$2 row v s m n st
+    shift 2
+    {
+        printf '# gpu: %s\n# git_commit: abc123\n%s\n' "$gpu" "$header"
+        for row in "$@"; do
+            read -r v s m n st <<<"$row"
+            [[ $m == - ]] && m= && n=
+            printf 'matmul,%s,f32,f32,MxNxK,%s,8,8,8,,,,1024,768,%s,%s,%s,%s,5,,,,,,,,,cold,%s,\n' \
+                "$v" "$s" "$m" "$m" "$m" "$n" "$st"
+        done
+    } >"$file"
+}
+
+fail() {
+    echo "FAIL: $*"
+    failures=$((failures + 1))
+}
+
+# compare CODE BASE NEW [ARGS...]: run it, check the exit code; output in out.
+compare() {
+    local code=$1
+    shift
+    "$kbench" compare "$@" >out 2>err
+    local rc=$?
+    [[ $rc -eq $code ]] || fail "compare $* -> rc=$rc (want $code): $(cat out err)"
+}
+
+expect_out() { # expect_out PATTERN: the last compare printed a line matching it
+    grep -q -- "$1" out || fail "no line matching '$1' in: $(cat out)"
+}
+
+# bad_input PATTERN ARGS...: exit 2 and exactly one stderr line matching.
+bad_input() {
+    local pattern=$1
+    shift
+    compare 2 "$@"
+    [[ $(wc -l <err) -eq 1 ]] && grep -q -- "$pattern" err ||
+        fail "compare $*: want one stderr line matching '$pattern', got: $(cat err)"
+}
+
+gpu="NVIDIA H100 80GB HBM3"
+base_rows=("naive 64x64x64 1.000 0.5 PASS" "tiled 64x64x64 0.500 0.5 PASS"
+           "broken 64x64x64 - - FAIL" "huge 64x64x64 - - SKIP")
+csv base.csv "$gpu" "${base_rows[@]}"
+
+# Identical files: every timed row SAME, both-FAIL and both-SKIP rows keep
+# their status and get no verdict.
+compare 0 base.csv base.csv
+expect_out "summary: 0 FASTER, 0 SLOWER, 2 SAME, 0 FAIL, 0 only in one file"
+expect_out "^matmul naive .* SAME$"
+grep -q "broken .* FAIL  *FAIL  *- *$" out || fail "both-FAIL row: $(cat out)"
+grep -q "huge .* SKIP  *SKIP  *- *$" out || fail "both-SKIP row: $(cat out)"
+
+# A 20% slowdown with low noise.
+csv slow.csv "$gpu" "naive 64x64x64 1.200 0.5 PASS" "${base_rows[@]:1}"
+compare 1 base.csv slow.csv
+expect_out "^matmul naive .* 1.200  SLOWER$"
+
+# The same 20% inside 30% noise is no verdict of change.
+csv noisy.csv "$gpu" "naive 64x64x64 1.200 30 PASS" "${base_rows[@]:1}"
+compare 0 base.csv noisy.csv
+expect_out "^matmul naive .* SAME$"
+
+# A 20% slowdown below a 25% threshold.
+compare 0 base.csv slow.csv --threshold 25
+expect_out "^matmul naive .* SAME$"
+
+# A speedup.
+csv fast.csv "$gpu" "${base_rows[0]}" "tiled 64x64x64 0.250 0.5 PASS" "${base_rows[@]:2}"
+compare 0 base.csv fast.csv
+expect_out "^matmul tiled .* FASTER$"
+expect_out "summary: 1 FASTER, 0 SLOWER, 1 SAME,"
+
+# A variant that passed and now fails.
+csv broke.csv "$gpu" "naive 64x64x64 - - FAIL" "${base_rows[@]:1}"
+compare 1 base.csv broke.csv
+expect_out "^matmul naive .* FAIL$"
+expect_out "summary: 0 FASTER, 0 SLOWER, 1 SAME, 1 FAIL,"
+
+# A row only in NEW is listed, and changes nothing in the exit code.
+csv more.csv "$gpu" "${base_rows[@]}" "wgmma 64x64x64 0.100 0.5 PASS"
+compare 0 base.csv more.csv
+expect_out "^only in new: matmul wgmma "
+expect_out ", 1 only in one file$"
+
+# Different GPUs are announced.
+csv other.csv "NVIDIA A100-SXM4-40GB" "${base_rows[@]}"
+compare 0 base.csv other.csv
+expect_out "different GPUs"
+
+# Columns are found by name, not position.
+awk -F, -v OFS=, '/^#/ { print; next } { t = $1; $1 = $2; $2 = t; print }' base.csv >swapped.csv
+compare 0 base.csv swapped.csv
+expect_out "summary: 0 FASTER, 0 SLOWER, 2 SAME, 0 FAIL, 0 only in one file"
+
+# Bad input: exit 2, one line on stderr.
+printf 'hello, world\nnot a csv\n' >notes.txt
+bad_input "notes.txt is not a kbench CSV" base.csv notes.txt
+: >empty.csv
+bad_input "empty.csv is not a kbench CSV (no header line)" empty.csv base.csv
+sed 's/,median_ms,/,med,/' base.csv >renamed.csv
+bad_input "no 'median_ms' column" base.csv renamed.csv
+bad_input "cannot read missing.csv" base.csv missing.csv
+bad_input "usage: kbench compare" base.csv
+bad_input "usage: kbench compare" base.csv base.csv base.csv
+bad_input "--threshold needs a percentage" base.csv base.csv --threshold
+bad_input "--threshold needs a percentage" base.csv base.csv --threshold -1
+bad_input "--threshold needs a percentage" base.csv base.csv --threshold 5x
+bad_input "unknown option '--fast'" base.csv base.csv --fast
+
+[[ $failures -eq 0 ]] && echo "all compare checks passed"
+exit $((failures > 0))

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# plots/render.sh on a generated CSV with several ops, dtypes and variants,
+# a FAIL and a SKIP variant among them: every plot is written as PNG and SVG,
+# and the variants that never passed appear in none.  Takes the source root
+# (default: this script's parent).  Exits 77 (skip) without gnuplot.
+set -u
+if ! command -v gnuplot >/dev/null; then
+    echo "gnuplot is not installed (apt-get install gnuplot-nox); skipping the plot tests"
+    exit 77
+fi
+src=$(realpath "${1:-$(dirname "$0")/..}")
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir "$work/plots"
+cp "$src"/plots/render.sh "$src"/plots/split.awk "$src"/plots/*.gp "$work/plots/" || exit 1
+failures=0
+
+fail() {
+    echo "FAIL: $*"
+    failures=$((failures + 1))
+}
+
+# A CSV as kbench writes it: speeds grow with size towards each variant's peak.
+sample_csv() {
+    cat <<'EOF'
+# gpu: NVIDIA H100 80GB HBM3
+# sm_count: 132
+# sm_clock_mhz: 1980
+# mem_clock_mhz: 2619
+# mem_bus_width_bits: 5120
+# git_commit: 0123456789ab
+# date: 2026-11-22T04:45:07Z
+op,variant,dtype,math,shape_fields,shape,d1,d2,d3,d4,d5,d6,flops,bytes,median_ms,min_ms,max_ms,rel_stdev_pct,samples,gflop_s,gb_s,speedup_x,max_abs_err,rel_l2_err,tol_at_max_err,rows_checked,rows_total,l2,status,reason
+EOF
+    awk 'BEGIN {
+        split("cublas:f32:50000 naive:f32:500 coalesced:f32:2500 blocktile_2d:f32:18000 " \
+              "cublas_tf32:f32:250000 wmma:bf16:180000 brokenvar:f32:FAIL skippedvar:bf16:SKIP", mm, " ")
+        split("256 512 1024 2048 4096", sizes, " ")
+        for (s = 1; s <= 5; s++)
+            for (v = 1; v <= 8; v++)
+                row("matmul", mm[v], "MxNxK", sizes[s] "x" sizes[s] "x" sizes[s], sizes[s], sizes[s], sizes[s])
+        split("cudnn:f32:2800 naive:f32:700 warp:f32:2400", sm, " ")
+        for (s = 3; s <= 5; s++)
+            for (v = 1; v <= 3; v++)
+                row("softmax", sm[v], "RxC", sizes[s] "x" sizes[s], sizes[s], sizes[s], "")
+    }
+    # A variant "name:dtype:peak" (peak in GFLOP/s or GB/s, or a status).
+    function row(op, spec, fields, shape, a, b, c,    p, size, flops, bytes, speed, ms, sx) {
+        split(spec, p, ":")
+        size = p[2] == "bf16" ? 2 : 4
+        flops = op == "matmul" ? 2 * a * b * c : 5 * a * b
+        bytes = op == "matmul" ? size * (a * c + c * b + a * b) : 2 * size * a * b
+        printf "%s,%s,%s,%s,%s,%s,%s,%s,%s,,,,%.0f,%.0f,", op, p[1], p[2], p[2], fields, shape, a, b, c, flops, bytes
+        if (p[3] == "FAIL" || p[3] == "SKIP") {
+            printf ",,,,,,,,,,,,,cold,%s,%s\n", p[3], p[3] == "SKIP" ? "\"needs sm_100, have sm_90\"" : "max error 0.25"
+            return
+        }
+        speed = p[3] * (1 - 0.8 * 256 / a)
+        ms = (op == "matmul" ? flops / speed : bytes / speed) * 1e-6
+        if (p[1] == "cublas" || p[1] == "cudnn")
+            base_ms = ms
+        sx = base_ms / ms
+        printf "%.6f,%.6f,%.6f,0.5,10,%.3f,%.3f,%.4f,1e-6,1e-7,1e-4,%s,%s,cold,PASS,\n", ms, ms, ms,
+               flops / ms * 1e-6, bytes / ms * 1e-6, sx, a, a
+    }'
+}
+sample_csv >"$work/sample.csv"
+
+out=$work/plots/nvidia-h100-80gb-hbm3
+bash "$work/plots/render.sh" "$work/sample.csv" >"$work/log" 2>&1 || fail "render.sh: $(cat "$work/log")"
+for name in speed-matmul-f32 speed-matmul-bf16 speed-softmax-f32 speedup-matmul speedup-softmax roofline; do
+    for ext in png svg; do
+        [[ -s $out/$name.$ext ]] || fail "$name.$ext missing or empty"
+    done
+done
+[[ $(find "$out" -type f | wc -l) -eq 12 ]] || fail "expected 12 files, got: $(ls -A "$out")"
+[[ -z $(find "$out" -name '*tmp*') ]] || fail "temporary files left: $(ls -A "$out")"
+grep -q '>blocktile_2d<' "$out/speed-matmul-f32.svg" || fail "speed-matmul-f32.svg lacks blocktile_2d"
+grep -q '>cudnn = 1<' "$out/speedup-softmax.svg" || fail "speedup-softmax.svg lacks its baseline"
+if grep -l -e brokenvar -e skippedvar "$out"/*.svg; then
+    fail "a FAIL or SKIP variant was plotted"
+fi
+
+# A missing gnuplot: one line naming the fix; exit 3, or 0 with --optional.
+mkdir "$work/bin"
+ln -s "$(command -v dirname)" "$work/bin/dirname"
+for flag in "" --optional; do
+    PATH=$work/bin "$BASH" "$work/plots/render.sh" $flag "$work/sample.csv" >"$work/log" 2>&1
+    rc=$?
+    want=$([[ -n $flag ]] && echo 0 || echo 3)
+    if [[ $rc -ne $want || $(wc -l <"$work/log") -ne 1 ]] || ! grep -q "apt-get install gnuplot-nox" "$work/log"; then
+        fail "no gnuplot, flag '$flag': rc=$rc (want $want): $(cat "$work/log")"
+    fi
+done
+
+# Bad input: exit 2.
+echo "not a csv" >"$work/notes.txt"
+bash "$work/plots/render.sh" "$work/notes.txt" >"$work/log" 2>&1
+[[ $? -eq 2 ]] && grep -q "not a kbench CSV" "$work/log" || fail "non-CSV input: $(cat "$work/log")"
+
+[[ $failures -eq 0 ]] && echo "all plot checks passed"
+exit $((failures > 0))
