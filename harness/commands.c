@@ -35,6 +35,10 @@ int kb_cmd_list(FILE *f)
             fprintf(f, "  %-18s %-5s %-5s %-14s %s\n", v->name, kb_dtype_name(v->dtype),
                     kb_math_name(v->math), needs[0] ? needs : "-", v->summary);
         }
+        size_t len = strlen(op->name);
+        for (int j = 0; kb_unbuilt_variants[j].name; ++j)
+            if (!strncmp(kb_unbuilt_variants[j].name, op->name, len) && kb_unbuilt_variants[j].name[len] == ' ')
+                fprintf(f, "  %-18s %s\n", kb_unbuilt_variants[j].name + len + 1, kb_unbuilt_variants[j].why);
     }
     return 0;
 }

@@ -11,6 +11,12 @@
 #define KB_EXIT_USAGE 2  /* bad input: nothing was run or written */
 
 /* ---- registry.c ---- */
+typedef struct {
+    const char *name;   /* "op variant" */
+    const char *why;
+} kb_unbuilt_variant;
+extern const kb_unbuilt_variant kb_unbuilt_variants[]; /* generated; NULL-terminated */
+
 const kb_op *kb_find_op(const char *name);
 const kb_variant *kb_find_variant(const kb_op *op, const char *name);
 const char *kb_dtype_name(kb_dtype t);
@@ -55,7 +61,6 @@ int kb_pick_rows(int64_t total_rows, double row_cost, double budget, uint64_t se
 
 /* ---- inputs.c ---- */
 uint64_t kb_seed_for(const char *op, const kb_shape *s, int tensor);
-void kb_fill_uniform(float *x, int64_t n, uint64_t seed);      /* in [-1, 1] */
 float kb_bf16_to_float(uint16_t h);
 uint16_t kb_float_to_bf16(float f);
 double kb_tensor_value(const void *x, int64_t i, kb_dtype t);  /* one element as double */

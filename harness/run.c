@@ -269,7 +269,7 @@ static void run_variant(kb_case *c, const kb_job *job, const kb_options *o, void
     void *ctx = NULL;
     const char *e;
     job->op->bind(&job->shape, c->dev, args);
-    if (v->setup && (e = v->setup(&ctx))) {
+    if (v->setup && (e = v->setup(args, &ctx))) {
         set_reason(r, KB_SKIP, "setup failed: %s", e);
         return;
     }

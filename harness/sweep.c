@@ -57,6 +57,7 @@ int kb_expand_sweep(const kb_options *o, kb_job **jobs, char *err, size_t errlen
             if (ns >= 0)
                 free(shapes);
             free(*jobs);
+            *jobs = NULL;
             return -1;
         }
         add_op_jobs(o, op, shapes, ns, jobs, &n, &cap);
@@ -65,6 +66,7 @@ int kb_expand_sweep(const kb_options *o, kb_job **jobs, char *err, size_t errlen
     if (n == 0) {
         snprintf(err, errlen, "no variant matches the selected ops, variants and dtypes");
         free(*jobs);
+        *jobs = NULL;
         return -1;
     }
     return n;

@@ -58,7 +58,7 @@ typedef struct kb_variant {
     int min_cc;                        /* e.g. 80 for sm_80 and newer; 0 for any */
     /* NULL when the variant runs this shape, else why not. Optional. */
     const char *(*unsupported)(const kb_shape *s);
-    const char *(*setup)(void **ctx);  /* optional */
+    const char *(*setup)(const void *args, void **ctx);  /* optional; args as in launch */
     void (*teardown)(void *ctx);       /* optional */
     const char *(*launch)(const void *args, void *ctx, cudaStream_t stream);
 } kb_variant;
@@ -103,6 +103,10 @@ static inline int64_t kb_mul_dims(int64_t a, int64_t b)
     int64_t r;
     return (a < 0 || b < 0 || __builtin_mul_overflow(a, b, &r)) ? -1 : r;
 }
+
+/* The harness's default input: seeded, uniform in [-1, 1] (harness/inputs.c).
+ * An op's `fill` calls it, then plants its special rows. */
+void kb_fill_uniform(float *x, int64_t n, uint64_t seed);
 
 /* All ops, NULL-terminated (harness/registry.c). */
 extern const kb_op *const kb_ops[];

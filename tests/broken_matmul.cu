@@ -49,8 +49,9 @@ static const char *launch_degrades(const void *args, void *ctx, cudaStream_t s)
     return launch_broken((const kb_matmul_args *)args, 0, -1, -1, (*launches)++ ? 0.5f : 0.0f, s);
 }
 
-static const char *count_setup(void **ctx)
+static const char *count_setup(const void *args, void **ctx)
 {
+    (void)args;
     static int launches;
     launches = 0;
     *ctx = &launches;

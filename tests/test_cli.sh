@@ -30,24 +30,26 @@ expect 2 "unknown command 'frob'" frob
 expect 2 "unknown op 'softmaxx'" run --op softmaxx
 expect 2 "unknown variant 'nope'" run --variant nope
 expect 2 "unknown variant 'zz\*'" run --variant 'naive,zz*'
-expect 2 "malformed matmul shape '10x10'" run --sizes 10x10
-expect 2 "malformed matmul shape '1x2x3x4'" run --sizes 1x2x3x4
-expect 2 "malformed matmul shape '8xfoox8'" run --sizes 8xfoox8
-expect 2 "malformed matmul shape .-4x4x4." run --sizes -4x4x4
-expect 2 "malformed matmul shape ''" run --sizes 4x4x4,,
-expect 2 "between 1 and" run --sizes 0x16x16
-expect 2 "between 1 and" run --sizes 16x16x99999999999
-expect 2 "byte count overflows" run --sizes 2147483647x2147483647x2147483647
+expect 2 "malformed matmul shape '10x10'" run --op matmul --sizes 10x10
+expect 2 "malformed matmul shape '1x2x3x4'" run --op matmul --sizes 1x2x3x4
+expect 2 "malformed matmul shape '8xfoox8'" run --op matmul --sizes 8xfoox8
+expect 2 "malformed matmul shape .-4x4x4." run --op matmul --sizes -4x4x4
+expect 2 "malformed matmul shape ''" run --op matmul --sizes 4x4x4,,
+expect 2 "between 1 and" run --op matmul --sizes 0x16x16
+expect 2 "between 1 and" run --op matmul --sizes 16x16x99999999999
+expect 2 "byte count overflows" run --op matmul --sizes 2147483647x2147483647x2147483647
 expect 2 "unknown dtype 'f16'" run --dtype f16
 expect 2 "unknown option '--fast'" run --fast
 expect 2 "--csv needs a value" run --csv
 expect 2 "--device needs a device index" run --device -1
 expect 2 "--max-time needs seconds" run --max-time 0
-expect 2 "--sizes and --quick" run --quick --sizes 8x8x8
+expect 2 "--sizes needs exactly one --op" run --sizes 8x8x8
+expect 2 "malformed softmax shape '8x8x8'" run --op softmax --sizes 8x8x8
+expect 2 "--sizes and --quick" run --op matmul --quick --sizes 8x8x8
 expect 2 "'list' takes no arguments" list extra
 
 # No GPU (hidden from the runtime): one line, non-zero exit, nothing written.
-CUDA_VISIBLE_DEVICES= expect 1 "no CUDA device found" run --quick --variant naive
+CUDA_VISIBLE_DEVICES= expect 1 "no CUDA device found" run --op matmul --quick --variant naive
 
 # list works without a GPU and names every variant with its needs.
 "$kbench" list >list.txt || { echo "FAIL: kbench list"; failures=$((failures + 1)); }

@@ -48,8 +48,8 @@ int main(void)
         CHECK(jobs[i].shape.nd == 3);
     free(jobs);
 
-    char *quick[] = {"kbench", "run", "--quick"};
-    n = expand(3, quick, &jobs);
+    char *quick[] = {"kbench", "run", "--op", "matmul", "--quick"};
+    n = expand(5, quick, &jobs);
     CHECK(n == count_shapes(mm->quick_sizes) * nv);
     CHECK(count_shapes(mm->quick_sizes) < count_shapes(mm->default_sizes));
     free(jobs);
@@ -61,13 +61,20 @@ int main(void)
     CHECK(jobs[1].shape.d[0] == 1 && strcmp(jobs[1].variant->name, "naive") == 0);
     free(jobs);
 
-    char *glob[] = {"kbench", "run", "--sizes", "8x8x8", "--variant", "na*"};
-    CHECK(expand(6, glob, &jobs) == 1);
+    char *glob[] = {"kbench", "run", "--op", "matmul", "--sizes", "8x8x8", "--variant", "na*"};
+    CHECK(expand(8, glob, &jobs) == 1);
     free(jobs);
 
     /* No matmul variant stores bf16, so a bf16-only sweep has nothing to run. */
-    char *bf16[] = {"kbench", "run", "--dtype", "bf16"};
-    CHECK(expand(4, bf16, &jobs) == -1);
+    char *bf16[] = {"kbench", "run", "--op", "matmul", "--dtype", "bf16"};
+    CHECK(expand(6, bf16, &jobs) == -1);
+
+    /* All ops by default: every op contributes rows, copy (the ceiling) first. */
+    char *every[] = {"kbench", "run", "--quick"};
+    n = expand(3, every, &jobs);
+    CHECK(n > 0 && strcmp(jobs[0].op->name, "copy") == 0);
+    if (n > 0)
+        free(jobs);
 
     /* Every op's default, quick and test sizes parse. */
     for (int i = 0; kb_ops[i]; ++i) {

@@ -1,0 +1,80 @@
+/* The layernorm op. */
+#include <math.h>
+#include "kernels/layernorm.h"
+#include "kernels/rowwise.h"
+
+extern const kb_variant *const layernorm_variants[];
+
+static double flops(const kb_shape *s) { return 8.0 * s->d[0] * s->d[1]; }
+static double bytes(const kb_shape *s, kb_dtype t)
+{
+    return (2.0 * s->d[0] * s->d[1] + 2.0 * s->d[1]) * (t == KB_BF16 ? 2 : 4);
+}
+static int64_t reduction_len(const kb_shape *s) { return kb_cols_of(s); }
+static int ntensors(const kb_shape *s) { (void)s; return 4; }
+
+static kb_tensor tensor(const kb_shape *s, kb_dtype t, int i)
+{
+    switch (i) {
+    case 0: return kb_rowwise_matrix("x", s, t, 0);
+    case 1: return kb_rowwise_vector("gamma", s, t);
+    case 2: return kb_rowwise_vector("beta", s, t);
+    default: return kb_rowwise_matrix("y", s, t, 1);
+    }
+}
+
+static void bind(const kb_shape *s, void *const *dev, void *args)
+{
+    *(kb_layernorm_args *)args = (kb_layernorm_args){
+        (int)s->d[0], (int)s->d[1], KB_LAYERNORM_EPS, dev[0], dev[1], dev[2], dev[3]};
+}
+
+static void reference(const kb_shape *s, kb_dtype t, const void *const *in,
+                      const int64_t *rows, int nrows, double **ref)
+{
+    (void)t;
+    layernorm_reference_rows((int)s->d[1], KB_LAYERNORM_EPS, in[0], in[1], in[2], rows, nrows, ref[0]);
+}
+
+static double row_cost(const kb_shape *s) { return 4.0 * s->d[1]; }
+
+void layernorm_plant_rows(int64_t R, int64_t C, float *x)
+{
+    if (R < 4)
+        return;
+    for (int64_t j = 0; j < C; ++j) {
+        /* uniform [-1, 1] has variance 1/3: scale by 0.1*sqrt(3) for variance 1e-2 */
+        x[j] = 1e4f + 0.17320508f * x[j];
+        x[C + j] = 0.5f;
+        x[2 * C + j] *= 100.0f;
+    }
+}
+
+static void fill(const kb_shape *s, int i, float *x, int64_t n, uint64_t seed)
+{
+    kb_fill_uniform(x, n, seed);
+    if (i == 0)
+        layernorm_plant_rows(s->d[0], s->d[1], x);
+}
+
+const kb_op kb_op_layernorm = {
+    .name = "layernorm",
+    .summary = "row-wise LayerNorm over the last dim with gamma, beta, eps=1e-5, fp32",
+    .shape_fields = KB_ROWWISE_FIELDS,
+    .nd = 2,
+    .default_sizes = KB_ROWWISE_DEFAULT_SIZES,
+    .quick_sizes = KB_ROWWISE_QUICK_SIZES,
+    .test_sizes = KB_ROWWISE_TEST_SIZES,
+    .baseline = "naive",
+    .variants = layernorm_variants,
+    .flops = flops,
+    .bytes = bytes,
+    .reduction_len = reduction_len,
+    .ntensors = ntensors,
+    .tensor = tensor,
+    .bind = bind,
+    .args_size = sizeof(kb_layernorm_args),
+    .reference = reference,
+    .row_cost = row_cost,
+    .fill = fill,
+};

@@ -1,0 +1,71 @@
+/* The rmsnorm op. */
+#include "kernels/rmsnorm.h"
+#include "kernels/rowwise.h"
+
+extern const kb_variant *const rmsnorm_variants[];
+
+static double flops(const kb_shape *s) { return 4.0 * s->d[0] * s->d[1]; }
+static double bytes(const kb_shape *s, kb_dtype t)
+{
+    return (2.0 * s->d[0] * s->d[1] + s->d[1]) * (t == KB_BF16 ? 2 : 4);
+}
+static int64_t reduction_len(const kb_shape *s) { return kb_cols_of(s); }
+static int ntensors(const kb_shape *s) { (void)s; return 3; }
+
+static kb_tensor tensor(const kb_shape *s, kb_dtype t, int i)
+{
+    switch (i) {
+    case 0: return kb_rowwise_matrix("x", s, t, 0);
+    case 1: return kb_rowwise_vector("gamma", s, t);
+    default: return kb_rowwise_matrix("y", s, t, 1);
+    }
+}
+
+static void bind(const kb_shape *s, void *const *dev, void *args)
+{
+    *(kb_rmsnorm_args *)args = (kb_rmsnorm_args){
+        (int)s->d[0], (int)s->d[1], KB_RMSNORM_EPS, dev[0], dev[1], dev[2]};
+}
+
+static void reference(const kb_shape *s, kb_dtype t, const void *const *in,
+                      const int64_t *rows, int nrows, double **ref)
+{
+    (void)t;
+    rmsnorm_reference_rows((int)s->d[1], KB_RMSNORM_EPS, in[0], in[1], rows, nrows, ref[0]);
+}
+
+static double row_cost(const kb_shape *s) { return 3.0 * s->d[1]; }
+
+static void fill(const kb_shape *s, int i, float *x, int64_t n, uint64_t seed)
+{
+    int64_t R = s->d[0], C = s->d[1];
+    kb_fill_uniform(x, n, seed);
+    if (i != 0 || R < 4)
+        return;
+    for (int64_t j = 0; j < C; ++j) {
+        x[j] *= 1e-3f;
+        x[C + j] += 1e4f;
+    }
+}
+
+const kb_op kb_op_rmsnorm = {
+    .name = "rmsnorm",
+    .summary = "row-wise RMSNorm over the last dim with gamma, eps=1e-5, fp32",
+    .shape_fields = KB_ROWWISE_FIELDS,
+    .nd = 2,
+    .default_sizes = KB_ROWWISE_DEFAULT_SIZES,
+    .quick_sizes = KB_ROWWISE_QUICK_SIZES,
+    .test_sizes = KB_ROWWISE_TEST_SIZES,
+    .baseline = "naive",
+    .variants = rmsnorm_variants,
+    .flops = flops,
+    .bytes = bytes,
+    .reduction_len = reduction_len,
+    .ntensors = ntensors,
+    .tensor = tensor,
+    .bind = bind,
+    .args_size = sizeof(kb_rmsnorm_args),
+    .reference = reference,
+    .row_cost = row_cost,
+    .fill = fill,
+};

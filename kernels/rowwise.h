@@ -1,0 +1,49 @@
+/* Shared pieces of the row-wise ops (softmax, layernorm, rmsnorm, ...):
+ * an R x C matrix processed one row of C elements at a time.  Shapes are
+ * written RxC; every output is checked row by row; the reduction behind each
+ * output element is the row, C long. */
+#ifndef KBENCH_ROWWISE_H
+#define KBENCH_ROWWISE_H
+
+#include "kbench.h"
+
+#define KB_ROWWISE_FIELDS "RxC"
+
+/* The default sweep shared by the row-wise ops:
+ * - C from 32 to 262144 with R*C = 2^25 (256 MB moved by an x -> y op);
+ * - the transformer shapes B*T in {4096, 16384, 65536} x C in {768, 1024, 4096};
+ * - the attention-score shape (B*H*T) x T for B=4, H=16, T=1024;
+ * - shapes PyTorch was measured at (8192x1024, 16384x4096, 4096x32768,
+ *   32768x1024, 8192x8192);
+ * - tile-hostile C in {1, 3, 31, 33, 1000, 4097} at R = 1, and a few odd R. */
+#define KB_ROWWISE_DEFAULT_SIZES                                                          \
+    "1048576x32,262144x128,65536x512,32768x1024,16384x2048,8192x4096,4096x8192,"          \
+    "2048x16384,1024x32768,512x65536,256x131072,128x262144,"                               \
+    "4096x768,4096x1024,4096x4096,16384x768,16384x1024,16384x4096,65536x768,65536x1024,"   \
+    "65536x4096,8192x1024,4096x32768,8192x8192,"                                \
+    "1x1,1x3,1x31,1x33,1x1000,1x4097,4099x33,1023x1000,4097x4097"
+#define KB_ROWWISE_QUICK_SIZES "16384x4096,65536x768,8192x1024,1x4097,1023x1000"
+/* Regular, tile-hostile and long rows; R >= 4 where the op plants numerics rows. */
+#define KB_ROWWISE_TEST_SIZES                                                       \
+    "1x1,1x3,4x2,7x31,5x33,64x128,33x1000,8x1024,9x4097,3x32768,5x65537,2x262144," \
+    "1000x768,257x4096"
+
+static inline int64_t kb_rows_of(const kb_shape *s) { return s->d[0]; }
+static inline int64_t kb_cols_of(const kb_shape *s) { return s->d[1]; }
+static inline int64_t kb_rowwise_elems(const kb_shape *s) { return kb_mul_dims(s->d[0], s->d[1]); }
+
+/* An R x C tensor, checked row by row when it is an output. */
+static inline kb_tensor kb_rowwise_matrix(const char *name, const kb_shape *s, kb_dtype t, int is_output)
+{
+    kb_tensor x = {name, kb_rowwise_elems(s), t, is_output, s->d[0], s->d[1]};
+    return x;
+}
+
+/* A vector of C parameters (gamma, beta). */
+static inline kb_tensor kb_rowwise_vector(const char *name, const kb_shape *s, kb_dtype t)
+{
+    kb_tensor x = {name, s->d[1], t, 0, 1, s->d[1]};
+    return x;
+}
+
+#endif

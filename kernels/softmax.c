@@ -1,0 +1,67 @@
+/* The softmax op. */
+#include <math.h>
+#include "kernels/rowwise.h"
+#include "kernels/softmax.h"
+
+extern const kb_variant *const softmax_variants[];
+
+static double flops(const kb_shape *s) { return 5.0 * s->d[0] * s->d[1]; }
+static double bytes(const kb_shape *s, kb_dtype t) { return 2.0 * s->d[0] * s->d[1] * (t == KB_BF16 ? 2 : 4); }
+static int64_t reduction_len(const kb_shape *s) { return kb_cols_of(s); }
+static int ntensors(const kb_shape *s) { (void)s; return 2; }
+
+static kb_tensor tensor(const kb_shape *s, kb_dtype t, int i)
+{
+    return kb_rowwise_matrix(i == 0 ? "x" : "y", s, t, i == 1);
+}
+
+static void bind(const kb_shape *s, void *const *dev, void *args)
+{
+    *(kb_softmax_args *)args = (kb_softmax_args){(int)s->d[0], (int)s->d[1], dev[0], dev[1]};
+}
+
+static void reference(const kb_shape *s, kb_dtype t, const void *const *in,
+                      const int64_t *rows, int nrows, double **ref)
+{
+    (void)t;
+    softmax_reference_rows((int)s->d[1], in[0], rows, nrows, ref[0]);
+}
+
+static double row_cost(const kb_shape *s) { return 10.0 * s->d[1]; }
+
+/* Plant the numerics rows described in softmax.h. */
+static void fill(const kb_shape *s, int i, float *x, int64_t n, uint64_t seed)
+{
+    int64_t R = s->d[0], C = s->d[1];
+    kb_fill_uniform(x, n, seed);
+    if (i != 0 || R < 4 || C < 2)
+        return;
+    for (int64_t j = 0; j < C; ++j) {
+        x[j] += 1000.0f;
+        if (j % 3 == 0)
+            x[C + j] = -INFINITY;
+        x[2 * C + j] = -INFINITY;
+    }
+}
+
+const kb_op kb_op_softmax = {
+    .name = "softmax",
+    .summary = "row-wise softmax over the last dim, fp32",
+    .shape_fields = KB_ROWWISE_FIELDS,
+    .nd = 2,
+    .default_sizes = KB_ROWWISE_DEFAULT_SIZES,
+    .quick_sizes = KB_ROWWISE_QUICK_SIZES,
+    .test_sizes = KB_ROWWISE_TEST_SIZES,
+    .baseline = "cudnn",
+    .variants = softmax_variants,
+    .flops = flops,
+    .bytes = bytes,
+    .reduction_len = reduction_len,
+    .ntensors = ntensors,
+    .tensor = tensor,
+    .bind = bind,
+    .args_size = sizeof(kb_softmax_args),
+    .reference = reference,
+    .row_cost = row_cost,
+    .fill = fill,
+};

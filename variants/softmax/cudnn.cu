@@ -1,0 +1,71 @@
+/* softmax cudnn: the library baseline, cudnnSoftmaxForward in its accurate
+ * (max-subtracting) mode over each row: the R x C matrix is described as
+ * R x C x 1 x 1, and MODE_INSTANCE normalizes over C*H*W per image.
+ * The handle and the tensor descriptor are made in setup, outside timing.
+ * Measured on H100: see results/h100/ (filled from the committed run). */
+#include <cudnn.h>
+#include <stdlib.h>
+#include "kernels/softmax.h"
+
+typedef struct {
+    cudnnHandle_t handle;
+    cudnnTensorDescriptor_t desc;
+} cudnn_ctx;
+
+static const char *status(cudnnStatus_t s)
+{
+    return s == CUDNN_STATUS_SUCCESS ? NULL : cudnnGetErrorString(s);
+}
+
+static void teardown(void *p)
+{
+    cudnn_ctx *c = (cudnn_ctx *)p;
+    if (!c)
+        return;
+    if (c->desc)
+        cudnnDestroyTensorDescriptor(c->desc);
+    if (c->handle)
+        cudnnDestroy(c->handle);
+    free(c);
+}
+
+static const char *setup(const void *args, void **ctx)
+{
+    const kb_softmax_args *a = (const kb_softmax_args *)args;
+    cudnn_ctx *c = (cudnn_ctx *)calloc(1, sizeof *c);
+    const char *e = status(cudnnCreate(&c->handle));
+    if (!e)
+        e = status(cudnnCreateTensorDescriptor(&c->desc));
+    if (!e)
+        e = status(cudnnSetTensor4dDescriptor(c->desc, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, a->R,
+                                              a->C, 1, 1));
+    if (e) {
+        teardown(c);
+        return e;
+    }
+    *ctx = c;
+    return NULL;
+}
+
+static const char *launch(const void *args, void *ctx, cudaStream_t stream)
+{
+    const kb_softmax_args *a = (const kb_softmax_args *)args;
+    cudnn_ctx *c = (cudnn_ctx *)ctx;
+    const float one = 1.0f, zero = 0.0f;
+    const char *e = status(cudnnSetStream(c->handle, stream));
+    if (e)
+        return e;
+    return status(cudnnSoftmaxForward(c->handle, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE,
+                                      &one, c->desc, a->x, &zero, c->desc, a->y));
+}
+
+extern "C" const kb_variant softmax_cudnn = {
+    .name = "cudnn",
+    .summary = "cudnnSoftmaxForward, accurate mode (library baseline)",
+    .dtype = KB_F32,
+    .math = KB_MATH_F32,
+    .needs = KB_NEEDS_CUDNN,
+    .setup = setup,
+    .teardown = teardown,
+    .launch = launch,
+};
