@@ -7,6 +7,10 @@
 #include <stdio.h>
 #include "kernels/kbench.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define KB_EXIT_FAIL 1   /* a check failed, or no GPU */
 #define KB_EXIT_USAGE 2  /* bad input: nothing was run or written */
 
@@ -38,6 +42,8 @@ int kb_shape_bytes(const kb_op *op, const kb_shape *s, kb_dtype t, int64_t *byte
 /* Largest |out - ref| accepted for one element. */
 double kb_tolerance(kb_math m, int64_t reduction_len, double ref);
 double kb_unit_roundoff(kb_math m);
+/* Largest relative L2 error accepted over the checked rows. */
+double kb_rel_l2_tolerance(kb_math m, int64_t reduction_len);
 
 /* ---- check.c ---- */
 typedef struct {
@@ -51,10 +57,11 @@ typedef struct {
 
 /* Compare n output elements (as stored by the variant, dtype t) with the
  * reference.  The caller scans the whole output for NaN/Inf separately with
- * kb_count_nonfinite, since only sampled rows are compared. */
+ * kb_device_count_nonfinite, since only sampled rows are compared. */
 void kb_compare_rows(const void *out, kb_dtype t, const double *ref, int64_t n, kb_math m,
                      int64_t reduction_len, kb_check *c);
-int64_t kb_count_nonfinite(const void *x, int64_t n, kb_dtype t);
+/* NaN and Inf in a device buffer, counted on the device (device_scan.cu). */
+cudaError_t kb_device_count_nonfinite(const void *x, int64_t n, kb_dtype t, int64_t *count);
 /* Pick rows to check: all when cheap, else first, last and a seeded sample
  * within a CPU budget.  Returns the count; *rows is malloc'd and sorted. */
 int kb_pick_rows(int64_t total_rows, double row_cost, double budget, uint64_t seed, int64_t **rows);
@@ -164,4 +171,7 @@ int kb_cmd_list(FILE *f);
 /* ---- compare.c: kbench compare BASE.csv NEW.csv [--threshold PCT] ---- */
 int kb_cmd_compare(int argc, char **argv);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

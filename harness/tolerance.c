@@ -12,7 +12,13 @@
  * sum grows like sqrt(k), so its rounding errors add up to ~u32*L.
  * C = 8 and A = 4 leave room for summation order while still failing a
  * variant that drops a single term of a long reduction in f32.
- * NaN and Inf always fail (check.c). */
+ * Over the checked rows, the relative L2 error must also stay under
+ *
+ *     16 * u * sqrt(L)
+ *
+ * which catches small systematic errors (a softmax that misses one term of
+ * its sum is off by 1/C in every element, too little for the per-element
+ * bound when outputs are tiny).  NaN and Inf always fail (check.c). */
 #include <math.h>
 #include "harness/harness.h"
 
@@ -26,6 +32,12 @@ static const double unit_roundoff[KB_MATH_COUNT] = {
 };
 
 double kb_unit_roundoff(kb_math m) { return unit_roundoff[m]; }
+
+double kb_rel_l2_tolerance(kb_math m, int64_t reduction_len)
+{
+    double L = (double)(reduction_len < 1 ? 1 : reduction_len);
+    return 2 * TOL_C * unit_roundoff[m] * sqrt(L);
+}
 
 double kb_tolerance(kb_math m, int64_t reduction_len, double ref)
 {

@@ -39,8 +39,22 @@ int main(void)
     c = compare(nan_out, ref, 3, KB_MATH_BF16, 1 << 20);
     CHECK(!c.pass && c.bad_elems == 1);
     CHECK(!compare(inf_out, ref, 3, KB_MATH_BF16, 1 << 20).pass);
-    CHECK(kb_count_nonfinite(nan_out, 3, KB_F32) == 1);
-    CHECK(kb_count_nonfinite(ok, 3, KB_F32) == 0);
+
+    /* A softmax row of C = 1024 that misses one term of its sum: every element
+     * is off by 1/C relative, within the per-element bound but not the L2 bound. */
+    enum { C = 1024 };
+    static double sm_ref[C];
+    static float sm_out[C];
+    for (int i = 0; i < C; ++i) {
+        sm_ref[i] = 1.0 / C;
+        sm_out[i] = (float)(sm_ref[i] * (1.0 + 1.0 / C));
+    }
+    c = compare(sm_out, sm_ref, C, KB_MATH_F32, C);
+    CHECK(c.bad_elems == 0 && !c.pass);
+    for (int i = 0; i < C; ++i)
+        sm_out[i] = (float)sm_ref[i];
+    CHECK(compare(sm_out, sm_ref, C, KB_MATH_F32, C).pass);
+    CHECK(kb_rel_l2_tolerance(KB_MATH_TF32, 64) > kb_rel_l2_tolerance(KB_MATH_F32, 64));
 
     /* Relative L2 error: one element off by 1 of a reference with norm 5. */
     double r2[2] = {3, 4};
