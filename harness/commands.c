@@ -1,5 +1,6 @@
 /* The `list` and `run` commands. */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,8 +46,8 @@ int kb_cmd_list(FILE *f)
 
 /* Metadata strings live here for the run's lifetime. */
 typedef struct {
-    char text[16][256];
-    kb_meta meta[16];
+    char text[20][256];
+    kb_meta meta[20];
     int n;
 } kb_meta_set;
 
@@ -123,6 +124,24 @@ static void fill_speedup(kb_result *rows, int n)
     }
 }
 
+/* The memory ceiling is the best copy row so far; every timed row is set
+ * against it, and the header records it.  Returns the ceiling in GB/s. */
+static double apply_ceiling(kb_result *rows, int n, kb_meta_set *meta)
+{
+    double ceiling = 0;
+    for (int i = 0; i < n; ++i)
+        if (!strcmp(rows[i].op->name, "copy") && rows[i].timed && rows[i].status == KB_PASS)
+            ceiling = fmax(ceiling, rows[i].bytes / (rows[i].time_ms.median * 1e-3) * 1e-9);
+    for (int i = 0; i < n && ceiling > 0; ++i)
+        if (rows[i].timed && rows[i].status == KB_PASS)
+            rows[i].pct_of_ceiling = 100.0 * rows[i].bytes / (rows[i].time_ms.median * 1e-3) * 1e-9 / ceiling;
+    if (ceiling > 0 && strcmp(meta->meta[meta->n - 1].key, "ceiling_mem_gb_s") != 0)
+        meta_add(meta, "ceiling_mem_gb_s", "%.1f", ceiling);
+    else if (ceiling > 0)
+        snprintf(meta->text[meta->n - 1], sizeof meta->text[0], "%.1f", ceiling);
+    return ceiling;
+}
+
 /* Flush buffer: twice the L2, so a memset between samples evicts everything. */
 static void *alloc_flush(const kb_device_info *d, size_t *bytes)
 {
@@ -134,7 +153,7 @@ static void *alloc_flush(const kb_device_info *d, size_t *bytes)
 }
 
 static int sweep(const kb_job *jobs, int n, const kb_options *o, const char *csv,
-                 const kb_meta_set *meta, void *flush, size_t flush_bytes)
+                 kb_meta_set *meta, void *flush, size_t flush_bytes)
 {
     kb_result *rows = calloc((size_t)n, sizeof *rows);
     int fails = 0, skips = 0;
@@ -143,6 +162,7 @@ static int sweep(const kb_job *jobs, int n, const kb_options *o, const char *csv
     for (int i = 0; i < n; ++i) {
         kb_run_job(&jobs[i], o, flush, flush_bytes, &rows[i]);
         fill_speedup(rows, i + 1);
+        apply_ceiling(rows, i + 1, meta);
         fails += rows[i].status == KB_FAIL;
         skips += rows[i].status == KB_SKIP;
         kb_table_row(stdout, &rows[i], i + 1, n);

@@ -11,7 +11,7 @@ static const char *const columns[] = {
     "op", "variant", "dtype", "math", "shape_fields", "shape",
     "d1", "d2", "d3", "d4", "d5", "d6",
     "flops", "bytes", "median_ms", "min_ms", "max_ms", "rel_stdev_pct", "samples",
-    "gflop_s", "gb_s", "speedup_x", "max_abs_err", "rel_l2_err", "tol_at_max_err",
+    "gflop_s", "gb_s", "speedup_x", "pct_of_ceiling", "max_abs_err", "rel_l2_err", "tol_at_max_err",
     "rows_checked", "rows_total", "l2", "status", "reason",
 };
 
@@ -68,6 +68,7 @@ void kb_csv_row(FILE *f, const kb_result *r)
     put_measured(f, t, "%.3f", t ? r->flops / sec * 1e-9 : 0);
     put_measured(f, t, "%.3f", t ? r->bytes / sec * 1e-9 : 0);
     put_measured(f, t && r->speedup > 0, "%.4f", r->speedup);
+    put_measured(f, t && r->pct_of_ceiling > 0, "%.1f", r->pct_of_ceiling);
     int c = r->rows_checked > 0;
     put_measured(f, c, "%.3e", r->check.max_abs_err);
     put_measured(f, c, "%.3e", r->check.rel_l2_err);

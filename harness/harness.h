@@ -92,6 +92,7 @@ typedef struct {
     kb_stats time_ms;         /* valid when timed */
     int timed;
     double speedup;           /* over the op's baseline; 0 when unknown */
+    double pct_of_ceiling;    /* GB/s over the run's copy ceiling, in %; 0 when unknown */
     kb_check check;
     int64_t rows_checked, rows_total;
     int hot;                  /* L2 left warm between samples */

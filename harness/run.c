@@ -283,6 +283,9 @@ static const char *time_variant(const kb_variant *v, const void *args, void *ctx
 }
 
 static kb_case current;
+/* After an illegal address or a trap the CUDA context is unusable: every
+ * later call fails.  The rows after it are skipped with that reason. */
+static int context_lost;
 
 static void run_variant(kb_case *c, const kb_job *job, const kb_options *o, void *flush,
                         size_t flush_bytes, kb_result *r)
@@ -344,12 +347,18 @@ void kb_run_job(const kb_job *job, const kb_options *o, void *flush, size_t flus
     r->flops = job->op->flops(&job->shape);
     r->bytes = job->op->bytes(&job->shape, job->variant->dtype);
     r->status = KB_PASS;
+    if (context_lost) {
+        set_reason(r, KB_SKIP, "%s", "the CUDA context was lost at an earlier failure");
+        return;
+    }
     if ((skip = unrunnable(job, why, sizeof why)) || (skip = case_for(&current, job, why, sizeof why))) {
         set_reason(r, KB_SKIP, "%s", skip);
         return;
     }
     r->rows_total = current.t[current.first_out].rows;
     run_variant(&current, job, o, flush, flush_bytes, r);
+    if (r->status == KB_FAIL && cudaDeviceSynchronize() != cudaSuccess)
+        context_lost = 1;
 }
 
 /* Drop the shared case, e.g. before allocating a large flush buffer elsewhere. */
