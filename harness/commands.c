@@ -21,6 +21,10 @@ static void needs_text(const kb_variant *v, char *buf, size_t len)
         size_t used = strlen(buf);
         snprintf(buf + used, len - used, "sm_%d+", v->min_cc);
     }
+    if (v->quirks & KB_QUIRK_NAN_ON_MASKED_ROW) {
+        size_t used = strlen(buf);
+        snprintf(buf + used, len - used, "%snan-on-masked-row", buf[0] ? " " : "");
+    }
 }
 
 int kb_cmd_list(FILE *f)
@@ -33,7 +37,7 @@ int kb_cmd_list(FILE *f)
             const kb_variant *v = op->variants[j];
             char needs[64];
             needs_text(v, needs, sizeof needs);
-            fprintf(f, "  %-18s %-5s %-5s %-14s %s\n", v->name, kb_dtype_name(v->dtype),
+            fprintf(f, "  %-18s %-5s %-5s %-26s %s\n", v->name, kb_dtype_name(v->dtype),
                     kb_math_name(v->math), needs[0] ? needs : "-", v->summary);
         }
         size_t len = strlen(op->name);

@@ -21,6 +21,7 @@ typedef struct {
     const kb_op *op;
     kb_shape shape;
     kb_dtype dtype;
+    unsigned quirks;              /* the variants' KB_QUIRK_* bits these inputs were made for */
     int n;                        /* tensors */
     kb_tensor t[KB_MAX_TENSORS];
     void *host[KB_MAX_TENSORS];   /* inputs (pinned, for fast re-upload); outputs: the checked rows */
@@ -58,7 +59,7 @@ static void fill_input(const kb_case *c, int i, float *tmp)
 {
     uint64_t seed = kb_seed_for(c->op->name, &c->shape, i);
     if (c->op->fill)
-        c->op->fill(&c->shape, i, tmp, c->t[i].elems, seed);
+        c->op->fill(&c->shape, i, tmp, c->t[i].elems, seed, c->quirks);
     else
         kb_fill_uniform(tmp, c->t[i].elems, seed);
 }
@@ -128,12 +129,14 @@ static const char *case_alloc_device(kb_case *c, char *why, size_t len)
 static const char *case_for(kb_case *c, const kb_job *job, char *why, size_t len)
 {
     kb_dtype t = job->variant->dtype;
-    if (c->op == job->op && c->dtype == t && !memcmp(&c->shape, &job->shape, sizeof c->shape))
+    unsigned q = job->variant->quirks;
+    if (c->op == job->op && c->dtype == t && c->quirks == q && !memcmp(&c->shape, &job->shape, sizeof c->shape))
         return NULL;
     case_free(c);
     c->op = job->op;
     c->shape = job->shape;
     c->dtype = t;
+    c->quirks = q;
     c->n = job->op->ntensors(&job->shape);
     for (int i = c->n - 1; i >= 0; --i) {
         c->t[i] = job->op->tensor(&job->shape, t, i);

@@ -29,6 +29,14 @@ typedef enum { KB_MATH_F32 = 0, KB_MATH_TF32 = 1, KB_MATH_BF16 = 2, KB_MATH_COUN
 /* What a variant needs beyond the CUDA runtime. */
 enum { KB_NEEDS_CUBLAS = 1u << 0, KB_NEEDS_CUDNN = 1u << 1 };
 
+/* Documented ways a (library) variant departs from its op's conventions.
+ * The op leaves the inputs that would trip them out of that variant's runs,
+ * and `kbench list` shows them. */
+enum {
+    /* Gives NaN, not the op's zeros, for a row that is entirely -inf. */
+    KB_QUIRK_NAN_ON_MASKED_ROW = 1u << 0,
+};
+
 typedef struct {
     int nd;                    /* number of fields */
     int64_t d[KB_MAX_DIMS];    /* each >= 1 */
@@ -55,6 +63,7 @@ typedef struct kb_variant {
     kb_dtype dtype;
     kb_math math;
     unsigned needs;                    /* KB_NEEDS_* */
+    unsigned quirks;                   /* KB_QUIRK_* */
     int min_cc;                        /* e.g. 80 for sm_80 and newer; 0 for any */
     /* NULL when the variant runs this shape, else why not. Optional. */
     const char *(*unsupported)(const kb_shape *s);
@@ -90,8 +99,9 @@ typedef struct kb_op {
                       const int64_t *rows, int nrows, double **ref);
     /* Relative CPU cost of one reference row, used to sample rows of big shapes. */
     double (*row_cost)(const kb_shape *s);
-    /* Optional: fill input tensor i (default: uniform in [-1, 1]). */
-    void (*fill)(const kb_shape *s, int i, float *x, int64_t n, uint64_t seed);
+    /* Optional: fill input tensor i (default: uniform in [-1, 1]) for a
+     * variant with these KB_QUIRK_* bits. */
+    void (*fill)(const kb_shape *s, int i, float *x, int64_t n, uint64_t seed, unsigned quirks);
     /* Optional: parse one shape; default splits `nd` integers on 'x'. */
     int (*parse)(const char *text, kb_shape *out, char *err, size_t errlen);
 } kb_op;

@@ -50,8 +50,9 @@ void layernorm_plant_rows(int64_t R, int64_t C, float *x)
     }
 }
 
-static void fill(const kb_shape *s, int i, float *x, int64_t n, uint64_t seed)
+static void fill(const kb_shape *s, int i, float *x, int64_t n, uint64_t seed, unsigned quirks)
 {
+    (void)quirks;
     kb_fill_uniform(x, n, seed);
     if (i == 0)
         layernorm_plant_rows(s->d[0], s->d[1], x);

@@ -36,8 +36,9 @@ static void reference(const kb_shape *s, kb_dtype t, const void *const *in,
 
 static double row_cost(const kb_shape *s) { return 3.0 * s->d[1]; }
 
-static void fill(const kb_shape *s, int i, float *x, int64_t n, uint64_t seed)
+static void fill(const kb_shape *s, int i, float *x, int64_t n, uint64_t seed, unsigned quirks)
 {
+    (void)quirks;
     int64_t R = s->d[0], C = s->d[1];
     kb_fill_uniform(x, n, seed);
     if (i != 0 || R < 4)

@@ -30,8 +30,9 @@ static void reference(const kb_shape *s, kb_dtype t, const void *const *in,
 static double row_cost(const kb_shape *s) { return 10.0 * s->d[1]; }
 
 /* Plant the numerics rows described in softmax.h. */
-static void fill(const kb_shape *s, int i, float *x, int64_t n, uint64_t seed)
+static void fill(const kb_shape *s, int i, float *x, int64_t n, uint64_t seed, unsigned quirks)
 {
+    int masked_row = !(quirks & KB_QUIRK_NAN_ON_MASKED_ROW);
     int64_t R = s->d[0], C = s->d[1];
     kb_fill_uniform(x, n, seed);
     if (i != 0 || R < 4 || C < 2)
@@ -40,7 +41,8 @@ static void fill(const kb_shape *s, int i, float *x, int64_t n, uint64_t seed)
         x[j] += 1000.0f;
         if (j % 3 == 0)
             x[C + j] = -INFINITY;
-        x[2 * C + j] = -INFINITY;
+        if (masked_row)
+            x[2 * C + j] = -INFINITY;
     }
 }
 

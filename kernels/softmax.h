@@ -12,7 +12,8 @@
  *     attention row from poisoning what follows with NaN).
  * Inputs: uniform in [-1, 1]; when R >= 4 and C >= 2, rows 0-2 are numerics
  * rows (row 0 shifted by +1000, row 1 with every third entry -inf, row 2
- * all -inf), so every run also checks them. */
+ * all -inf), so every run also checks them.  Row 2 is left random for a
+ * variant with KB_QUIRK_NAN_ON_MASKED_ROW (cuDNN). */
 #ifndef KBENCH_SOFTMAX_H
 #define KBENCH_SOFTMAX_H
 
