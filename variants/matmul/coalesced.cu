@@ -6,7 +6,9 @@
  *
  * Prediction over naive: several times faster (~5-10x), since every B read
  * and C write is now a full coalesced line instead of 32 scattered sectors.
- * Measured on H100: (to be filled from the committed run).
+ * Measured on H100 (results/h100/, cold L2): 5.9 TFLOP/s at 4096^3 (11% of cuBLAS
+ * SGEMM), 5.5 at 8192^3 (11%), 6.4 at 4096x768x3072.
+ * That is 9% of the fp32 FFMA peak (66.9 TFLOP/s at 1980 MHz) at 4096^3.
  * Gap to the limit: still far; every FMA needs two loads from L1/L2 and
  * nothing is reused from registers or shared memory. */
 #include "kernels/matmul.h"
