@@ -13,6 +13,8 @@ void kb_print_usage(FILE *f)
           "       kbench run [--op OP[,OP]] [--variant NAME|GLOB[,..]] [--sizes SHAPE[,SHAPE]]\n"
           "                  [--dtype f32|bf16[,..]] [--quick] [--check] [--hot]\n"
           "                  [--csv FILE | --out-dir DIR] [--device N] [--max-time SECONDS]\n"
+          "                  [--test-sizes] [--ceilings]\n"
+          "       kbench ceilings [--device N]\n"
           "       kbench compare BASE.csv NEW.csv [--threshold PCT]\n"
           "       kbench help | version\n"
           "Shapes are op-specific (matmul: MxNxK); `kbench list` shows each op's syntax.\n",
@@ -109,6 +111,8 @@ static int parse_run_flag(int argc, char **argv, int *i, kb_options *o, char *er
     if (!strcmp(a, "--quick")) o->quick = 1;
     else if (!strcmp(a, "--check")) o->check_only = 1;
     else if (!strcmp(a, "--hot")) o->hot = 1;
+    else if (!strcmp(a, "--ceilings")) o->ceilings = 1;
+    else if (!strcmp(a, "--test-sizes")) o->test_sizes = 1;
     else if (!strcmp(a, "--op") || !strcmp(a, "--variant") || !strcmp(a, "--sizes") ||
              !strcmp(a, "--dtype") || !strcmp(a, "--csv") || !strcmp(a, "--device") ||
              !strcmp(a, "--max-time") || !strcmp(a, "--out-dir")) {
@@ -140,13 +144,23 @@ int kb_parse_args(int argc, char **argv, kb_options *o, char *err, size_t errlen
     memset(o, 0, sizeof *o);
     o->row_cap_s = 1.0;
     if (argc < 2)
-        return fail(err, errlen, "missing command: list, run, help or version%s", "");
+        return fail(err, errlen, "missing command: list, run, ceilings, compare, help or version%s", "");
     const char *cmd = argv[1];
     if (!strcmp(cmd, "list")) o->cmd = KB_CMD_LIST;
     else if (!strcmp(cmd, "run")) o->cmd = KB_CMD_RUN;
+    else if (!strcmp(cmd, "ceilings")) o->cmd = KB_CMD_CEILINGS;
     else if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) o->cmd = KB_CMD_HELP;
     else if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) o->cmd = KB_CMD_VERSION;
-    else return fail(err, errlen, "unknown command '%s' (expected list, run, help or version)", cmd);
+    else return fail(err, errlen, "unknown command '%s' (expected list, run, ceilings, compare, help or version)", cmd);
+    if (o->cmd == KB_CMD_CEILINGS) {
+        for (int i = 2; i < argc; ++i) {
+            if (strcmp(argv[i], "--device") != 0)
+                return fail(err, errlen, "ceilings takes only --device N, not '%s'", argv[i]);
+            if (parse_run_flag(argc, argv, &i, o, err, errlen) != 0)
+                return -1;
+        }
+        return 0;
+    }
     if (o->cmd != KB_CMD_RUN) {
         if (argc > 2)
             return fail(err, errlen, "'%s' takes no arguments", cmd);
@@ -160,8 +174,8 @@ int kb_parse_args(int argc, char **argv, kb_options *o, char *err, size_t errlen
             o->ops[o->nops++] = kb_ops[i];
     if (o->sizes && o->nops != 1)
         return fail(err, errlen, "--sizes needs exactly one --op, since shapes are op-specific%s", "");
-    if (o->sizes && o->quick)
-        return fail(err, errlen, "--sizes and --quick both choose the sizes; give one%s", "");
+    if (!!o->sizes + o->quick + o->test_sizes > 1)
+        return fail(err, errlen, "--sizes, --quick and --test-sizes each choose the sizes; give one%s", "");
     if (o->csv_path && o->out_dir)
         return fail(err, errlen, "--csv and --out-dir both name the output; give one%s", "");
     if (o->variant_pattern && check_variants(o, err, errlen) != 0)

@@ -48,26 +48,6 @@ int kb_cmd_list(FILE *f)
     return 0;
 }
 
-/* Metadata strings live here for the run's lifetime. */
-typedef struct {
-    char text[20][256];
-    kb_meta meta[20];
-    int n;
-} kb_meta_set;
-
-static void meta_add(kb_meta_set *m, const char *key, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-#include <stdarg.h>
-static void meta_add(kb_meta_set *m, const char *key, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(m->text[m->n], sizeof m->text[m->n], fmt, ap);
-    va_end(ap);
-    m->meta[m->n] = (kb_meta){key, m->text[m->n]};
-    m->n++;
-}
-
 static void version_text(int v, char *buf, size_t len)
 {
     snprintf(buf, len, "%d.%d", v / 1000, (v % 1000) / 10);
@@ -80,23 +60,28 @@ static void collect_meta(const kb_device_info *d, const kb_options *o, kb_meta_s
     strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
     version_text(d->runtime_version, rt, sizeof rt);
     m->n = 0;
-    meta_add(m, "gpu", "%s", d->name);
-    meta_add(m, "compute_capability", "%d.%d", d->cc_major, d->cc_minor);
-    meta_add(m, "sm_count", "%d", d->sm_count);
-    meta_add(m, "sm_clock_mhz", "%d", d->sm_clock_khz / 1000);
-    meta_add(m, "mem_clock_mhz", "%d", d->mem_clock_khz / 1000);
-    meta_add(m, "mem_bus_width_bits", "%d", d->bus_width_bits);
-    meta_add(m, "l2_bytes", "%lld", (long long)d->l2_bytes);
-    meta_add(m, "global_mem_bytes", "%lld", (long long)d->global_mem_bytes);
-    meta_add(m, "driver", "%s", d->driver);
-    meta_add(m, "runtime", "%s", rt);
-    meta_add(m, "cublas", "%d.%d.%d", d->cublas_version / 10000, d->cublas_version / 100 % 100,
+    kb_meta_set_value(m, "gpu", "%s", d->name);
+    kb_meta_set_value(m, "compute_capability", "%d.%d", d->cc_major, d->cc_minor);
+    kb_meta_set_value(m, "sm_count", "%d", d->sm_count);
+    kb_meta_set_value(m, "sm_clock_mhz", "%d", d->sm_clock_khz / 1000);
+    kb_meta_set_value(m, "mem_clock_mhz", "%d", d->mem_clock_khz / 1000);
+    kb_meta_set_value(m, "mem_bus_width_bits", "%d", d->bus_width_bits);
+    kb_meta_set_value(m, "l2_bytes", "%lld", (long long)d->l2_bytes);
+    kb_meta_set_value(m, "global_mem_bytes", "%lld", (long long)d->global_mem_bytes);
+    kb_meta_set_value(m, "driver", "%s", d->driver);
+    kb_meta_set_value(m, "runtime", "%s", rt);
+    kb_meta_set_value(m, "cublas", "%d.%d.%d", d->cublas_version / 10000, d->cublas_version / 100 % 100,
              d->cublas_version % 100);
-    meta_add(m, "git_commit", "%s", KB_GIT_COMMIT);
-    meta_add(m, "arch_flags", "%s", KB_ARCH_FLAGS);
-    meta_add(m, "date", "%s", date);
-    meta_add(m, "l2_mode", "%s", o->hot ? "hot (not flushed)" : "cold (flushed between samples)");
-    meta_add(m, "mode", "%s", o->check_only ? "check only" : "check and time");
+    kb_meta_set_value(m, "git_commit", "%s", KB_GIT_COMMIT);
+    kb_meta_set_value(m, "arch_flags", "%s", KB_ARCH_FLAGS);
+    kb_meta_set_value(m, "date", "%s", date);
+    kb_meta_set_value(m, "l2_mode", "%s", o->hot ? "hot (not flushed)" : "cold (flushed between samples)");
+    kb_meta_set_value(m, "mode", "%s", o->check_only ? "check only" : "check and time");
+    for (int i = 0; i < o->nops; ++i) {
+        char key[64];
+        snprintf(key, sizeof key, "baseline_%s", o->ops[i]->name);
+        kb_meta_set_value(m, key, "%s", o->ops[i]->baseline);
+    }
 }
 
 static int default_csv_path(const kb_options *o, char *path, size_t len, char *err, size_t errlen)
@@ -128,24 +113,6 @@ static void fill_speedup(kb_result *rows, int n)
     }
 }
 
-/* The memory ceiling is the best copy row so far; every timed row is set
- * against it, and the header records it.  Returns the ceiling in GB/s. */
-static double apply_ceiling(kb_result *rows, int n, kb_meta_set *meta)
-{
-    double ceiling = 0;
-    for (int i = 0; i < n; ++i)
-        if (!strcmp(rows[i].op->name, "copy") && rows[i].timed && rows[i].status == KB_PASS)
-            ceiling = fmax(ceiling, rows[i].bytes / (rows[i].time_ms.median * 1e-3) * 1e-9);
-    for (int i = 0; i < n && ceiling > 0; ++i)
-        if (rows[i].timed && rows[i].status == KB_PASS)
-            rows[i].pct_of_ceiling = 100.0 * rows[i].bytes / (rows[i].time_ms.median * 1e-3) * 1e-9 / ceiling;
-    if (ceiling > 0 && strcmp(meta->meta[meta->n - 1].key, "ceiling_mem_gb_s") != 0)
-        meta_add(meta, "ceiling_mem_gb_s", "%.1f", ceiling);
-    else if (ceiling > 0)
-        snprintf(meta->text[meta->n - 1], sizeof meta->text[0], "%.1f", ceiling);
-    return ceiling;
-}
-
 /* Flush buffer: twice the L2, so a memset between samples evicts everything. */
 static void *alloc_flush(const kb_device_info *d, size_t *bytes)
 {
@@ -157,7 +124,7 @@ static void *alloc_flush(const kb_device_info *d, size_t *bytes)
 }
 
 static int sweep(const kb_job *jobs, int n, const kb_options *o, const char *csv,
-                 kb_meta_set *meta, void *flush, size_t flush_bytes)
+                 kb_meta_set *meta, kb_ceilings *ceil, void *flush, size_t flush_bytes)
 {
     kb_result *rows = calloc((size_t)n, sizeof *rows);
     int fails = 0, skips = 0;
@@ -166,7 +133,7 @@ static int sweep(const kb_job *jobs, int n, const kb_options *o, const char *csv
     for (int i = 0; i < n; ++i) {
         kb_run_job(&jobs[i], o, flush, flush_bytes, &rows[i]);
         fill_speedup(rows, i + 1);
-        apply_ceiling(rows, i + 1, meta);
+        kb_apply_ceilings(rows, i + 1, ceil, meta);
         fails += rows[i].status == KB_FAIL;
         skips += rows[i].status == KB_SKIP;
         kb_table_row(stdout, &rows[i], i + 1, n);
@@ -214,10 +181,16 @@ int kb_cmd_run(const kb_options *o)
         return KB_EXIT_FAIL;
     }
     kb_meta_set meta;
+    kb_ceilings ceil;
     collect_meta(&dev, o, &meta);
+    if (o->ceilings) {
+        printf("measuring ceilings...\n");
+        kb_measure_ceilings(&dev, flush, flush_bytes, &ceil);
+    } else
+        kb_datasheet_ceilings(&dev, &ceil);
     printf("kbench on %s (sm_%d%d, %d SMs), %d rows -> %s\n", dev.name, dev.cc_major, dev.cc_minor,
            dev.sm_count, n, csv);
-    int rc = sweep(jobs, n, o, csv, &meta, flush, flush_bytes);
+    int rc = sweep(jobs, n, o, csv, &meta, &ceil, flush, flush_bytes);
     cudaFree(flush);
     free(jobs);
     return rc;

@@ -2,6 +2,7 @@
  * `# key: value` metadata and is written to a temporary file that is renamed
  * into place, so a reader never sees a truncated file. */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -11,9 +12,26 @@ static const char *const columns[] = {
     "op", "variant", "dtype", "math", "shape_fields", "shape",
     "d1", "d2", "d3", "d4", "d5", "d6",
     "flops", "bytes", "median_ms", "min_ms", "max_ms", "rel_stdev_pct", "samples",
-    "gflop_s", "gb_s", "speedup_x", "pct_of_ceiling", "max_abs_err", "rel_l2_err", "tol_at_max_err",
+    "gflop_s", "gb_s", "speedup_x", "pct_of_ceiling", "pct_of_peak", "bound", "max_abs_err", "rel_l2_err", "tol_at_max_err",
     "rows_checked", "rows_total", "l2", "status", "reason",
 };
+
+void kb_meta_set_value(kb_meta_set *m, const char *key, const char *fmt, ...)
+{
+    int i = 0;
+    while (i < m->n && strcmp(m->meta[i].key, key) != 0)
+        ++i;
+    if (i == (int)(sizeof m->meta / sizeof *m->meta))
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(m->text[i], sizeof m->text[i], fmt, ap);
+    va_end(ap);
+    snprintf(m->keys[i], sizeof m->keys[i], "%s", key);
+    m->meta[i] = (kb_meta){m->keys[i], m->text[i]};
+    if (i == m->n)
+        m->n++;
+}
 
 void kb_csv_header(FILE *f)
 {
@@ -69,6 +87,8 @@ void kb_csv_row(FILE *f, const kb_result *r)
     put_measured(f, t, "%.3f", t ? r->bytes / sec * 1e-9 : 0);
     put_measured(f, t && r->speedup > 0, "%.4f", r->speedup);
     put_measured(f, t && r->pct_of_ceiling > 0, "%.1f", r->pct_of_ceiling);
+    put_measured(f, t && r->pct_of_peak > 0, "%.1f", r->pct_of_peak);
+    fprintf(f, ",%s", !t ? "" : r->memory_bound ? "memory" : "compute");
     int c = r->rows_checked > 0;
     put_measured(f, c, "%.3e", r->check.max_abs_err);
     put_measured(f, c, "%.3e", r->check.rel_l2_err);

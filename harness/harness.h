@@ -93,6 +93,8 @@ typedef struct {
     int timed;
     double speedup;           /* over the op's baseline; 0 when unknown */
     double pct_of_ceiling;    /* GB/s over the run's copy ceiling, in %; 0 when unknown */
+    double pct_of_peak;       /* over the roofline ceiling that bounds it, in % */
+    int memory_bound;         /* arithmetic intensity under the ridge point */
     kb_check check;
     int64_t rows_checked, rows_total;
     int hot;                  /* L2 left warm between samples */
@@ -103,7 +105,7 @@ typedef struct {
 const char *kb_status_name(kb_status s);
 
 /* ---- options (cli.c) ---- */
-typedef enum { KB_CMD_NONE, KB_CMD_LIST, KB_CMD_RUN, KB_CMD_HELP, KB_CMD_VERSION } kb_command;
+typedef enum { KB_CMD_NONE, KB_CMD_LIST, KB_CMD_RUN, KB_CMD_CEILINGS, KB_CMD_HELP, KB_CMD_VERSION } kb_command;
 
 typedef struct {
     kb_command cmd;
@@ -113,6 +115,8 @@ typedef struct {
     const char *sizes;             /* NULL = op default */
     int dtype_mask;                /* bit per kb_dtype; 0 = all */
     int quick, check_only, hot, device;
+    int ceilings;                  /* measure this GPU's ceilings before the sweep */
+    int test_sizes;                /* each op's small regular and tile-hostile shapes */
     const char *csv_path;          /* NULL = <out_dir>/<timestamp>.csv */
     const char *out_dir;           /* NULL = results */
     double row_cap_s;              /* time cap per row */
@@ -149,11 +153,32 @@ int kb_gpu_open(int device, kb_device_info *info, char *err, size_t errlen);
 typedef struct {
     const char *key, *value;
 } kb_meta;
+/* The CSV header's metadata, owned for a run's lifetime. */
+typedef struct {
+    char keys[48][64], text[48][256];
+    kb_meta meta[48];
+    int n;
+} kb_meta_set;
+/* Set key to the formatted value, replacing an earlier value of that key. */
+void kb_meta_set_value(kb_meta_set *m, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 /* Write all rows to path atomically (temp file + rename).  0 on success. */
 int kb_csv_write(const char *path, const kb_meta *meta, int nmeta,
                  const kb_result *rows, int nrows, char *err, size_t errlen);
 void kb_csv_header(FILE *f);
 void kb_csv_row(FILE *f, const kb_result *r);
+
+/* ---- ceilings.c ---- */
+typedef struct {
+    double mem_gb_s, l2_gb_s, fp32_gflop_s, tc_gflop_s;  /* measured; 0 = not measured */
+    double ds_mem_gb_s, ds_fp32_gflop_s, ds_tc_gflop_s;  /* datasheet, from device attributes */
+} kb_ceilings;
+void kb_datasheet_ceilings(const kb_device_info *d, kb_ceilings *c);
+void kb_measure_ceilings(const kb_device_info *d, void *flush, size_t flush_bytes, kb_ceilings *c);
+/* Raise the memory ceiling to the best cold copy row, fill every timed row's
+ * pct_of_ceiling and pct_of_peak, and record the ceilings in the metadata. */
+void kb_apply_ceilings(kb_result *rows, int n, kb_ceilings *c, kb_meta_set *meta);
+int kb_cmd_ceilings(const kb_options *o);
 
 /* ---- table.c ---- */
 void kb_table_header(FILE *f);
@@ -164,6 +189,10 @@ void kb_table_row(FILE *f, const kb_result *r, int index, int total);
 void kb_run_job(const kb_job *job, const kb_options *o, void *flush_buf,
                 size_t flush_bytes, kb_result *r);
 void kb_run_release(void);
+/* Warm up by time, then sample one launch per CUDA event pair (flushing L2
+ * first unless hot) until the median's noise is under 1% or cap_s is spent. */
+const char *kb_time_variant(const kb_variant *v, const void *args, void *ctx, int hot,
+                            double cap_s, void *flush, size_t flush_bytes, kb_stats *st);
 
 /* ---- commands.c ---- */
 int kb_cmd_run(const kb_options *o);

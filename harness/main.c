@@ -20,6 +20,8 @@ int main(int argc, char **argv)
         return kb_cmd_list(stdout);
     case KB_CMD_RUN:
         return kb_cmd_run(&o);
+    case KB_CMD_CEILINGS:
+        return kb_cmd_ceilings(&o);
     case KB_CMD_VERSION:
         printf("kbench %s\n", KB_GIT_COMMIT);
         return 0;

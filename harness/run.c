@@ -240,9 +240,8 @@ static void describe_failure(kb_result *r, const char *when)
                  when, r->check.rel_l2_err);
 }
 
-/* Samples until the median is steady or the row's time cap is spent. */
-static const char *time_variant(const kb_variant *v, const void *args, void *ctx,
-                                const kb_options *o, void *flush, size_t flush_bytes, kb_stats *st)
+const char *kb_time_variant(const kb_variant *v, const void *args, void *ctx, int hot,
+                            double cap_s, void *flush, size_t flush_bytes, kb_stats *st)
 {
     const char *e;
     double t0 = now_s();
@@ -258,7 +257,7 @@ static const char *time_variant(const kb_variant *v, const void *args, void *ctx
     int n = 0;
     t0 = now_s();
     for (;;) {
-        if (!o->hot)
+        if (!hot)
             cudaMemsetAsync(flush, n & 0xff, flush_bytes, 0);
         cudaEventRecord(start, 0);
         e = v->launch(args, ctx, 0);
@@ -275,7 +274,7 @@ static const char *time_variant(const kb_variant *v, const void *args, void *ctx
             continue;
         memcpy(scratch, samples, (size_t)n * sizeof *samples);
         kb_stats_compute(scratch, n, st);
-        if (n == MAX_SAMPLES || kb_median_noise(st) < TARGET_NOISE || now_s() - t0 > o->row_cap_s)
+        if (n == MAX_SAMPLES || kb_median_noise(st) < TARGET_NOISE || now_s() - t0 > cap_s)
             break;
     }
     cudaEventDestroy(start);
@@ -308,7 +307,7 @@ static void run_variant(kb_case *c, const kb_job *job, const kb_options *o, void
         r->status = KB_FAIL;
         describe_failure(r, "before timing");
     } else if (!o->check_only) {
-        if ((e = time_variant(v, args, ctx, o, flush, flush_bytes, &r->time_ms))) {
+        if ((e = kb_time_variant(v, args, ctx, o->hot, o->row_cap_s, flush, flush_bytes, &r->time_ms))) {
             set_reason(r, KB_FAIL, "failed while timing: %s", e);
         } else {
             r->timed = 1;

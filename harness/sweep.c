@@ -50,7 +50,10 @@ int kb_expand_sweep(const kb_options *o, kb_job **jobs, char *err, size_t errlen
     *jobs = NULL;
     for (int k = 0; k < o->nops; ++k) {
         const kb_op *op = o->ops[k];
-        const char *sizes = o->sizes ? o->sizes : o->quick ? op->quick_sizes : op->default_sizes;
+        const char *sizes = o->sizes        ? o->sizes
+                            : o->quick      ? op->quick_sizes
+                            : o->test_sizes ? op->test_sizes
+                                            : op->default_sizes;
         kb_shape *shapes;
         int ns = kb_parse_shape_list(op, sizes, &shapes, err, errlen);
         if (ns < 0 || validate_shapes(o, op, shapes, ns, err, errlen) != 0) {

@@ -13,7 +13,8 @@ set ylabel ylabel noenhanced
 # Variants of one ladder differ by orders of magnitude in size and speed.
 set logscale xy
 set format x '10^{%L}'
-set format y '%.0f'
+# SI prefixes: 10k, 1M, ... and 100m for 0.1, where '%.0f' would print 0.
+set format y '%.0s%c'
 set grid xtics ytics mxtics mytics lc rgb '#dddddd'
 set key outside right top
 

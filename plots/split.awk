@@ -88,8 +88,10 @@ function keep_row(f,    op, var, dtype, x, y, key) {
 
 { sub(/\r$/, "") }
 /^#/ && !have_header {
-    if (match($0, /^# [^:]+: /))
+    if (match($0, /^# [^:]+: /)) {
+        meta_kv[substr($0, 3, RLENGTH - 4)] = substr($0, RLENGTH + 1)
         print substr($0, 3, RLENGTH - 4) "\t" substr($0, RLENGTH + 1) > (out "/meta")
+    }
     next
 }
 /^[ \t]*$/ { next }
@@ -101,8 +103,11 @@ function keep_row(f,    op, var, dtype, x, y, key) {
         keep_row(f)
 }
 
-# The library variant every other variant is measured against.
+# The variant every other variant is measured against: the CSV's
+# `baseline_OP` line, else the first library variant present.
 function baseline_of(op,    i, names, k) {
+    if (("baseline_" op) in meta_kv && (op SUBSEP meta_kv["baseline_" op]) in has_var)
+        return meta_kv["baseline_" op]
     k = split("cublas cudnn torch", names, " ")
     for (i = 1; i <= k; i++)
         if ((op SUBSEP names[i]) in has_var)
@@ -141,6 +146,9 @@ function write_roofline(op,    i, best, pick, var) {
             best[r_var[i]] = r_flops[i]
             pick[r_var[i]] = i
         }
+    # An op that does no arithmetic (copy) has no place on a log-log roofline.
+    if (length(pick) == 0)
+        return
     for (var in pick) {
         i = pick[var]
         print r_flops[i] / r_bytes[i], r_gf[i], var > (out "/roofline." op ".dat")

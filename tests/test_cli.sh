@@ -45,8 +45,12 @@ expect 2 "--device needs a device index" run --device -1
 expect 2 "--max-time needs seconds" run --max-time 0
 expect 2 "--sizes needs exactly one --op" run --sizes 8x8x8
 expect 2 "malformed softmax shape '8x8x8'" run --op softmax --sizes 8x8x8
-expect 2 "--sizes and --quick" run --op matmul --quick --sizes 8x8x8
+expect 2 "--sizes, --quick and --test-sizes" run --op matmul --quick --sizes 8x8x8
+expect 2 "--sizes, --quick and --test-sizes" run --quick --test-sizes
 expect 2 "'list' takes no arguments" list extra
+expect 2 "ceilings takes only --device N, not '--hot'" ceilings --hot
+expect 2 "--device needs a device index" ceilings --device x
+CUDA_VISIBLE_DEVICES= expect 1 "no CUDA device found" ceilings
 
 # No GPU (hidden from the runtime): one line, non-zero exit, nothing written.
 CUDA_VISIBLE_DEVICES= expect 1 "no CUDA device found" run --op matmul --quick --variant naive

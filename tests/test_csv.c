@@ -33,6 +33,7 @@ static kb_result passed_row(void)
     r.time_ms = (kb_stats){.median = 0.5, .min = 0.25, .max = 1.0, .rel_stdev = 0.02, .n = 7};
     r.speedup = 2.0;
     r.pct_of_ceiling = 50.0;
+    r.pct_of_peak = 70.0;
     r.check = (kb_check){.max_abs_err = 1e-6, .rel_l2_err = 1e-7, .worst_tol = 1e-4, .pass = 1};
     r.rows_checked = r.rows_total = 128;
     r.status = KB_PASS;
@@ -62,9 +63,9 @@ int main(void)
     /* 2*128*64*32 flop in 0.5 ms = 1.048576 GFLOP/s */
     CHECK(strstr(text, "matmul,naive,f32,f32,MxNxK,128x64x32,128,64,32,,,,524288,") != NULL);
     CHECK(strstr(text, ",0.500000,0.250000,1.000000,2.000,7,1.049,") != NULL);
-    CHECK(strstr(text, ",2.0000,50.0,1.000e-06,") != NULL);
+    CHECK(strstr(text, ",2.0000,50.0,70.0,compute,1.000e-06,") != NULL);
     /* A skipped row leaves timing and error cells empty, and the reason is quoted. */
-    CHECK(strstr(text, ",,,,,,,,,,,,,,,cold,SKIP,\"needs 3 GiB, 1 GiB free, \"\"say\"\"\"\n") != NULL);
+    CHECK(strstr(text, ",,,,,,,,,,,,,,,,,cold,SKIP,\"needs 3 GiB, 1 GiB free, \"\"say\"\"\"\n") != NULL);
 
     /* Every data row has as many cells as the header (counting outside quotes). */
     FILE *f = fopen(path, "r");

@@ -27,6 +27,6 @@ echo "== benchmark (rc=$bench_rc): $(tail -1 "$out/bench.log")"
 grep -E 'FAIL|SKIP' "$out/bench.log" | head -20
 cat "$out/gpu.txt"
 # Short table: every PASS row at the headline shapes.
-awk -F, '!/^#/ && $1 != "op" && $30 == "PASS" && ($6 ~ /^(4096x4096x4096|8192x8192x8192|4096x768x3072)$/) {
+awk -F, '!/^#/ && $1 != "op" && $32 == "PASS" && ($6 ~ /^(4096x4096x4096|8192x8192x8192|4096x768x3072)$/) {
     printf "%-8s %-16s %-16s %10s ms %10.0f GFLOP/s %7s x\n", $1, $2, $6, $15, $20, $22 }' "$out/bench.csv"
 exit $((gpu_rc != 0 || bench_rc != 0))

@@ -1,0 +1,134 @@
+/* The compute ceilings: an fp32 FMA-chain kernel of our own, and a large
+ * cuBLAS bf16 GEMM for the tensor cores.  Each is a kb_variant, so the
+ * harness's timing loop measures it like any other row. */
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <stdlib.h>
+#include "harness/harness.h"
+#include "kernels/cuda_util.h"
+
+#define FMA_CHAINS 8       /* independent chains per thread: hides FMA latency */
+#define FMA_ITERS 4096
+#define FMA_BLOCKS_PER_SM 8
+#define FMA_THREADS 256
+#define GEMM_N 8192
+
+/* Each thread runs FMA_CHAINS dependent chains of FMA_ITERS FMAs.  The
+ * result is stored so the compiler cannot drop the work. */
+__global__ void __launch_bounds__(FMA_THREADS) fma_chain_kernel(float *out, float b, float c)
+{
+    float acc[FMA_CHAINS];
+#pragma unroll
+    for (int i = 0; i < FMA_CHAINS; ++i)
+        acc[i] = threadIdx.x * 1e-3f + i;
+    for (int it = 0; it < FMA_ITERS; ++it)
+#pragma unroll
+        for (int i = 0; i < FMA_CHAINS; ++i)
+            acc[i] = fmaf(acc[i], b, c);
+    float sum = 0;
+#pragma unroll
+    for (int i = 0; i < FMA_CHAINS; ++i)
+        sum += acc[i];
+    out[blockIdx.x * blockDim.x + threadIdx.x] = sum;
+}
+
+static int fma_blocks(void)
+{
+    int dev, sms;
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    return sms * FMA_BLOCKS_PER_SM;
+}
+
+extern "C" double kb_fma_flops(void)
+{
+    return 2.0 * FMA_CHAINS * FMA_ITERS * (double)fma_blocks() * FMA_THREADS;
+}
+
+static const char *fma_setup(const void *args, void **ctx)
+{
+    (void)args;
+    return kb_cuda_status(cudaMalloc(ctx, (size_t)fma_blocks() * FMA_THREADS * sizeof(float)));
+}
+
+static void free_ctx(void *ctx) { cudaFree(ctx); }
+
+static const char *fma_launch(const void *args, void *ctx, cudaStream_t s)
+{
+    (void)args;
+    /* b just under 1 and c small keep the chains finite and non-trivial. */
+    fma_chain_kernel<<<fma_blocks(), FMA_THREADS, 0, s>>>((float *)ctx, 0.9999f, 1e-4f);
+    KB_LAUNCHED();
+}
+
+extern "C" const kb_variant kb_fma_peak = {
+    .name = "fma_chain", .summary = "fp32 FMA chains", .dtype = KB_F32, .math = KB_MATH_F32,
+    .setup = fma_setup, .teardown = free_ctx, .launch = fma_launch};
+
+/* ---- bf16 GEMM through cuBLAS -------------------------------------------- */
+
+typedef struct {
+    cublasHandle_t handle;
+    __nv_bfloat16 *a, *b, *c;
+} gemm_ctx;
+
+/* Random bf16 in [-1, 1] from a hash of the index: never time on zeros. */
+__global__ void fill_bf16_kernel(__nv_bfloat16 *x, size_t n, unsigned seed)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        unsigned h = (unsigned)i * 2654435761u ^ seed;
+        h ^= h >> 15;
+        h *= 2246822519u;
+        h ^= h >> 13;
+        x[i] = __float2bfloat16((h & 0xffffff) * (2.0f / 16777216.0f) - 1.0f);
+    }
+}
+
+extern "C" double kb_gemm_flops(void) { return 2.0 * GEMM_N * GEMM_N * (double)GEMM_N; }
+
+static void gemm_teardown(void *p)
+{
+    gemm_ctx *g = (gemm_ctx *)p;
+    if (!g)
+        return;
+    cudaFree(g->a);
+    cudaFree(g->b);
+    cudaFree(g->c);
+    if (g->handle)
+        cublasDestroy(g->handle);
+    free(g);
+}
+
+static const char *gemm_setup(const void *args, void **ctx)
+{
+    (void)args;
+    size_t n = (size_t)GEMM_N * GEMM_N, bytes = n * sizeof(__nv_bfloat16);
+    gemm_ctx *g = (gemm_ctx *)calloc(1, sizeof *g);
+    *ctx = g;
+    if (cudaMalloc(&g->a, bytes) != cudaSuccess || cudaMalloc(&g->b, bytes) != cudaSuccess ||
+        cudaMalloc(&g->c, bytes) != cudaSuccess)
+        return "out of device memory for the bf16 GEMM";
+    if (cublasCreate(&g->handle) != CUBLAS_STATUS_SUCCESS)
+        return "cublasCreate failed";
+    fill_bf16_kernel<<<1024, 256>>>(g->a, n, 1u);
+    fill_bf16_kernel<<<1024, 256>>>(g->b, n, 2u);
+    return kb_cuda_status(cudaDeviceSynchronize());
+}
+
+static const char *gemm_launch(const void *args, void *ctx, cudaStream_t s)
+{
+    (void)args;
+    gemm_ctx *g = (gemm_ctx *)ctx;
+    const float one = 1.0f, zero = 0.0f;
+    cublasSetStream(g->handle, s);
+    cublasStatus_t st = cublasGemmEx(g->handle, CUBLAS_OP_N, CUBLAS_OP_N, GEMM_N, GEMM_N, GEMM_N,
+                                     &one, g->a, CUDA_R_16BF, GEMM_N, g->b, CUDA_R_16BF, GEMM_N,
+                                     &zero, g->c, CUDA_R_16BF, GEMM_N, CUBLAS_COMPUTE_32F,
+                                     CUBLAS_GEMM_DEFAULT);
+    return st == CUBLAS_STATUS_SUCCESS ? NULL : cublasGetStatusString(st);
+}
+
+extern "C" const kb_variant kb_bf16_gemm_peak = {
+    .name = "cublas_bf16_gemm", .summary = "cuBLAS bf16 GEMM 8192^3", .dtype = KB_BF16,
+    .math = KB_MATH_BF16, .needs = KB_NEEDS_CUBLAS, .setup = gemm_setup,
+    .teardown = gemm_teardown, .launch = gemm_launch};

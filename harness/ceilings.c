@@ -1,0 +1,151 @@
+/* This GPU's ceilings: measured (our copy kernel and cudaMemcpy for memory,
+ * a hot in-L2 copy for L2, our FMA-chain kernel for fp32, a cuBLAS bf16 GEMM
+ * for the tensor cores) beside the datasheet figures computed from device
+ * attributes.  Every timed row is then set against the ceiling that bounds
+ * it on the roofline. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include "harness/harness.h"
+#include "kernels/copy.h"
+
+extern const kb_variant kb_fma_peak, kb_bf16_gemm_peak;
+double kb_fma_flops(void);
+double kb_gemm_flops(void);
+
+/* Dense bf16 tensor FLOP per SM per clock, by architecture (0: unknown). */
+static double tensor_flop_per_clock(int major, int minor)
+{
+    if (major == 9 && minor == 0)
+        return 4096;  /* Hopper: 989 TFLOP/s dense at 1830 MHz on 132 SMs */
+    if (major == 8 && minor == 0)
+        return 2048;  /* A100 */
+    return 0;
+}
+
+void kb_datasheet_ceilings(const kb_device_info *d, kb_ceilings *c)
+{
+    memset(c, 0, sizeof *c);
+    double sm_hz = d->sm_clock_khz * 1e3;
+    /* HBM and GDDR move data on both clock edges. */
+    c->ds_mem_gb_s = 2.0 * d->mem_clock_khz * 1e3 * d->bus_width_bits / 8 * 1e-9;
+    c->ds_fp32_gflop_s = d->sm_count * 128.0 * 2 * sm_hz * 1e-9; /* 128 FP32 lanes per SM */
+    c->ds_tc_gflop_s = d->sm_count * tensor_flop_per_clock(d->cc_major, d->cc_minor) * sm_hz * 1e-9;
+}
+
+/* Best GB/s of the checked copy op at one size. */
+static double copy_ceiling(int64_t n, int hot, void *flush, size_t flush_bytes)
+{
+    kb_options o;
+    memset(&o, 0, sizeof o);
+    o.hot = hot;
+    o.row_cap_s = 1.0;
+    double best = 0;
+    for (int i = 0; kb_op_copy.variants[i]; ++i) {
+        kb_job job = {&kb_op_copy, kb_op_copy.variants[i], {1, {n}, 0}};
+        kb_result r;
+        kb_run_job(&job, &o, flush, flush_bytes, &r);
+        if (r.status == KB_PASS && r.timed)
+            best = fmax(best, r.bytes / (r.time_ms.median * 1e-3) * 1e-9);
+    }
+    kb_run_release();
+    return best;
+}
+
+/* GFLOP/s of a compute-ceiling kernel, 0 when it cannot run. */
+static double compute_ceiling(const kb_variant *v, double flops, void *flush, size_t flush_bytes)
+{
+    void *ctx = NULL;
+    kb_stats st;
+    const char *e = v->setup(NULL, &ctx);
+    if (!e)
+        e = kb_time_variant(v, NULL, ctx, 1, 1.0, flush, flush_bytes, &st);
+    v->teardown(ctx);
+    return e ? 0 : flops / (st.median * 1e-3) * 1e-9;
+}
+
+void kb_measure_ceilings(const kb_device_info *d, void *flush, size_t flush_bytes, kb_ceilings *c)
+{
+    kb_datasheet_ceilings(d, c);
+    c->mem_gb_s = copy_ceiling(1 << 28, 0, flush, flush_bytes);
+    /* Source and destination together fill half of L2, and L2 stays warm. */
+    c->l2_gb_s = copy_ceiling(d->l2_bytes / 16, 1, flush, flush_bytes);
+    c->fp32_gflop_s = compute_ceiling(&kb_fma_peak, kb_fma_flops(), flush, flush_bytes);
+    c->tc_gflop_s = compute_ceiling(&kb_bf16_gemm_peak, kb_gemm_flops(), flush, flush_bytes);
+}
+
+/* Measured where we have it, else the datasheet. */
+static double pick(double measured, double datasheet) { return measured > 0 ? measured : datasheet; }
+
+static double compute_ceiling_for(const kb_ceilings *c, kb_math m)
+{
+    double tc = pick(c->tc_gflop_s, c->ds_tc_gflop_s);
+    /* tf32 runs the tensor cores at half the bf16 rate. */
+    return m == KB_MATH_F32 ? pick(c->fp32_gflop_s, c->ds_fp32_gflop_s) : m == KB_MATH_TF32 ? tc / 2 : tc;
+}
+
+void kb_apply_ceilings(kb_result *rows, int n, kb_ceilings *c, kb_meta_set *meta)
+{
+    double best_copy = 0;
+    for (int i = 0; i < n; ++i)
+        if (!strcmp(rows[i].op->name, "copy") && rows[i].timed && rows[i].status == KB_PASS && !rows[i].hot)
+            best_copy = fmax(best_copy, rows[i].bytes / (rows[i].time_ms.median * 1e-3) * 1e-9);
+    c->mem_gb_s = fmax(c->mem_gb_s, best_copy);
+    double mem = pick(c->mem_gb_s, c->ds_mem_gb_s);
+    for (int i = 0; i < n; ++i) {
+        kb_result *r = &rows[i];
+        if (!r->timed || r->status != KB_PASS)
+            continue;
+        double sec = r->time_ms.median * 1e-3, gb_s = r->bytes / sec * 1e-9;
+        double comp = compute_ceiling_for(c, r->variant->math);
+        r->pct_of_ceiling = c->mem_gb_s > 0 ? 100.0 * gb_s / c->mem_gb_s : 0;
+        r->memory_bound = comp <= 0 || r->flops / r->bytes < comp / mem;
+        r->pct_of_peak = r->memory_bound ? 100.0 * gb_s / mem : 100.0 * r->flops / sec * 1e-9 / comp;
+    }
+    if (c->mem_gb_s > 0)
+        kb_meta_set_value(meta, "ceiling_mem_gb_s", "%.1f", c->mem_gb_s);
+    if (c->l2_gb_s > 0)
+        kb_meta_set_value(meta, "ceiling_l2_gb_s", "%.1f", c->l2_gb_s);
+    if (c->fp32_gflop_s > 0)
+        kb_meta_set_value(meta, "ceiling_fp32_gflop_s", "%.1f", c->fp32_gflop_s);
+    if (c->tc_gflop_s > 0)
+        kb_meta_set_value(meta, "ceiling_tc_gflop_s", "%.1f", c->tc_gflop_s);
+    kb_meta_set_value(meta, "datasheet_mem_gb_s", "%.1f", c->ds_mem_gb_s);
+    kb_meta_set_value(meta, "datasheet_fp32_gflop_s", "%.1f", c->ds_fp32_gflop_s);
+    if (c->ds_tc_gflop_s > 0)
+        kb_meta_set_value(meta, "datasheet_tc_gflop_s", "%.1f", c->ds_tc_gflop_s);
+}
+
+static void print_line(const char *what, const char *unit, double measured, double datasheet)
+{
+    printf("%-22s %12.1f %12.1f %8s  %s\n", what, measured, datasheet,
+           datasheet > 0 && measured > 0 ? "" : "-", unit);
+    if (datasheet > 0 && measured > 0)
+        printf("%-22s %34.1f%%\n", "", 100.0 * measured / datasheet);
+}
+
+int kb_cmd_ceilings(const kb_options *o)
+{
+    kb_device_info dev;
+    char err[512];
+    if (kb_gpu_open(o->device, &dev, err, sizeof err) != 0) {
+        fprintf(stderr, "kbench: %s\n", err);
+        return KB_EXIT_FAIL;
+    }
+    size_t flush_bytes = (size_t)2 * dev.l2_bytes;
+    void *flush = NULL;
+    if (cudaMalloc(&flush, flush_bytes) != cudaSuccess) {
+        fprintf(stderr, "kbench: out of device memory for the L2 flush buffer\n");
+        return KB_EXIT_FAIL;
+    }
+    kb_ceilings c;
+    kb_measure_ceilings(&dev, flush, flush_bytes, &c);
+    cudaFree(flush);
+    printf("ceilings of %s (sm_%d%d, %d SMs, %d MHz)\n%-22s %12s %12s\n", dev.name, dev.cc_major,
+           dev.cc_minor, dev.sm_count, dev.sm_clock_khz / 1000, "", "measured", "datasheet");
+    print_line("memory (copy)", "GB/s, read + written", c.mem_gb_s, c.ds_mem_gb_s);
+    print_line("L2 (hot copy)", "GB/s, read + written", c.l2_gb_s, 0);
+    print_line("fp32 FMA", "GFLOP/s", c.fp32_gflop_s, c.ds_fp32_gflop_s);
+    print_line("tensor bf16 (cuBLAS)", "GFLOP/s", c.tc_gflop_s, c.ds_tc_gflop_s);
+    return c.mem_gb_s > 0 && c.fp32_gflop_s > 0 ? 0 : KB_EXIT_FAIL;
+}
