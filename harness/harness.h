@@ -41,7 +41,6 @@ int kb_shape_bytes(const kb_op *op, const kb_shape *s, kb_dtype t, int64_t *byte
 /* ---- tolerance.c: the one place where tolerances are set ---- */
 /* Largest |out - ref| accepted for one element. */
 double kb_tolerance(kb_math m, int64_t reduction_len, double ref);
-double kb_unit_roundoff(kb_math m);
 /* Largest relative L2 error accepted over the checked rows. */
 double kb_rel_l2_tolerance(kb_math m, int64_t reduction_len);
 

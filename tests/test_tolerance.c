@@ -15,7 +15,9 @@ int main(void)
     /* Scales with the reduction length, and looser for lower precision. */
     CHECK(kb_tolerance(KB_MATH_F32, 4096, 0) > kb_tolerance(KB_MATH_F32, 64, 0));
     CHECK(kb_tolerance(KB_MATH_TF32, 4096, 0) > 100 * kb_tolerance(KB_MATH_F32, 4096, 0));
-    CHECK(kb_tolerance(KB_MATH_BF16, 64, 0) > kb_tolerance(KB_MATH_TF32, 64, 0));
+    CHECK(kb_tolerance(KB_MATH_BF16, 64, 1) > 100 * kb_tolerance(KB_MATH_F32, 64, 1));
+    /* bf16 inputs reach the reference already rounded: its bound does not grow with sqrt(L). */
+    CHECK(kb_tolerance(KB_MATH_BF16, 4096, 0) < 2 * kb_tolerance(KB_MATH_BF16, 1, 0));
     CHECK(kb_tolerance(KB_MATH_F32, 16, 100) > kb_tolerance(KB_MATH_F32, 16, 1));
 
     /* f32, K = 4096: an fp32-rounding-sized error passes, a dropped term (~0.25) fails. */

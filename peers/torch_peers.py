@@ -1,0 +1,203 @@
+#!/usr/bin/env python3
+"""Time PyTorch on the shapes of a kbench run and add its rows to that CSV.
+
+    python3 peers/torch_peers.py RUN.csv [--ops matmul,softmax,...] [--max-time S]
+
+For every (op, shape) that RUN.csv timed, this times the PyTorch equivalent
+(variant `torch`) the way kbench does: CUDA events around each call, warm-up
+by time, L2 flushed between samples by writing a buffer allocated beforehand,
+samples until the median's relative noise is under 1% or the time cap, and
+the median, min, max and relative stdev.  Each output is compared with a
+float64 PyTorch computation on the same inputs.  The rows are added in
+kbench's CSV schema, and the file is rewritten through a temporary file and
+a rename.  kbench itself never needs Python; this is an optional peer.
+
+FLOP and byte counts follow kernels/<op>.c, so GFLOP/s and GB/s compare
+like with like.  matmul runs with TF32 off (plain fp32, as kbench's baseline).
+"""
+import argparse
+import csv
+import io
+import math
+import os
+import statistics
+import sys
+import time
+
+try:
+    import torch
+except ImportError:
+    sys.exit("torch_peers: PyTorch is not installed")
+
+EPS = 1e-5
+
+
+def make_inputs(op, d, gen):
+    """Inputs in [-1, 1], as kbench draws them, and the op's callable."""
+    def u(*shape):
+        return torch.rand(*shape, device="cuda", generator=gen) * 2 - 1
+
+    if op == "copy":
+        x, y = u(d[0]), torch.empty(d[0], device="cuda")
+        return (x,), lambda x: y.copy_(x)
+    if op == "matmul":
+        M, N, K = d
+        return (u(M, K), u(K, N)), torch.matmul
+    R, C = d
+    if op == "softmax":
+        return (u(R, C),), lambda x: torch.softmax(x, dim=-1)
+    if op == "layernorm":
+        return (u(R, C), u(C), u(C)), lambda x, g, b: torch.nn.functional.layer_norm(x, (C,), g, b, EPS)
+    if op == "add_layernorm":
+        def add_ln(x, r, g, b):
+            s = x + r
+            return torch.nn.functional.layer_norm(s, (C,), g, b, EPS), s
+        return (u(R, C), u(R, C), u(C), u(C)), add_ln
+    if op == "rmsnorm":
+        return (u(R, C), u(C)), lambda x, g: torch.nn.functional.rms_norm(x, (C,), g, EPS)
+    return None, None
+
+
+def counts(op, d):
+    """FLOPs and bytes, as in kernels/<op>.c."""
+    if op == "copy":
+        return 0, 8 * d[0]
+    if op == "matmul":
+        M, N, K = d
+        return 2 * M * N * K, 4 * (M * K + K * N + M * N)
+    R, C = d
+    per_elem_flops = {"softmax": 5, "layernorm": 8, "add_layernorm": 9, "rmsnorm": 4}[op]
+    elems_moved = {"softmax": 2 * R * C, "layernorm": 2 * R * C + 2 * C,
+                   "add_layernorm": 4 * R * C + 2 * C, "rmsnorm": 2 * R * C + C}[op]
+    return per_elem_flops * R * C, 4 * elems_moved
+
+
+def max_error(fn, inputs):
+    """Largest |out - ref| against the same call in float64."""
+    out = fn(*inputs)
+    ref = fn(*[t.double() for t in inputs])
+    outs = out if isinstance(out, tuple) else (out,)
+    refs = ref if isinstance(ref, tuple) else (ref,)
+    err = max((o.double() - r).abs().max().item() for o, r in zip(outs, refs))
+    finite = all(torch.isfinite(o).all().item() for o in outs)
+    return err, finite
+
+
+def time_call(fn, inputs, flush, cap_s):
+    t0 = time.perf_counter()
+    while True:  # warm up by time
+        fn(*inputs)
+        torch.cuda.synchronize()
+        if time.perf_counter() - t0 > 0.05:
+            break
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    samples, t0 = [], time.perf_counter()
+    while True:
+        flush.fill_(len(samples) & 0xff)
+        start.record()
+        fn(*inputs)
+        stop.record()
+        stop.synchronize()
+        samples.append(start.elapsed_time(stop))
+        if len(samples) >= 3:
+            med, mean = statistics.median(samples), statistics.fmean(samples)
+            sd = statistics.stdev(samples)
+            noise = 1.2533 * sd / math.sqrt(len(samples)) / med
+            if noise < 0.01 or time.perf_counter() - t0 > cap_s or len(samples) >= 2000:
+                return med, min(samples), max(samples), sd / mean, len(samples)
+
+
+def read_run(path):
+    meta, rows = [], []
+    with open(path) as f:
+        lines = f.read().splitlines()
+    body = [l for l in lines if not l.startswith("#")]
+    meta = [l for l in lines if l.startswith("#")]
+    reader = csv.DictReader(io.StringIO("\n".join(body)))
+    return meta, reader.fieldnames, list(reader)
+
+
+def meta_value(meta, key):
+    for line in meta:
+        if line.startswith(f"# {key}: "):
+            return line.split(": ", 1)[1]
+    return None
+
+
+def relate(row, rows, meta):
+    """speedup_x over the op's baseline and pct_of_ceiling, as kbench fills them."""
+    base = meta_value(meta, f"baseline_{row['op']}")
+    for r in rows:
+        if r["op"] == row["op"] and r["shape"] == row["shape"] and r["variant"] == base and r["median_ms"]:
+            row["speedup_x"] = f"{float(r['median_ms']) / float(row['median_ms']):.4f}"
+    ceiling = meta_value(meta, "ceiling_mem_gb_s")
+    if ceiling and "pct_of_ceiling" in row:
+        row["pct_of_ceiling"] = f"{100 * float(row['gb_s']) / float(ceiling):.1f}"
+
+
+def peer_row(fields, base, d, timing, flops, nbytes, err):
+    med, lo, hi, rel, n = timing
+    row = {k: "" for k in fields}
+    for k in ("op", "dtype", "shape_fields", "shape", "d1", "d2", "d3", "d4", "d5", "d6", "l2"):
+        row[k] = base.get(k, "")
+    row.update(variant="torch", math="f32", flops=f"{flops:.0f}", bytes=f"{nbytes:.0f}",
+               median_ms=f"{med:.6f}", min_ms=f"{lo:.6f}", max_ms=f"{hi:.6f}",
+               rel_stdev_pct=f"{100 * rel:.3f}", samples=str(n),
+               gflop_s=f"{flops / (med * 1e-3) * 1e-9:.3f}", gb_s=f"{nbytes / (med * 1e-3) * 1e-9:.3f}",
+               max_abs_err=f"{err:.3e}", status="PASS", reason="")
+    return row
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("csv")
+    ap.add_argument("--ops", default="copy,matmul,softmax,layernorm,add_layernorm,rmsnorm")
+    ap.add_argument("--max-time", type=float, default=1.0)
+    args = ap.parse_args()
+    if not torch.cuda.is_available():
+        sys.exit("torch_peers: no CUDA device found")
+    torch.backends.cuda.matmul.allow_tf32 = False
+    meta, fields, rows = read_run(args.csv)
+    wanted = set(args.ops.split(","))
+    shapes = {}
+    for r in rows:
+        if r["op"] in wanted and r["status"] == "PASS" and r["median_ms"] and r["variant"] != "torch":
+            shapes.setdefault((r["op"], r["shape"]), r)
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    flush = torch.empty(2 * l2 // 4, device="cuda")
+    gen = torch.Generator(device="cuda").manual_seed(1)
+    added = []
+    for (op, shape), base in sorted(shapes.items()):
+        d = [int(x) for x in shape.split("x")]
+        inputs, fn = make_inputs(op, d, gen)
+        if fn is None:
+            continue
+        try:
+            err, finite = max_error(fn, inputs)
+            timing = time_call(fn, inputs, flush, args.max_time)
+        except torch.cuda.OutOfMemoryError:
+            print(f"torch_peers: {op} {shape}: out of device memory, skipped", file=sys.stderr)
+            torch.cuda.empty_cache()
+            continue
+        flops, nbytes = counts(op, d)
+        row = peer_row(fields, base, d, timing, flops, nbytes, err)
+        relate(row, rows, meta)
+        if not finite:
+            row.update(status="FAIL", reason="NaN/Inf in PyTorch's output")
+        added.append(row)
+        print(f"{op:14s} torch {shape:18s} {timing[0]:10.4f} ms {row['gflop_s']:>12s} GFLOP/s "
+              f"{row['gb_s']:>10s} GB/s  err {err:.2e}", flush=True)
+        del inputs
+    meta.append(f"# torch: {torch.__version__}")
+    tmp = f"{args.csv}.tmp.{os.getpid()}"
+    with open(tmp, "w", newline="") as f:
+        f.write("\n".join(meta) + "\n")
+        w = csv.DictWriter(f, fieldnames=fields, lineterminator="\n")
+        w.writeheader()
+        w.writerows([r for r in rows if r["variant"] != "torch"] + added)
+    os.replace(tmp, args.csv)
+    print(f"torch_peers: added {len(added)} torch rows to {args.csv}")
+
+
+if __name__ == "__main__":
+    main()
