@@ -67,7 +67,7 @@ static void put_measured(FILE *f, int valid, const char *fmt, double v)
 void kb_csv_row(FILE *f, const kb_result *r)
 {
     char shape[128];
-    kb_format_shape(&r->shape, shape, sizeof shape);
+    kb_format_shape(r->op, &r->shape, shape, sizeof shape);
     fprintf(f, "%s,%s,%s,%s,%s,%s", r->op->name, r->variant->name, kb_dtype_name(r->variant->dtype),
             kb_math_name(r->variant->math), r->op->shape_fields, shape);
     for (int i = 0; i < KB_MAX_DIMS; ++i) {

@@ -34,7 +34,7 @@ int kb_parse_shape(const kb_op *op, const char *text, kb_shape *out, char *err, 
 /* Parse a comma-separated list; returns the count or -1 with err set.
  * *out is malloc'd. */
 int kb_parse_shape_list(const kb_op *op, const char *text, kb_shape **out, char *err, size_t errlen);
-void kb_format_shape(const kb_shape *s, char *buf, size_t len);
+void kb_format_shape(const kb_op *op, const kb_shape *s, char *buf, size_t len);
 /* Total bytes of every tensor of the shape; -1 with err set on overflow. */
 int kb_shape_bytes(const kb_op *op, const kb_shape *s, kb_dtype t, int64_t *bytes, char *err, size_t errlen);
 
@@ -69,7 +69,6 @@ int kb_pick_rows(int64_t total_rows, double row_cost, double budget, uint64_t se
 uint64_t kb_seed_for(const char *op, const kb_shape *s, int tensor);
 float kb_bf16_to_float(uint16_t h);
 uint16_t kb_float_to_bf16(float f);
-double kb_tensor_value(const void *x, int64_t i, kb_dtype t);  /* one element as double */
 
 /* ---- stats.c ---- */
 typedef struct {

@@ -21,12 +21,24 @@ static int parse_dim(const char *tok, size_t len, int64_t *out)
     return 0;
 }
 
+/* Strip the op's flag suffix ("c" in "4x16x128x128x64c") into flags bit 0. */
+static size_t strip_flag(const kb_op *op, const char *text, kb_shape *out)
+{
+    size_t len = strlen(text), sl = op->flag_suffix ? strlen(op->flag_suffix) : 0;
+    if (sl && len > sl && !strcmp(text + len - sl, op->flag_suffix)) {
+        out->flags = 1;
+        return len - sl;
+    }
+    return len;
+}
+
 int kb_parse_shape(const kb_op *op, const char *text, kb_shape *out, char *err, size_t errlen)
 {
-    if (op->parse)
-        return op->parse(text, out, err, errlen);
     memset(out, 0, sizeof *out);
-    const char *p = text;
+    char body[256];
+    size_t len = strip_flag(op, text, out);
+    snprintf(body, sizeof body, "%.*s", (int)(len < sizeof body ? len : sizeof body - 1), text);
+    const char *p = body;
     for (;;) {
         const char *end = strchr(p, 'x');
         size_t len = end ? (size_t)(end - p) : strlen(p);
@@ -53,6 +65,11 @@ int kb_parse_shape(const kb_op *op, const char *text, kb_shape *out, char *err, 
     if (out->nd != op->nd) {
         snprintf(err, errlen, "malformed %s shape '%s': expected %d fields, %s",
                  op->name, text, op->nd, op->shape_fields);
+        return -1;
+    }
+    const char *why = op->validate ? op->validate(out) : NULL;
+    if (why) {
+        snprintf(err, errlen, "%s shape '%s': %s", op->name, text, why);
         return -1;
     }
     return 0;
@@ -84,12 +101,14 @@ int kb_parse_shape_list(const kb_op *op, const char *text, kb_shape **out, char 
     return n;
 }
 
-void kb_format_shape(const kb_shape *s, char *buf, size_t len)
+void kb_format_shape(const kb_op *op, const kb_shape *s, char *buf, size_t len)
 {
     size_t used = 0;
     buf[0] = '\0';
     for (int i = 0; i < s->nd && used < len; ++i)
         used += (size_t)snprintf(buf + used, len - used, i ? "x%lld" : "%lld", (long long)s->d[i]);
+    if (s->flags && op->flag_suffix && used < len)
+        snprintf(buf + used, len - used, "%s", op->flag_suffix);
 }
 
 int kb_shape_bytes(const kb_op *op, const kb_shape *s, kb_dtype t, int64_t *bytes, char *err, size_t errlen)
@@ -102,7 +121,7 @@ int kb_shape_bytes(const kb_op *op, const kb_shape *s, kb_dtype t, int64_t *byte
         int64_t b;
         if (x.elems <= 0 || __builtin_mul_overflow(x.elems, (int64_t)kb_dtype_size(t), &b) ||
             __builtin_add_overflow(total, b, &total)) {
-            kb_format_shape(s, shape, sizeof shape);
+            kb_format_shape(op, s, shape, sizeof shape);
             snprintf(err, errlen, "%s shape %s is too large: its byte count overflows 64 bits",
                      op->name, shape);
             return -1;

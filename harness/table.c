@@ -13,7 +13,7 @@ void kb_table_row(FILE *f, const kb_result *r, int index, int total)
 {
     char pos[32], shape[128];
     snprintf(pos, sizeof pos, "[%d/%d]", index, total);
-    kb_format_shape(&r->shape, shape, sizeof shape);
+    kb_format_shape(r->op, &r->shape, shape, sizeof shape);
     fprintf(f, "%-9s %-7s %-16s %-5s %-16s ", pos, r->op->name, r->variant->name,
             kb_math_name(r->variant->math), shape);
     if (r->timed && r->status == KB_PASS) {

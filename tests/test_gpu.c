@@ -42,7 +42,7 @@ static void every_variant(const kb_op *op)
         int passed = 0;
         for (int i = 0; i < ns; ++i) {
             kb_result r = run(op, op->variants[j], &shapes[i], 1);
-            kb_format_shape(&shapes[i], name, sizeof name);
+            kb_format_shape(op, &shapes[i], name, sizeof name);
             printf("%-8s %-18s %-16s %s max_err %.2e rel_l2 %.2e rows %lld/%lld %s\n", op->name,
                    op->variants[j]->name, name, kb_status_name(r.status), r.check.max_abs_err,
                    r.check.rel_l2_err, (long long)r.rows_checked, (long long)r.rows_total, r.reason);

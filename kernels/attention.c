@@ -1,0 +1,89 @@
+/* The attention op. */
+#include <math.h>
+#include "kernels/attention.h"
+
+extern const kb_variant *const attention_variants[];
+
+static int64_t bh(const kb_shape *s) { return s->d[0] * s->d[1]; }
+
+static double flops(const kb_shape *s)
+{
+    double f = 4.0 * bh(s) * s->d[2] * s->d[3] * s->d[4];
+    return s->flags ? f / 2 : f;
+}
+
+static double bytes(const kb_shape *s, kb_dtype t)
+{
+    double elems = (double)bh(s) * s->d[4] * (2.0 * s->d[2] + 2.0 * s->d[3]);
+    return elems * (t == KB_BF16 ? 2 : 4);
+}
+
+static int64_t reduction_len(const kb_shape *s) { return s->d[4]; }
+static int ntensors(const kb_shape *s) { (void)s; return 4; }
+
+static kb_tensor tensor(const kb_shape *s, kb_dtype t, int i)
+{
+    int64_t q_rows = kb_mul_dims(bh(s), s->d[2]), kv_rows = kb_mul_dims(bh(s), s->d[3]);
+    int64_t q_elems = kb_mul_dims(q_rows, s->d[4]), kv_elems = kb_mul_dims(kv_rows, s->d[4]);
+    switch (i) {
+    case 0: return (kb_tensor){"q", q_elems, t, 0, q_rows, s->d[4]};
+    case 1: return (kb_tensor){"k", kv_elems, t, 0, kv_rows, s->d[4]};
+    case 2: return (kb_tensor){"v", kv_elems, t, 0, kv_rows, s->d[4]};
+    default: return (kb_tensor){"o", q_elems, t, 1, q_rows, s->d[4]};
+    }
+}
+
+static void bind(const kb_shape *s, void *const *dev, void *args)
+{
+    *(kb_attention_args *)args = (kb_attention_args){
+        (int)s->d[0], (int)s->d[1], (int)s->d[2], (int)s->d[3], (int)s->d[4], (int)s->flags,
+        (float)(1.0 / sqrt((double)s->d[4])), dev[0], dev[1], dev[2], dev[3]};
+}
+
+static void reference(const kb_shape *s, kb_dtype t, const void *const *in,
+                      const int64_t *rows, int nrows, double **ref)
+{
+    kb_attention_args a;
+    void *host[4] = {(void *)in[0], (void *)in[1], (void *)in[2], NULL};
+    bind(s, host, &a);
+    attention_reference_rows(&a, t, rows, nrows, ref[0]);
+}
+
+static double row_cost(const kb_shape *s) { return 2.0 * s->d[3] * s->d[4]; }
+
+static const char *validate(const kb_shape *s)
+{
+    return s->flags && s->d[2] != s->d[3] ? "the causal mask needs Tq = Tk" : NULL;
+}
+
+const kb_op kb_op_attention = {
+    .name = "attention",
+    .summary = "softmax(Q K^T / sqrt(D) + mask) V, multi-head; f32 and bf16",
+    .shape_fields = "BxHxTqxTkxD[c]",
+    .nd = 5,
+    .default_sizes =
+        "4x16x128x128x64,4x16x128x128x64c,4x16x512x512x64,4x16x512x512x64c,"
+        "4x16x1024x1024x64,4x16x1024x1024x64c,4x16x2048x2048x64,4x16x2048x2048x64c,"
+        "4x16x4096x4096x64,4x16x4096x4096x64c,4x16x8192x8192x64,4x16x8192x8192x64c,"
+        "4x16x128x128x128,4x16x128x128x128c,4x16x512x512x128,4x16x512x512x128c,"
+        "4x16x1024x1024x128,4x16x1024x1024x128c,4x16x2048x2048x128,4x16x2048x2048x128c,"
+        "4x16x4096x4096x128,4x16x4096x4096x128c,4x16x8192x8192x128,4x16x8192x8192x128c,"
+        "2x16x4096x4096x128,2x16x4096x4096x128c,4x16x128x1024x64,32x8x128x128x64,32x8x128x128x64c,"
+        "2x4x1x1x64,2x4x77x77x64c,2x4x1000x1000x64,2x4x1000x1000x32,2x4x77x1000x80,2x4x1000x1000x80c",
+    .quick_sizes = "4x16x1024x1024x64,4x16x4096x4096x64c,2x16x4096x4096x128,32x8x128x128x64,2x4x77x1000x80",
+    .test_sizes = "1x1x1x1x64,1x2x3x5x64,2x2x17x17x64c,1x3x77x77x64,2x1x64x128x64,1x2x128x128x128c,"
+                  "1x1x1000x77x64,2x2x77x77x32c,1x2x100x130x80,1x1x257x257x128c",
+    .baseline = "cublas",
+    .variants = attention_variants,
+    .flops = flops,
+    .bytes = bytes,
+    .reduction_len = reduction_len,
+    .ntensors = ntensors,
+    .tensor = tensor,
+    .bind = bind,
+    .args_size = sizeof(kb_attention_args),
+    .reference = reference,
+    .row_cost = row_cost,
+    .flag_suffix = "c",
+    .validate = validate,
+};
