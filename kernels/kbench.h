@@ -102,8 +102,11 @@ typedef struct kb_op {
     /* Optional: fill input tensor i (default: uniform in [-1, 1]) for a
      * variant with these KB_QUIRK_* bits. */
     void (*fill)(const kb_shape *s, int i, float *x, int64_t n, uint64_t seed, unsigned quirks);
-    /* Optional: parse one shape; default splits `nd` integers on 'x'. */
-    int (*parse)(const char *text, kb_shape *out, char *err, size_t errlen);
+    /* Optional: a letter that may end a shape and sets bit 0 of its flags
+     * (attention: "c" for a causal mask). */
+    const char *flag_suffix;
+    /* Optional: why a well-formed shape is still invalid (exit 2), or NULL. */
+    const char *(*validate)(const kb_shape *s);
 } kb_op;
 
 /* Product of dimensions, or -1 when it overflows 63 bits; ops use it for
@@ -117,6 +120,8 @@ static inline int64_t kb_mul_dims(int64_t a, int64_t b)
 /* The harness's default input: seeded, uniform in [-1, 1] (harness/inputs.c).
  * An op's `fill` calls it, then plants its special rows. */
 void kb_fill_uniform(float *x, int64_t n, uint64_t seed);
+/* Element i of a host tensor of dtype t, as double (harness/inputs.c). */
+double kb_tensor_value(const void *x, int64_t i, kb_dtype t);
 
 /* All ops, NULL-terminated (harness/registry.c). */
 extern const kb_op *const kb_ops[];
