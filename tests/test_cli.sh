@@ -44,6 +44,8 @@ expect 2 "--csv needs a value" run --csv
 expect 2 "--device needs a device index" run --device -1
 expect 2 "--max-time needs seconds" run --max-time 0
 expect 2 "--sizes needs exactly one --op" run --sizes 8x8x8
+expect 2 "the causal mask needs Tq = Tk" run --op attention --sizes 1x1x2x3x4c
+expect 2 "malformed attention shape '1x1x2x2x4cc'" run --op attention --sizes 1x1x2x2x4cc
 expect 2 "malformed softmax shape '8x8x8'" run --op softmax --sizes 8x8x8
 expect 2 "--sizes, --quick and --test-sizes" run --op matmul --quick --sizes 8x8x8
 expect 2 "--sizes, --quick and --test-sizes" run --quick --test-sizes

@@ -76,6 +76,15 @@ int main(void)
     if (n > 0)
         free(jobs);
 
+    /* A flag suffix parses into flags and prints back. */
+    kb_shape causal;
+    char err[256], text[64];
+    CHECK(kb_parse_shape(kb_find_op("attention"), "2x3x16x16x8c", &causal, err, sizeof err) == 0);
+    CHECK(causal.flags == 1 && causal.nd == 5 && causal.d[4] == 8);
+    kb_format_shape(kb_find_op("attention"), &causal, text, sizeof text);
+    CHECK(strcmp(text, "2x3x16x16x8c") == 0);
+    CHECK(kb_parse_shape(mm, "2x3x4c", &causal, err, sizeof err) != 0);
+
     /* Every op's default, quick and test sizes parse. */
     for (int i = 0; kb_ops[i]; ++i) {
         kb_shape *s;

@@ -1,0 +1,111 @@
+/* The row-wise references on hand-computed rows, including the numerics
+ * each op's header promises. */
+#include <math.h>
+#include <stdlib.h>
+#include "harness/harness.h"
+#include "kernels/add_layernorm.h"
+#include "kernels/layernorm.h"
+#include "kernels/rmsnorm.h"
+#include "kernels/softmax.h"
+#include "tests/check.h"
+
+static const int64_t row0[] = {0};
+
+static void softmax_rows(void)
+{
+    double y[4];
+    /* Shift-invariant: [1000, 1001] -> [1/(1+e), e/(1+e)] = [0.269, 0.731]. */
+    const float big[] = {1000, 1001};
+    softmax_reference_rows(2, big, row0, 1, y);
+    CHECK_NEAR(y[0], 1 / (1 + exp(1.0)), 1e-15);
+    CHECK_NEAR(y[1], exp(1.0) / (1 + exp(1.0)), 1e-15);
+
+    /* -inf (masked) entries give 0; the rest renormalize: [0, -inf, 0] -> [0.5, 0, 0.5]. */
+    const float masked[] = {0, -INFINITY, 0};
+    softmax_reference_rows(3, masked, row0, 1, y);
+    CHECK(y[0] == 0.5 && y[1] == 0 && y[2] == 0.5);
+
+    /* An all -inf row gives zeros, by convention, not NaN. */
+    const float all_masked[] = {-INFINITY, -INFINITY, -INFINITY};
+    softmax_reference_rows(3, all_masked, row0, 1, y);
+    CHECK(y[0] == 0 && y[1] == 0 && y[2] == 0);
+
+    /* C = 1 gives 1; rows are picked by index. */
+    const float two_rows[] = {3, -7};
+    const int64_t second[] = {1};
+    softmax_reference_rows(1, two_rows, second, 1, y);
+    CHECK(y[0] == 1);
+}
+
+static void layernorm_rows(void)
+{
+    double y[4];
+    /* x = [1 2 3 4]: mean 2.5, biased variance 1.25. */
+    const float x[] = {1, 2, 3, 4}, g[] = {1, 1, 2, 1}, b[] = {0, 0, 0, 10};
+    layernorm_reference_rows(4, 0.0, x, g, b, row0, 1, y);
+    double s = sqrt(1.25);
+    CHECK_NEAR(y[0], -1.5 / s, 1e-12);
+    CHECK_NEAR(y[1], -0.5 / s, 1e-12);
+    CHECK_NEAR(y[2], 2 * 0.5 / s, 1e-12);
+    CHECK_NEAR(y[3], 1.5 / s + 10, 1e-12);
+
+    /* Constant rows and C = 1 give beta, finite. */
+    const float flat[] = {7, 7, 7, 7}, g1[] = {1, 1, 1, 1}, b1[] = {0.5f, 0.5f, 0.5f, 0.5f};
+    layernorm_reference_rows(4, KB_LAYERNORM_EPS, flat, g1, b1, row0, 1, y);
+    CHECK(y[0] == 0.5 && y[3] == 0.5);
+    layernorm_reference_rows(1, KB_LAYERNORM_EPS, flat, g1, b1, row0, 1, y);
+    CHECK(y[0] == 0.5);
+
+    /* Mean 1e4, variance 1e-2: [1e4 - 0.1, 1e4 + 0.1] normalizes to about -1, +1. */
+    const float offset[] = {9999.9f, 10000.1f};
+    layernorm_reference_rows(2, 0.0, offset, g1, b1 /* beta 0.5 */, row0, 1, y);
+    CHECK_NEAR(y[0], -0.5, 1e-9);
+    CHECK_NEAR(y[1], 1.5, 1e-9);
+
+    /* The planted rows: mean 1e4 with variance 1e-2, a constant row, a scaled row. */
+    float planted[4 * 8];
+    kb_fill_uniform(planted, 32, 3);
+    layernorm_plant_rows(4, 8, planted);
+    double mean = 0;
+    for (int j = 0; j < 8; ++j)
+        mean += planted[j] / 8.0;
+    CHECK(fabs(mean - 1e4) < 1.0 && planted[8] == 0.5f && planted[15] == 0.5f);
+}
+
+static void rmsnorm_rows(void)
+{
+    double y[2];
+    /* x = [3, 4]: mean square 12.5. */
+    const float x[] = {3, 4}, g[] = {1, 2};
+    rmsnorm_reference_rows(2, 0.0, x, g, row0, 1, y);
+    CHECK_NEAR(y[0], 3 / sqrt(12.5), 1e-12);
+    CHECK_NEAR(y[1], 8 / sqrt(12.5), 1e-12);
+    /* Zeros stay finite thanks to eps. */
+    const float z[] = {0, 0};
+    rmsnorm_reference_rows(2, KB_RMSNORM_EPS, z, g, row0, 1, y);
+    CHECK(y[0] == 0 && y[1] == 0);
+}
+
+/* add_layernorm through its op: sum = x + r, then LayerNorm of the fp32 sum. */
+static void add_layernorm_rows(void)
+{
+    const kb_op *op = &kb_op_add_layernorm;
+    kb_shape s = {2, {1, 4}, 0};
+    const float x[] = {1, 1, 1, 1}, r[] = {0, 1, 2, 3}, g[] = {1, 1, 1, 1}, b[] = {0, 0, 0, 0};
+    const void *in[] = {x, r, g, b, NULL, NULL};
+    double y[4], sum[4], *ref[] = {y, sum};
+    op->reference(&s, KB_F32, in, row0, 1, ref);
+    CHECK(sum[0] == 1 && sum[3] == 4);
+    double sd = sqrt(1.25 + KB_LAYERNORM_EPS);
+    CHECK_NEAR(y[0], -1.5 / sd, 1e-6);
+    CHECK_NEAR(y[3], 1.5 / sd, 1e-6);
+}
+
+int main(void)
+{
+    softmax_rows();
+    layernorm_rows();
+    rmsnorm_rows();
+    add_layernorm_rows();
+    return CHECK_DONE();
+}
