@@ -20,17 +20,18 @@ uint64_t kb_seed_for(const char *op, const kb_shape *s, int tensor)
     return mix(h, (uint64_t)tensor);
 }
 
-/* xorshift64*: fast, and plenty for test data. */
+/* splitmix64 of (seed, index): counter-based, so the fill splits across
+ * threads and element i is the same however it is computed. */
 void kb_fill_uniform(float *x, int64_t n, uint64_t seed)
 {
-    uint64_t s = seed ? seed : 0x853c49e6748fea9bull;
+#pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < n; ++i) {
-        s ^= s >> 12;
-        s ^= s << 25;
-        s ^= s >> 27;
-        uint64_t r = s * 0x2545f4914f6cdd1dull;
+        uint64_t z = seed + 0x9e3779b97f4a7c15ull * (uint64_t)(i + 1);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        z ^= z >> 31;
         /* 24 random bits -> [-1, 1) */
-        x[i] = (float)((double)(r >> 40) * 0x1p-23 - 1.0);
+        x[i] = (float)((double)(z >> 40) * 0x1p-23 - 1.0);
     }
 }
 

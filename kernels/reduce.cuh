@@ -281,16 +281,16 @@ inline unsigned kb_row_grid(int R)
     return (unsigned)KB_CEIL_DIV(R, Cfg::ROWS_PER_BLOCK);
 }
 
-/* Largest C a register-resident row takes: 1024 threads x 32 floats. */
-#define KB_ROW_REGS_MAX_C 32768
-
 /* Calls f(Cfg{}) with the register-resident configuration for rows of C
- * columns and returns true, or returns false when C > KB_ROW_REGS_MAX_C.
- * Each thread holds at most 32 floats (8 float4 or 32 scalars), so the whole
- * row is loaded before the first reduction with up to 128 bytes in flight
- * per thread.  float4 needs C % 4 == 0; other C use scalar packs.
- *   C <= 1024: a group of lanes per row (4..32 lanes, 1..8 packs);
- *   C <= 32768: a block per row, 64..1024 threads of 32 floats each. */
+ * columns and returns true, or returns false when the row does not fit
+ * (C > 32768, or C > 16384 when C % 4 != 0).  float4 packs need C % 4 == 0;
+ * other C use scalar packs.  The whole row is loaded before the first
+ * reduction, with up to 128 bytes in flight per thread:
+ *   C <= 1024: a group of 4..32 lanes per row (several rows per 128-thread
+ *     block), 1..8 float4 or 1..32 scalars per lane;
+ *   larger C: one block per row, 64..1024 threads of 8 float4 each, or
+ *     128..1024 threads of 16 scalars each (32 scalars need more registers
+ *     than a 1024-thread block leaves: layernorm spills). */
 template <class F>
 inline bool kb_row_dispatch(int C, F &&f)
 {
@@ -315,17 +315,16 @@ inline bool kb_row_dispatch(int C, F &&f)
         else if (C <= 256) f(KbRowCfg<1, 8, 32>{});
         else if (C <= 512) f(KbRowCfg<1, 16, 32>{});
         else if (C <= 1024) f(KbRowCfg<1, 32, 32>{});
-        else if (C <= 2048) f(KbRowCfg<1, 32, 64>{});
-        else if (C <= 4096) f(KbRowCfg<1, 32, 128>{});
-        else if (C <= 8192) f(KbRowCfg<1, 32, 256>{});
-        else if (C <= 16384) f(KbRowCfg<1, 32, 512>{});
-        else if (C <= 32768) f(KbRowCfg<1, 32, 1024>{});
+        else if (C <= 2048) f(KbRowCfg<1, 16, 128>{});
+        else if (C <= 4096) f(KbRowCfg<1, 16, 256>{});
+        else if (C <= 8192) f(KbRowCfg<1, 16, 512>{});
+        else if (C <= 16384) f(KbRowCfg<1, 16, 1024>{});
         else return false;
     }
     return true;
 }
 
-/* Block size of the two-read paths for rows longer than KB_ROW_REGS_MAX_C. */
+/* Block size of the two-read paths, for rows kb_row_dispatch refuses. */
 #define KB_TWO_READ_BLOCK 1024
 
 /* ------------------------------------------------------------------------ */

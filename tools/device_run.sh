@@ -26,7 +26,12 @@ grep -E 'FAIL|CHECK failed|checks failed' "$out/test_gpu.log" | head -20
 echo "== benchmark (rc=$bench_rc): $(tail -1 "$out/bench.log")"
 grep -E 'FAIL|SKIP' "$out/bench.log" | head -20
 cat "$out/gpu.txt"
-# Short table: every PASS row at the headline shapes.
-awk -F, '!/^#/ && $1 != "op" && $32 == "PASS" && ($6 ~ /^(4096x4096x4096|8192x8192x8192|4096x768x3072)$/) {
-    printf "%-8s %-16s %-16s %10s ms %10.0f GFLOP/s %7s x\n", $1, $2, $6, $15, $20, $22 }' "$out/bench.csv"
+# Short table: every timed PASS row at the headline shapes, columns by name.
+awk -F, '/^#/ { next }
+    !hdr { for (i = 1; i <= NF; i++) c[$i] = i; hdr = 1; next }
+    $c["status"] == "PASS" && $c["median_ms"] != "" &&
+    $c["shape"] ~ /^(4096x4096x4096|8192x8192x8192|268435456|16384x4096|65536x768|2x16x4096x4096x128c?|4x16x4096x4096x64)$/ {
+        printf "%-13s %-16s %-5s %-20s %10.4f ms %10.0f GFLOP/s %7.0f GB/s %6s x %5s %%ceil\n",
+            $c["op"], $c["variant"], $c["dtype"], $c["shape"], $c["median_ms"], $c["gflop_s"],
+            $c["gb_s"], $c["speedup_x"], $c["pct_of_ceiling"] }' "$out/bench.csv"
 exit $((gpu_rc != 0 || bench_rc != 0))

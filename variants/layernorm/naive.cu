@@ -1,0 +1,65 @@
+/* layernorm naive: one thread per row, three passes over the row in global
+ * memory: the mean, the variance around it, then y = (x - mean) * rstd *
+ * gamma + beta (biased variance, eps from the args).
+ *
+ * Numerics, kept by every layernorm file: values are shifted by the row's
+ * first element before anything is summed (d = x - x[0] is exact for values
+ * near x[0]), and mean and variance are those of d.  For a row with mean 1e4
+ * and variance 1e-2, E[x^2] - E[x]^2 in fp32 loses every digit and even
+ * x - mean with an fp32 mean of 1e4 carries an error of ~1e-3 (an ulp of 1e4)
+ * against a standard deviation of 0.1; on d, both stay at fp32 accuracy.
+ * The normalization uses d too: y = (d - mean_d) * rstd * gamma + beta.
+ *
+ * Idea: the starting point of the ladder.
+ * Prediction: far below the copy ceiling: a warp's loads are C floats apart
+ * (one 32-byte sector per 4 useful bytes) and only R threads run.
+ * Measured on H100: (to be filled from the committed run).
+ * Gap to the limit: huge; every later file fixes one thing. */
+#include <math.h>
+#include "kernels/layernorm.h"
+#include "kernels/cuda_util.h"
+
+#define BLOCK 128
+
+__global__ void __launch_bounds__(BLOCK) layernorm_naive_kernel(int R, int C, float eps, const float *x,
+                                                               const float *gamma, const float *beta, float *y)
+{
+    int row = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row >= R)
+        return;
+    const float *in = x + (size_t)row * C;
+    float *out = y + (size_t)row * C;
+    const float shift = in[0];
+
+    float sum = 0.0f;
+    for (int j = 0; j < C; ++j)
+        sum += in[j] - shift;
+    const float mean = sum / C;
+
+    float sq = 0.0f;
+    for (int j = 0; j < C; ++j) {
+        float d = in[j] - shift - mean;
+        sq += d * d;
+    }
+    const float rstd = rsqrtf(sq / C + eps);
+
+    for (int j = 0; j < C; ++j)
+        out[j] = (in[j] - shift - mean) * rstd * gamma[j] + beta[j];
+}
+
+static const char *launch(const void *args, void *ctx, cudaStream_t stream)
+{
+    const kb_layernorm_args *a = (const kb_layernorm_args *)args;
+    (void)ctx;
+    layernorm_naive_kernel<<<KB_CEIL_DIV(a->R, BLOCK), BLOCK, 0, stream>>>(a->R, a->C, a->eps, a->x, a->gamma,
+                                                                           a->beta, a->y);
+    KB_LAUNCHED();
+}
+
+extern "C" const kb_variant layernorm_naive = {
+    .name = "naive",
+    .summary = "one thread per row, three passes over global memory",
+    .dtype = KB_F32,
+    .math = KB_MATH_F32,
+    .launch = launch,
+};

@@ -1,0 +1,49 @@
+/* rmsnorm naive: one thread per row, two passes over the row in global
+ * memory: the mean of squares, then y = x * rsqrt(mean(x^2) + eps) * gamma.
+ * No shift is needed: a sum of squares has no cancellation (the row offset
+ * by 1e4 only makes every term large), and eps keeps the row scaled by
+ * 1e-3 finite and accurate.
+ *
+ * Idea: the starting point.
+ * Prediction: far below the copy ceiling: a warp's loads are C floats apart
+ * (uncoalesced) and only R threads run.
+ * Measured on H100: (to be filled from the committed run).
+ * Gap to the limit: huge (see vectorized). */
+#include "kernels/rmsnorm.h"
+#include "kernels/cuda_util.h"
+
+#define BLOCK 128
+
+__global__ void __launch_bounds__(BLOCK) rmsnorm_naive_kernel(int R, int C, float eps, const float *x,
+                                                             const float *gamma, float *y)
+{
+    int row = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row >= R)
+        return;
+    const float *in = x + (size_t)row * C;
+    float *out = y + (size_t)row * C;
+
+    float sq = 0.0f;
+    for (int j = 0; j < C; ++j)
+        sq += in[j] * in[j];
+    const float rrms = rsqrtf(sq / C + eps);
+
+    for (int j = 0; j < C; ++j)
+        out[j] = in[j] * rrms * gamma[j];
+}
+
+static const char *launch(const void *args, void *ctx, cudaStream_t stream)
+{
+    const kb_rmsnorm_args *a = (const kb_rmsnorm_args *)args;
+    (void)ctx;
+    rmsnorm_naive_kernel<<<KB_CEIL_DIV(a->R, BLOCK), BLOCK, 0, stream>>>(a->R, a->C, a->eps, a->x, a->gamma, a->y);
+    KB_LAUNCHED();
+}
+
+extern "C" const kb_variant rmsnorm_naive = {
+    .name = "naive",
+    .summary = "one thread per row, two passes over global memory",
+    .dtype = KB_F32,
+    .math = KB_MATH_F32,
+    .launch = launch,
+};
