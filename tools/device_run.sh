@@ -18,7 +18,8 @@ fi
 
 build-dev/tests/test_gpu >"$out/test_gpu.log" 2>&1
 gpu_rc=$?
-build-dev/harness/kbench run "$@" --csv "$out/bench.csv" >"$out/bench.log" 2>&1
+# KBENCH_TIMEOUT (seconds) bounds the sweep; the CSV keeps every row finished by then.
+timeout "${KBENCH_TIMEOUT:-0}" build-dev/harness/kbench run "$@" --csv "$out/bench.csv" >"$out/bench.log" 2>&1
 bench_rc=$?
 
 echo "== GPU suite (rc=$gpu_rc): $(grep -c ' PASS ' "$out/test_gpu.log") PASS rows"
