@@ -2,12 +2,17 @@
 # Render a kbench CSV as plots, with awk and gnuplot:
 #
 #   bash plots/render.sh [--optional] [FILE.csv]
+#   bash plots/render.sh [--optional] --overlay BASE.csv NEW.csv
 #
 # FILE.csv defaults to the newest results/**/*.csv.  The plots go to
 # plots/<gpu>/, named after the CSV's `# gpu:` line, each as PNG and SVG:
 #   speed-OP-DTYPE  GFLOP/s (GB/s for memory-bound ops) against problem size
 #   speedup-OP      each variant's speedup over the library baseline
 #   roofline        every (op, variant) under the GPU's ceilings
+# With --overlay it draws two runs on one speed plot per (op, dtype) found in
+# both, to plots/<gpu of NEW>/ only:
+#   overlay-OP-DTYPE  each variant's speed in NEW (solid) and BASE (dashed),
+#                     one colour per variant
 # Only timed PASS rows are plotted.  Each plot is written under a temporary
 # name and renamed, so an interrupted run leaves no half-written file.
 #
@@ -23,38 +28,51 @@ die() { # die CODE MESSAGE
     exit "$1"
 }
 
-optional=0 csv=
+optional=0 overlay=0 csvs=()
 for arg in "$@"; do
     case $arg in
     --optional) optional=1 ;;
+    --overlay) overlay=1 ;;
     -*) die 2 "render.sh: unknown option '$arg'" ;;
-    *) [[ -z $csv ]] || die 2 "render.sh takes one CSV file"; csv=$arg ;;
+    *) csvs+=("$arg") ;;
     esac
 done
-if [[ -z $csv ]]; then
-    csv=$(find "$root/results" -type f -name '*.csv' -printf '%T@ %p\n' 2>/dev/null |
-        sort -n | tail -n 1 | cut -d' ' -f2-)
-    [[ -n $csv ]] || die 2 "no CSV under $root/results; pass one: bash plots/render.sh FILE.csv"
+if ((overlay)); then
+    [[ ${#csvs[@]} -eq 2 ]] || die 2 "render.sh --overlay takes two CSV files: BASE.csv NEW.csv"
+else
+    [[ ${#csvs[@]} -le 1 ]] || die 2 "render.sh takes one CSV file"
 fi
-[[ -f $csv && -r $csv ]] || die 2 "cannot read $csv"
+if [[ ${#csvs[@]} -eq 0 ]]; then
+    csvs=("$(find "$root/results" -type f -name '*.csv' -printf '%T@ %p\n' 2>/dev/null |
+        sort -n | tail -n 1 | cut -d' ' -f2-)")
+    [[ -n ${csvs[0]} ]] || die 2 "no CSV under $root/results; pass one: bash plots/render.sh FILE.csv"
+fi
+for csv in "${csvs[@]}"; do
+    [[ -f $csv && -r $csv ]] || die 2 "cannot read $csv"
+done
 
 if ! command -v gnuplot >/dev/null; then
-    echo "kbench: no plots: gnuplot is missing (apt-get install gnuplot-nox); then run: bash plots/render.sh $csv"
+    echo "kbench: no plots: gnuplot is missing (apt-get install gnuplot-nox); then run: bash plots/render.sh$( ((overlay)) && echo " --overlay") ${csvs[*]}"
     exit $((optional ? 0 : 3))
 fi
 
 data=$(mktemp -d)
 outdir=
 trap 'rm -rf "$data"; [[ -n $outdir ]] && rm -f "$outdir"/.tmp.$$.*' EXIT
-: >"$data/meta"
-awk -v out="$data" -v src="$csv" -f "$here/split.awk" "$csv" || exit 2
-if [[ ! -s $data/groups ]]; then
-    echo "kbench: $csv has no timed PASS rows; nothing to plot"
-    exit 0
-fi
 
-meta() { # meta KEY: the value of a `# KEY: value` line, or nothing
-    awk -F'\t' -v k="$1" '$1 == k { print $2; exit }' "$data/meta"
+# split_run DIR CSV: split.awk's files for one CSV into DIR (see split.awk),
+# each speed line sorted by size.
+split_run() {
+    local f
+    mkdir -p "$1" && : >"$1/meta" && : >"$1/groups" || die 2 "cannot write to $1"
+    awk -v out="$1" -v src="$2" -f "$here/split.awk" "$2" || exit 2
+    for f in "$1"/speed.*.dat; do
+        [[ ! -e $f ]] || sort -g -k1,1 -o "$f" "$f"
+    done
+}
+
+meta() { # meta DIR KEY: the value of a `# KEY: value` line, or nothing
+    awk -F'\t' -v k="$2" '$1 == k { print $2; exit }' "$1/meta"
 }
 
 # A string literal for gnuplot -e: single-quoted, quotes doubled.
@@ -62,12 +80,23 @@ gp_str() {
     printf "'%s'" "${1//\'/\'\'}"
 }
 
-gpu=$(meta gpu)
-slug=$(printf '%s' "${gpu:-unknown gpu}" | tr '[:upper:]' '[:lower:]' | sed 's/[^a-z0-9]\{1,\}/-/g; s/^-//; s/-$//')
-outdir=$here/$slug
-mkdir -p "$outdir" || die 2 "cannot create $outdir"
-date=$(meta date)
-origin="${gpu:-unknown GPU}, commit $(meta git_commit), ${date%%T*}"
+# gp_lines LINE...: a gnuplot string expression of the lines joined by newlines.
+gp_lines() {
+    local line expr=
+    for line in "$@"; do
+        expr+=${expr:+.\"\\n\".}$(gp_str "$line")
+    done
+    printf '%s' "$expr"
+}
+
+# use_outdir GPU: plots go to plots/<gpu slug>/.
+use_outdir() {
+    local slug
+    slug=$(printf '%s' "${1:-unknown gpu}" | tr '[:upper:]' '[:lower:]' | sed 's/[^a-z0-9]\{1,\}/-/g; s/^-//; s/-$//')
+    outdir=$here/$slug
+    mkdir -p "$outdir" || die 2 "cannot create $outdir"
+}
+
 written=()
 
 # render NAME SCRIPT ARGS: run one gnuplot script, then publish its two files.
@@ -81,34 +110,46 @@ render() {
     written+=("$name")
 }
 
-# Plots left from an earlier CSV would mix two runs in one folder.
+# remove_stale PREFIX...: plots of these kinds that this run did not write.
+# Left from an earlier CSV, they would mix two runs in one folder.
 remove_stale() {
-    local f name
-    for f in "$outdir"/speed*.{png,svg} "$outdir"/roofline.{png,svg}; do
-        name=$(basename "${f%.*}")
-        [[ ! -e $f || " ${written[*]} " == *" $name "* ]] || rm -f "$f"
+    local prefix f name
+    for prefix in "$@"; do
+        for f in "$outdir/$prefix"*.{png,svg}; do
+            name=$(basename "${f%.*}")
+            [[ ! -e $f || " ${written[*]} " == *" $name "* ]] || rm -f "$f"
+        done
     done
 }
 
+variants_of() { # variants_of DIR OP DTYPE: the variants with a speed line, in CSV order
+    awk -v o="$2" -v d="$3" '$1 == o && $2 == d { print $3 }' "$1/groups"
+}
+
+# The axis labels of a speed plot, as gnuplot assignments.
+speed_axes() { # speed_axes UNIT
+    local size
+    size=$([[ $1 == GB/s ]] && echo "bytes moved" || echo FLOP)
+    echo "xlabel=$(gp_str "problem size ($size per run)"); ylabel=$(gp_str "$1")"
+}
+
 speed_plot() { # speed_plot OP DTYPE UNIT
-    local op=$1 dtype=$2 unit=$3 variants libraries v size
-    mapfile -t variants < <(awk -v o="$op" -v d="$dtype" '$1 == o && $2 == d { print $3 }' "$data/groups")
+    local op=$1 dtype=$2 unit=$3 variants libraries v
+    mapfile -t variants < <(variants_of "$data/run" "$op" "$dtype")
     for v in "${variants[@]}"; do
-        sort -g -k1,1 -o "$data/speed.$op.$dtype.$v.dat" "$data/speed.$op.$dtype.$v.dat"
         [[ $v =~ ^(cublas|cudnn|torch) ]] && libraries+=" $v"
     done
-    size=$([[ $unit == GB/s ]] && echo "bytes moved" || echo FLOP)
-    render "speed-$op-$dtype" speed.gp "prefix=$(gp_str "$data/speed.$op.$dtype.")
+    render "speed-$op-$dtype" speed.gp "prefix=$(gp_str "$data/run/speed.$op.$dtype.")
         variants=$(gp_str "${variants[*]}"); libraries=$(gp_str "${libraries:-}")
         plot_title=$(gp_str "$op $dtype: $unit by size on $origin")
-        xlabel=$(gp_str "problem size ($size per run)"); ylabel=$(gp_str "$unit")"
+        $(speed_axes "$unit")"
 }
 
 speedup_plot() { # speedup_plot OP
     local op=$1 shape baseline
-    [[ -s $data/speedup.$op.dat ]] || return 0
-    read -r shape baseline <"$data/speedup.$op.info"
-    render "speedup-$op" speedup.gp "data=$(gp_str "$data/speedup.$op.dat")
+    [[ -s $data/run/speedup.$op.dat ]] || return 0
+    read -r shape baseline <"$data/run/speedup.$op.info"
+    render "speedup-$op" speedup.gp "data=$(gp_str "$data/run/speedup.$op.dat")
         baseline=$(gp_str "$baseline")
         plot_title=$(gp_str "$op speedup over $baseline at $shape on $origin")"
 }
@@ -125,16 +166,16 @@ ceilings() {
             if ("ceiling_mem_gb_s" in m) mem = m["ceiling_mem_gb_s"]
             if ("ceiling_fp32_gflop_s" in m) fp32 = m["ceiling_fp32_gflop_s"]
             print mem + 0, fp32 + 0, m["ceiling_tc_gflop_s"] + 0
-        }' "$data/meta"
+        }' "$data/run/meta"
 }
 
 roofline_plot() {
     local ops mem fp32 tc xmin xmax ymin ymax
-    mapfile -t ops <"$data/ops"
+    mapfile -t ops <"$data/run/ops"
     read -r mem fp32 tc <<<"$(ceilings)"
     # Room around the points and the ridge points, and above the highest
     # ceiling for the key.
-    read -r xmin xmax ymin ymax < <(cat "$data"/roofline.*.dat | awk -v m="$mem" -v p="$fp32" -v t="$tc" '
+    read -r xmin xmax ymin ymax < <(cat "$data"/run/roofline.*.dat | awk -v m="$mem" -v p="$fp32" -v t="$tc" '
         NR == 1 { xlo = xhi = $1; ylo = yhi = $2 }
         { xlo = $1 < xlo ? $1 : xlo; xhi = $1 > xhi ? $1 : xhi }
         { ylo = $2 < ylo ? $2 : ylo; yhi = $2 > yhi ? $2 : yhi }
@@ -146,17 +187,96 @@ roofline_plot() {
             }
             print xlo / 4, xhi * 4, ylo / 3, yhi * 6
         }')
-    render roofline roofline.gp "ops=$(gp_str "${ops[*]}"); prefix=$(gp_str "$data/roofline.")
+    render roofline roofline.gp "ops=$(gp_str "${ops[*]}"); prefix=$(gp_str "$data/run/roofline.")
         mem=$mem; fp32=$fp32; tc=$tc; xmin=$xmin; xmax=$xmax; ymin=$ymin; ymax=$ymax
         plot_title=$(gp_str "Roofline: $origin")"
 }
 
-while read -r op dtype unit; do
-    speed_plot "$op" "$dtype" "$unit"
-done < <(awk '!seen[$1, $2]++ { print $1, $2, $4 }' "$data/groups")
-while read -r op; do
-    speedup_plot "$op"
-done <"$data/ops"
-roofline_plot
-remove_stale
+# One run's plots: speed, speedup and roofline.
+render_run() { # render_run CSV
+    local op dtype unit date
+    split_run "$data/run" "$1"
+    if [[ ! -s $data/run/groups ]]; then
+        echo "kbench: $1 has no timed PASS rows; nothing to plot"
+        exit 0
+    fi
+    gpu=$(meta "$data/run" gpu)
+    date=$(meta "$data/run" date)
+    origin="${gpu:-unknown GPU}, commit $(meta "$data/run" git_commit), ${date%%T*}"
+    use_outdir "$gpu"
+    while read -r op dtype unit; do
+        speed_plot "$op" "$dtype" "$unit"
+    done < <(awk '!seen[$1, $2]++ { print $1, $2, $4 }' "$data/run/groups")
+    while read -r op; do
+        speedup_plot "$op"
+    done <"$data/run/ops"
+    roofline_plot
+    remove_stale speed roofline
+}
+
+# "commit C, YYYY-MM-DD HH:MM" for a run's title line, to the minute: two runs
+# compared are often from one day, even from one commit.
+run_label() { # run_label DIR
+    local commit date stamp
+    commit=$(meta "$1" git_commit) date=$(meta "$1" date)
+    stamp=${date/T/ }
+    stamp=${stamp:0:16}
+    [[ $date != *Z ]] || stamp+=" UTC"
+    printf 'commit %s, %s' "${commit:-unknown}" "${stamp:-unknown date}"
+}
+
+# overlay_plot OP DTYPE UNIT: the speed lines of both runs on one plot, NEW
+# solid and BASE dashed, a variant in one colour in both.
+overlay_plot() {
+    local op=$1 dtype=$2 unit=$3 new base v n=0 colours='' base_colours='' heading
+    local -A colour
+    mapfile -t new < <(variants_of "$data/new" "$op" "$dtype")
+    mapfile -t base < <(variants_of "$data/base" "$op" "$dtype")
+    for v in "${new[@]}" "${base[@]}"; do
+        [[ -n ${colour[$v]:-} ]] || colour[$v]=$((++n))
+    done
+    for v in "${new[@]}"; do colours+=" ${colour[$v]}"; done
+    for v in "${base[@]}"; do base_colours+=" ${colour[$v]}"; done
+    if [[ $new_gpu == "$base_gpu" ]]; then
+        heading=$(gp_lines "$op $dtype: $unit by size on ${new_gpu:-unknown GPU}" \
+            "new (solid): $new_run;  base (dashed): $base_run")
+    else
+        heading=$(gp_lines "$op $dtype: $unit by size. Different GPUs: timings are not comparable" \
+            "new (solid): ${new_gpu:-unknown GPU}, $new_run" \
+            "base (dashed): ${base_gpu:-unknown GPU}, $base_run")
+    fi
+    render "overlay-$op-$dtype" speed.gp "prefix=$(gp_str "$data/new/speed.$op.$dtype.")
+        variants=$(gp_str "${new[*]}"); colours=$(gp_str "$colours")
+        base_prefix=$(gp_str "$data/base/speed.$op.$dtype.")
+        base_variants=$(gp_str "${base[*]}"); base_colours=$(gp_str "$base_colours")
+        new_label=$(gp_str "new $(meta "$data/new" git_commit)")
+        base_label=$(gp_str "base $(meta "$data/base" git_commit)")
+        plot_title=$heading
+        $(speed_axes "$unit")"
+}
+
+# Overlays of two runs, for each (op, dtype) both have.
+render_overlay() { # render_overlay BASE NEW
+    local op dtype unit
+    split_run "$data/base" "$1"
+    split_run "$data/new" "$2"
+    new_gpu=$(meta "$data/new" gpu) base_gpu=$(meta "$data/base" gpu)
+    new_run=$(run_label "$data/new") base_run=$(run_label "$data/base")
+    use_outdir "$new_gpu"
+    while read -r op dtype unit; do
+        overlay_plot "$op" "$dtype" "$unit"
+    done < <(awk 'FNR == NR { base[$1, $2] = 1; next }
+            ($1, $2) in base && !seen[$1, $2]++ { print $1, $2, $4 }' "$data/base/groups" "$data/new/groups")
+    if [[ ${#written[@]} -eq 0 ]]; then
+        echo "kbench: $1 and $2 share no (op, dtype) with timed PASS rows; nothing to plot"
+        exit 0
+    fi
+    remove_stale overlay-
+}
+
+if ((overlay)); then
+    render_overlay "${csvs[@]}"
+else
+    render_run "${csvs[0]}"
+fi
 echo "kbench: ${#written[@]} plots (PNG and SVG) in $outdir"

@@ -1,11 +1,26 @@
-# Speed against problem size for one (op, dtype): one line per variant, the
-# library variants dashed.  render.sh passes, with gnuplot -e:
+# Speed against problem size for one (op, dtype).  render.sh passes, with
+# gnuplot -e:
 #   prefix      data files are prefix.VARIANT.'.dat', columns "size speed"
 #   variants    space-separated variant names
 #   libraries   the library variants among them (drawn dashed)
 #   plot_title, xlabel, ylabel, out (output path without extension)
+# For an overlay of two runs (render.sh --overlay) it passes as well:
+#   base_prefix, base_variants   the same for the base run, drawn dashed;
+#                                the new run (prefix, variants) is solid
+#   colours, base_colours        one linetype number per variant, so that a
+#                                variant has the same colour in both runs
+#   new_label, base_label        key entries for the solid and dashed lines
+# Then every line is solid or dashed by run, not by library.
 # 1 when v is a library variant: its dash type is then 2 (dashed)
 is_library(v) = strstrt(' '.libraries.' ', ' '.v.' ') > 0
+
+# Twelve distinct colours, so a ladder of up to twelve variants repeats none:
+# gnuplot's default eight, then four more.
+set linetype 9 lc rgb '#8c564b'
+set linetype 10 lc rgb '#e377c2'
+set linetype 11 lc rgb '#7f7f7f'
+set linetype 12 lc rgb '#17becf'
+set linetype cycle 12
 
 set title plot_title noenhanced
 set xlabel xlabel noenhanced
@@ -20,8 +35,22 @@ set key outside right top
 
 set terminal pngcairo enhanced size 1100,650 font 'Sans,11'
 set output out.'.png'
-plot for [v in variants] prefix.v.'.dat' using 1:2 with linespoints \
-     lw 2 pt 7 ps 0.7 dt 1 + is_library(v) title v noenhanced
+if (exists('base_prefix')) {
+    # A base variant the new run lacks gets its own key entry; the others
+    # share the new run's.
+    in_new(v) = strstrt(' '.variants.' ', ' '.v.' ') > 0
+    plot for [i=1:words(variants)] prefix.word(variants, i).'.dat' using 1:2 \
+             with linespoints lw 2 pt 7 ps 0.7 lc word(colours, i) + 0 dt 1 \
+             title word(variants, i) noenhanced, \
+         for [i=1:words(base_variants)] base_prefix.word(base_variants, i).'.dat' using 1:2 \
+             with linespoints lw 2 pt 6 ps 0.7 lc word(base_colours, i) + 0 dt 2 \
+             title (in_new(word(base_variants, i)) ? '' : word(base_variants, i).' (base only)') noenhanced, \
+         keyentry with lines lw 2 lc 'black' dt 1 title new_label noenhanced, \
+         keyentry with lines lw 2 lc 'black' dt 2 title base_label noenhanced
+} else {
+    plot for [v in variants] prefix.v.'.dat' using 1:2 with linespoints \
+         lw 2 pt 7 ps 0.7 dt 1 + is_library(v) title v noenhanced
+}
 set terminal svg enhanced size 1100,650 dynamic font 'Sans,11'
 set output out.'.svg'
 replot

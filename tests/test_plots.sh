@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # plots/render.sh on a generated CSV with several ops, dtypes and variants,
 # a FAIL and a SKIP variant among them: every plot is written as PNG and SVG,
-# and the variants that never passed appear in none.  Takes the source root
-# (default: this script's parent).  Exits 77 (skip) without gnuplot.
+# and the variants that never passed appear in none.  Then the overlay of two
+# such runs (render.sh --overlay), also as tools/compare_newest.sh draws it.
+# Takes the source root (default: this script's parent).  Exits 77 (skip)
+# without gnuplot.
 set -u
 if ! command -v gnuplot >/dev/null; then
     echo "gnuplot is not installed (apt-get install gnuplot-nox); skipping the plot tests"
@@ -21,6 +23,7 @@ fail() {
 }
 
 # A CSV as kbench writes it: speeds grow with size towards each variant's peak.
+# sample_csv [FACTOR]: every speed times FACTOR (default 1).
 sample_csv() {
     cat <<'EOF'
 # gpu: NVIDIA H100 80GB HBM3
@@ -32,7 +35,7 @@ sample_csv() {
 # date: 2026-11-22T04:45:07Z
 op,variant,dtype,math,shape_fields,shape,d1,d2,d3,d4,d5,d6,flops,bytes,median_ms,min_ms,max_ms,rel_stdev_pct,samples,gflop_s,gb_s,speedup_x,max_abs_err,rel_l2_err,tol_at_max_err,rows_checked,rows_total,l2,status,reason
 EOF
-    awk 'BEGIN {
+    awk -v factor="${1:-1}" 'BEGIN {
         split("cublas:f32:50000 naive:f32:500 coalesced:f32:2500 blocktile_2d:f32:18000 " \
               "cublas_tf32:f32:250000 wmma:bf16:180000 brokenvar:f32:FAIL skippedvar:bf16:SKIP", mm, " ")
         split("256 512 1024 2048 4096", sizes, " ")
@@ -55,7 +58,7 @@ EOF
             printf ",,,,,,,,,,,,,cold,%s,%s\n", p[3], p[3] == "SKIP" ? "\"needs sm_100, have sm_90\"" : "max error 0.25"
             return
         }
-        speed = p[3] * (1 - 0.8 * 256 / a)
+        speed = factor * p[3] * (1 - 0.8 * 256 / a)
         ms = (op == "matmul" ? flops / speed : bytes / speed) * 1e-6
         if (p[1] == "cublas" || p[1] == "cudnn")
             base_ms = ms
@@ -92,11 +95,69 @@ for flag in "" --optional; do
         fail "no gnuplot, flag '$flag': rc=$rc (want $want): $(cat "$work/log")"
     fi
 done
+PATH=$work/bin "$BASH" "$work/plots/render.sh" --optional --overlay "$work/sample.csv" "$work/sample.csv" >"$work/log" 2>&1
+rc=$?
+if [[ $rc -ne 0 || $(wc -l <"$work/log") -ne 1 ]] || ! grep -q "render.sh --overlay " "$work/log"; then
+    fail "no gnuplot, --optional --overlay: rc=$rc (want 0): $(cat "$work/log")"
+fi
 
 # Bad input: exit 2.
 echo "not a csv" >"$work/notes.txt"
 bash "$work/plots/render.sh" "$work/notes.txt" >"$work/log" 2>&1
 [[ $? -eq 2 ]] && grep -q "not a kbench CSV" "$work/log" || fail "non-CSV input: $(cat "$work/log")"
+
+# --overlay BASE NEW: BASE is slower, from another commit, lacks softmax and
+# has a variant NEW lacks.  An overlay for each (op, dtype) of both runs only;
+# the plots of NEW alone stay.
+sample_csv 0.8 | sed 's/^# git_commit: .*/# git_commit: fedcba987654/; s/^# date: .*/# date: 2026-11-20T10:00:00Z/
+    /^softmax,/d; s/^matmul,coalesced,/matmul,oldvar,/' >"$work/base.csv"
+bash "$work/plots/render.sh" --overlay "$work/base.csv" "$work/sample.csv" >"$work/log" 2>&1 ||
+    fail "render.sh --overlay: $(cat "$work/log")"
+for name in overlay-matmul-f32 overlay-matmul-bf16; do
+    for ext in png svg; do
+        [[ -s $out/$name.$ext ]] || fail "$name.$ext missing or empty"
+    done
+done
+[[ $(find "$out" -type f | wc -l) -eq 16 ]] || fail "expected 16 files, got: $(ls -A "$out")"
+[[ -z $(find "$out" -name '*tmp*') ]] || fail "temporary files left: $(ls -A "$out")"
+svg=$out/overlay-matmul-f32.svg
+for text in '>blocktile_2d<' '>oldvar (base only)<' 0123456789ab fedcba987654 '2026-11-20 10:00 UTC'; do
+    grep -q -- "$text" "$svg" || fail "overlay-matmul-f32.svg lacks '$text'"
+done
+! grep -q 'blocktile_2d (base only)' "$svg" || fail "a variant of both runs is labelled base only"
+! grep -q 'Different GPUs' "$svg" || fail "overlay of one GPU says the GPUs differ"
+if grep -l -e brokenvar -e skippedvar "$out"/overlay-*.svg; then
+    fail "a FAIL or SKIP variant was plotted in an overlay"
+fi
+
+# Runs of two GPUs: the title says so.
+sed 's/^# gpu: .*/# gpu: NVIDIA A100-SXM4-80GB/' "$work/base.csv" >"$work/base-a100.csv"
+bash "$work/plots/render.sh" --overlay "$work/base-a100.csv" "$work/sample.csv" >"$work/log" 2>&1 ||
+    fail "render.sh --overlay, two GPUs: $(cat "$work/log")"
+grep -q 'Different GPUs' "$svg" && grep -q 'A100-SXM4-80GB' "$svg" ||
+    fail "overlay of two GPUs does not say so"
+
+# --overlay needs two files: exit 2.
+bash "$work/plots/render.sh" --overlay "$work/sample.csv" >"$work/log" 2>&1
+[[ $? -eq 2 ]] && grep -q "takes two CSV files" "$work/log" || fail "--overlay with one file: $(cat "$work/log")"
+
+# compare_newest.sh: compare's exit code, then the overlay of the same two
+# files.  A stand-in for kbench prints its arguments and exits 1 (SLOWER).
+mkdir -p "$work/tools" "$work/results"
+cp "$src/tools/compare_newest.sh" "$work/tools/" || exit 1
+cp "$work/base.csv" "$work/results/run1.csv"
+touch -d '1 hour ago' "$work/results/run1.csv"
+cp "$work/sample.csv" "$work/results/run2.csv"
+printf '#!/bin/sh\necho "$*"\nexit 1\n' >"$work/fake-kbench"
+chmod +x "$work/fake-kbench"
+rm -f "$out"/overlay-*
+bash "$work/tools/compare_newest.sh" "$work/fake-kbench" "$work" >"$work/log" 2>&1
+rc=$?
+[[ $rc -eq 1 ]] || fail "compare_newest.sh exited $rc, not compare's 1: $(cat "$work/log")"
+grep -q "^compare $work/results/run1.csv $work/results/run2.csv$" "$work/log" ||
+    fail "compare_newest.sh did not compare run1 with run2: $(cat "$work/log")"
+[[ -s $out/overlay-matmul-f32.png && -s $out/overlay-matmul-f32.svg ]] ||
+    fail "compare_newest.sh drew no overlay: $(cat "$work/log")"
 
 [[ $failures -eq 0 ]] && echo "all plot checks passed"
 exit $((failures > 0))
