@@ -55,32 +55,12 @@ static void reference(const kb_shape *s, kb_dtype t, const void *const *in,
 
 static double row_cost(const kb_shape *s) { return 5.0 * s->d[1]; }
 
-static void fill(const kb_shape *s, int i, float *x, int64_t n, uint64_t seed, unsigned quirks)
-{
-    (void)quirks;
-    kb_fill_uniform(x, n, seed);
-    if (i == 0)
-        layernorm_plant_rows(s->d[0], s->d[1], x);
-}
-
 const kb_op kb_op_add_layernorm = {
     .name = "add_layernorm",
     .summary = "sum = x + r, y = LayerNorm(sum): the post-LN residual step, fp32",
-    .shape_fields = KB_ROWWISE_FIELDS,
-    .nd = 2,
-    .default_sizes = KB_ROWWISE_DEFAULT_SIZES,
-    .quick_sizes = KB_ROWWISE_QUICK_SIZES,
-    .test_sizes = KB_ROWWISE_TEST_SIZES,
+    KB_ROWWISE_SHAPES,
     .baseline = "unfused",
     .variants = add_layernorm_variants,
-    .flops = flops,
-    .bytes = bytes,
-    .reduction_len = reduction_len,
-    .ntensors = ntensors,
-    .tensor = tensor,
-    .bind = bind,
-    .args_size = sizeof(kb_add_layernorm_args),
-    .reference = reference,
-    .row_cost = row_cost,
-    .fill = fill,
+    KB_OP_CONTRACT(kb_add_layernorm_args),
+    .fill = layernorm_fill,
 };

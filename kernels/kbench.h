@@ -123,6 +123,13 @@ void kb_fill_uniform(float *x, int64_t n, uint64_t seed);
 /* Element i of a host tensor of dtype t, as double (harness/inputs.c). */
 double kb_tensor_value(const void *x, int64_t i, kb_dtype t);
 
+/* Every op file defines its contract functions under these names; this
+ * fills them into its kb_op. */
+#define KB_OP_CONTRACT(args_type)                                                                  \
+    .flops = flops, .bytes = bytes, .reduction_len = reduction_len, .ntensors = ntensors,          \
+    .tensor = tensor, .bind = bind, .args_size = sizeof(args_type), .reference = reference,        \
+    .row_cost = row_cost
+
 /* All ops, NULL-terminated (harness/registry.c). */
 extern const kb_op *const kb_ops[];
 

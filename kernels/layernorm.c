@@ -50,7 +50,7 @@ void layernorm_plant_rows(int64_t R, int64_t C, float *x)
     }
 }
 
-static void fill(const kb_shape *s, int i, float *x, int64_t n, uint64_t seed, unsigned quirks)
+void layernorm_fill(const kb_shape *s, int i, float *x, int64_t n, uint64_t seed, unsigned quirks)
 {
     (void)quirks;
     kb_fill_uniform(x, n, seed);
@@ -61,21 +61,9 @@ static void fill(const kb_shape *s, int i, float *x, int64_t n, uint64_t seed, u
 const kb_op kb_op_layernorm = {
     .name = "layernorm",
     .summary = "row-wise LayerNorm over the last dim with gamma, beta, eps=1e-5, fp32",
-    .shape_fields = KB_ROWWISE_FIELDS,
-    .nd = 2,
-    .default_sizes = KB_ROWWISE_DEFAULT_SIZES,
-    .quick_sizes = KB_ROWWISE_QUICK_SIZES,
-    .test_sizes = KB_ROWWISE_TEST_SIZES,
+    KB_ROWWISE_SHAPES,
     .baseline = "naive",
     .variants = layernorm_variants,
-    .flops = flops,
-    .bytes = bytes,
-    .reduction_len = reduction_len,
-    .ntensors = ntensors,
-    .tensor = tensor,
-    .bind = bind,
-    .args_size = sizeof(kb_layernorm_args),
-    .reference = reference,
-    .row_cost = row_cost,
-    .fill = fill,
+    KB_OP_CONTRACT(kb_layernorm_args),
+    .fill = layernorm_fill,
 };

@@ -37,6 +37,8 @@ void layernorm_reference_rows(int C, double eps, const float *x, const float *ga
                               const float *beta, const int64_t *rows, int nrows, double *y);
 /* Plant the numerics rows described above into an R x C input. */
 void layernorm_plant_rows(int64_t R, int64_t C, float *x);
+/* The op's fill: uniform inputs, numerics rows planted in input 0 (x). */
+void layernorm_fill(const kb_shape *s, int i, float *x, int64_t n, uint64_t seed, unsigned quirks);
 
 #ifdef __cplusplus
 }

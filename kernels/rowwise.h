@@ -28,6 +28,11 @@
     "1x1,1x3,4x2,7x31,5x33,64x128,33x1000,8x1024,9x4097,3x32768,5x65537,2x262144," \
     "1000x768,257x4096"
 
+/* The shape fields of a row-wise kb_op. */
+#define KB_ROWWISE_SHAPES                                                                  \
+    .shape_fields = KB_ROWWISE_FIELDS, .nd = 2, .default_sizes = KB_ROWWISE_DEFAULT_SIZES, \
+    .quick_sizes = KB_ROWWISE_QUICK_SIZES, .test_sizes = KB_ROWWISE_TEST_SIZES
+
 static inline int64_t kb_rows_of(const kb_shape *s) { return s->d[0]; }
 static inline int64_t kb_cols_of(const kb_shape *s) { return s->d[1]; }
 static inline int64_t kb_rowwise_elems(const kb_shape *s) { return kb_mul_dims(s->d[0], s->d[1]); }

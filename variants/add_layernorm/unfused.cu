@@ -1,9 +1,8 @@
 /* add_layernorm unfused: the baseline, two kernels as an unfused framework
  * runs them: a residual-add kernel writes sum = x + r (grid-stride, float4
  * with a scalar tail), then a LayerNorm kernel reads sum back and writes y.
- * The LayerNorm kernel is layernorm/welford's: the same shared device code
- * (kb_row_welford, kb_row_layernorm_store and the two-read path in
- * kernels/reduce.cuh), row in registers, one read of sum.
+ * The LayerNorm step is the layernorm/welford variant itself, called through
+ * its launcher on sum: row in registers, one read of sum.
  *
  * Idea: what fusion is measured against.
  * Prediction: 24 bytes moved per element (x, r read; sum written; sum read
@@ -14,7 +13,9 @@
  * Gap to the limit: the round trip of sum through memory (fused removes it). */
 #include "kernels/add_layernorm.h"
 #include "kernels/cuda_util.h"
-#include "kernels/reduce.cuh"
+#include "kernels/layernorm.h"
+
+extern "C" const kb_variant layernorm_welford;
 
 #define ADD_BLOCK 256
 #define ADD_WAVES 8 /* blocks per SM for the grid-stride add */
@@ -35,44 +36,6 @@ __global__ void __launch_bounds__(ADD_BLOCK) add_layernorm_unfused_add_kernel(in
         sum[n4 * 4 + first] = x[n4 * 4 + first] + r[n4 * 4 + first];
 }
 
-/* layernorm/welford's kernel, reading sum. */
-template <class Cfg>
-__global__ void __launch_bounds__(Cfg::BLOCK) add_layernorm_unfused_norm_kernel(int R, int C, float eps,
-                                                                               const float *__restrict__ s,
-                                                                               const float *__restrict__ gamma,
-                                                                               const float *__restrict__ beta,
-                                                                               float *__restrict__ y)
-{
-    const KbRowPos p = kb_row_pos<Cfg>(R, C);
-    const float shift = __ldg(s + p.base);
-    float d[Cfg::PACKS][Cfg::VEC];
-#pragma unroll
-    for (int k = 0; k < Cfg::PACKS; ++k) {
-        const int col = kb_pack_col<Cfg>(k, p.rank);
-        if (col < p.cols) {
-            kb_load_stream(d[k], s + p.base + col);
-#pragma unroll
-            for (int j = 0; j < Cfg::VEC; ++j)
-                d[k][j] -= shift;
-        }
-    }
-    const KbWelford w = kb_row_welford<Cfg>(d, p.cols, p.rank);
-    kb_row_layernorm_store<Cfg>(d, w.mean, kb_welford_rstd(w, C, eps), gamma, beta, y + p.base, p.cols, p.rank);
-}
-
-template <int VEC>
-__global__ void __launch_bounds__(KB_TWO_READ_BLOCK) add_layernorm_unfused_two_read_kernel(
-    int C, float eps, const float *__restrict__ s, const float *__restrict__ gamma, const float *__restrict__ beta,
-    float *__restrict__ y)
-{
-    const float *in = s + (size_t)blockIdx.x * C;
-    const float shift = __ldg(in);
-    const KbWelford w = kb_block_welford_pass<VEC, KB_TWO_READ_BLOCK>(
-        C, shift, [&](float (&v)[VEC], int col) { kb_load_cached(v, in + col); });
-    kb_block_layernorm_pass<VEC, KB_TWO_READ_BLOCK>(in, C, shift, w.mean, kb_welford_rstd(w, C, eps), gamma, beta,
-                                                    y + (size_t)blockIdx.x * C);
-}
-
 static const char *launch(const void *args, void *ctx, cudaStream_t stream)
 {
     const kb_add_layernorm_args *a = (const kb_add_layernorm_args *)args;
@@ -84,21 +47,11 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
     const int64_t blocks = KB_CEIL_DIV(n / 4 > 0 ? n / 4 : 1, ADD_BLOCK);
     const int grid = (int)(blocks < (int64_t)ADD_WAVES * sms ? blocks : (int64_t)ADD_WAVES * sms);
     add_layernorm_unfused_add_kernel<<<grid, ADD_BLOCK, 0, stream>>>(n, a->x, a->r, a->sum);
-
-    bool in_registers = kb_row_dispatch(a->C, [&](auto cfg) {
-        using Cfg = decltype(cfg);
-        add_layernorm_unfused_norm_kernel<Cfg><<<kb_row_grid<Cfg>(a->R), Cfg::BLOCK, 0, stream>>>(
-            a->R, a->C, a->eps, a->sum, a->gamma, a->beta, a->y);
-    });
-    if (!in_registers) {
-        if (a->C % 4 == 0)
-            add_layernorm_unfused_two_read_kernel<4><<<a->R, KB_TWO_READ_BLOCK, 0, stream>>>(
-                a->C, a->eps, a->sum, a->gamma, a->beta, a->y);
-        else
-            add_layernorm_unfused_two_read_kernel<1><<<a->R, KB_TWO_READ_BLOCK, 0, stream>>>(
-                a->C, a->eps, a->sum, a->gamma, a->beta, a->y);
-    }
-    KB_LAUNCHED();
+    const char *e = kb_cuda_status(cudaGetLastError());
+    if (e)
+        return e;
+    const kb_layernorm_args ln = {a->R, a->C, a->eps, a->sum, a->gamma, a->beta, a->y};
+    return layernorm_welford.launch(&ln, NULL, stream);
 }
 
 extern "C" const kb_variant add_layernorm_unfused = {
