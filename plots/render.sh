@@ -92,7 +92,11 @@ gp_lines() {
 # use_outdir GPU: plots go to plots/<gpu slug>/.
 use_outdir() {
     local slug
-    slug=$(printf '%s' "${1:-unknown gpu}" | tr '[:upper:]' '[:lower:]' | sed 's/[^a-z0-9]\{1,\}/-/g; s/^-//; s/-$//')
+    # The model ("NVIDIA H100 80GB HBM3" -> h100), or the whole name when the
+    # word after NVIDIA is a brand (GeForce RTX 4090 -> geforce-rtx-4090).
+    slug=$(printf '%s' "${1:-unknown gpu}" | tr '[:upper:]' '[:lower:]' | sed 's/^nvidia //' |
+        awk '$1 ~ /^(geforce|quadro|tesla|titan|rtx)$/ { print; next } { print $1 }' |
+        sed 's/[^a-z0-9]\{1,\}/-/g; s/^-//; s/-$//')
     outdir=$here/$slug
     mkdir -p "$outdir" || die 2 "cannot create $outdir"
 }
@@ -133,13 +137,35 @@ speed_axes() { # speed_axes UNIT
     echo "xlabel=$(gp_str "problem size ($size per run)"); ylabel=$(gp_str "$1")"
 }
 
+# The ceiling that bounds a speed plot: measured (ceiling_*) when the run has
+# it, else the datasheet figure; echoes "VALUE LABEL" (VALUE 0: none).
+plot_ceiling() { # plot_ceiling UNIT DTYPE
+    local kind name value
+    if [[ $1 == GB/s ]]; then
+        kind=mem_gb_s name="memory"
+    elif [[ $2 == bf16 ]]; then
+        kind=tc_gflop_s name="bf16 tensor"
+    else
+        kind=fp32_gflop_s name="fp32 FMA"
+    fi
+    value=$(meta "$data/run" "ceiling_$kind")
+    if [[ -n $value ]]; then
+        echo "$value $name ceiling (measured)"
+    else
+        value=$(meta "$data/run" "datasheet_$kind")
+        echo "${value:-0} $name ceiling (datasheet)"
+    fi
+}
+
 speed_plot() { # speed_plot OP DTYPE UNIT
-    local op=$1 dtype=$2 unit=$3 variants libraries v
+    local op=$1 dtype=$2 unit=$3 variants libraries v ceiling label
     mapfile -t variants < <(variants_of "$data/run" "$op" "$dtype")
     for v in "${variants[@]}"; do
         [[ $v =~ ^(cublas|cudnn|torch) ]] && libraries+=" $v"
     done
+    read -r ceiling label < <(plot_ceiling "$unit" "$dtype")
     render "speed-$op-$dtype" speed.gp "prefix=$(gp_str "$data/run/speed.$op.$dtype.")
+        ceiling=$(awk -v c="$ceiling" 'BEGIN { print c + 0 }'); ceiling_label=$(gp_str "$label")
         variants=$(gp_str "${variants[*]}"); libraries=$(gp_str "${libraries:-}")
         plot_title=$(gp_str "$op $dtype: $unit by size on $origin")
         $(speed_axes "$unit")"

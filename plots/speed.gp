@@ -4,6 +4,8 @@
 #   variants    space-separated variant names
 #   libraries   the library variants among them (drawn dashed)
 #   plot_title, xlabel, ylabel, out (output path without extension)
+#   ceiling, ceiling_label   the GPU's ceiling in the plot's unit (0: none),
+#                            drawn as a horizontal line
 # For an overlay of two runs (render.sh --overlay) it passes as well:
 #   base_prefix, base_variants   the same for the base run, drawn dashed;
 #                                the new run (prefix, variants) is solid
@@ -49,7 +51,8 @@ if (exists('base_prefix')) {
          keyentry with lines lw 2 lc 'black' dt 2 title base_label noenhanced
 } else {
     plot for [v in variants] prefix.v.'.dat' using 1:2 with linespoints \
-         lw 2 pt 7 ps 0.7 dt 1 + is_library(v) title v noenhanced
+         lw 2 pt 7 ps 0.7 dt 1 + is_library(v) title v noenhanced, \
+         (ceiling > 0 ? ceiling : 1/0) with lines lw 1.5 lc 'black' dt 3 title ceiling_label noenhanced
 }
 set terminal svg enhanced size 1100,650 dynamic font 'Sans,11'
 set output out.'.svg'

@@ -69,7 +69,7 @@ EOF
 }
 sample_csv >"$work/sample.csv"
 
-out=$work/plots/nvidia-h100-80gb-hbm3
+out=$work/plots/h100
 bash "$work/plots/render.sh" "$work/sample.csv" >"$work/log" 2>&1 || fail "render.sh: $(cat "$work/log")"
 for name in speed-matmul-f32 speed-matmul-bf16 speed-softmax-f32 speedup-matmul speedup-softmax roofline; do
     for ext in png svg; do
