@@ -15,6 +15,7 @@ void kb_print_usage(FILE *f)
           "                  [--csv FILE | --out-dir DIR] [--device N] [--max-time SECONDS]\n"
           "                  [--test-sizes] [--ceilings]\n"
           "       kbench ceilings [--device N]\n"
+          "       kbench pe --seq-len T --d-model D [--paper]\n"
           "       kbench compare BASE.csv NEW.csv [--threshold PCT]\n"
           "       kbench help | version\n"
           "Shapes are op-specific (matmul: MxNxK); `kbench list` shows each op's syntax.\n",
@@ -139,19 +140,43 @@ static int parse_run_flag(int argc, char **argv, int *i, kb_options *o, char *er
     return 0;
 }
 
+/* kbench pe --seq-len T --d-model D [--paper] */
+static int parse_pe(int argc, char **argv, kb_options *o, char *err, size_t errlen)
+{
+    for (int i = 2; i < argc; ++i) {
+        const char *a = argv[i];
+        double v;
+        if (!strcmp(a, "--paper")) {
+            o->paper = 1;
+            continue;
+        }
+        int *dst = !strcmp(a, "--seq-len") ? &o->seq_len : !strcmp(a, "--d-model") ? &o->d_model : NULL;
+        if (!dst)
+            return fail(err, errlen, "pe takes --seq-len T, --d-model D and --paper, not '%s'", a);
+        const char *val = value_of(argc, argv, &i);
+        if (!val || parse_number(val, 1, 65536, &v) || v != (int)v)
+            return fail(err, errlen, "%s needs an integer from 1 to 65536", a);
+        *dst = (int)v;
+    }
+    if (!o->seq_len || !o->d_model)
+        return fail(err, errlen, "pe needs --seq-len T and --d-model D%s", "");
+    return 0;
+}
+
 int kb_parse_args(int argc, char **argv, kb_options *o, char *err, size_t errlen)
 {
     memset(o, 0, sizeof *o);
     o->row_cap_s = 1.0;
     if (argc < 2)
-        return fail(err, errlen, "missing command: list, run, ceilings, compare, help or version%s", "");
+        return fail(err, errlen, "missing command: list, run, ceilings, compare, pe, help or version%s", "");
     const char *cmd = argv[1];
     if (!strcmp(cmd, "list")) o->cmd = KB_CMD_LIST;
     else if (!strcmp(cmd, "run")) o->cmd = KB_CMD_RUN;
     else if (!strcmp(cmd, "ceilings")) o->cmd = KB_CMD_CEILINGS;
+    else if (!strcmp(cmd, "pe")) o->cmd = KB_CMD_PE;
     else if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) o->cmd = KB_CMD_HELP;
     else if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) o->cmd = KB_CMD_VERSION;
-    else return fail(err, errlen, "unknown command '%s' (expected list, run, ceilings, compare, help or version)", cmd);
+    else return fail(err, errlen, "unknown command '%s' (expected list, run, ceilings, compare, pe, help or version)", cmd);
     if (o->cmd == KB_CMD_CEILINGS) {
         for (int i = 2; i < argc; ++i) {
             if (strcmp(argv[i], "--device") != 0)
@@ -161,6 +186,8 @@ int kb_parse_args(int argc, char **argv, kb_options *o, char *err, size_t errlen
         }
         return 0;
     }
+    if (o->cmd == KB_CMD_PE)
+        return parse_pe(argc, argv, o, err, errlen);
     if (o->cmd != KB_CMD_RUN) {
         if (argc > 2)
             return fail(err, errlen, "'%s' takes no arguments", cmd);

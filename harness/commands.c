@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include "harness/harness.h"
+#include "kernels/posenc.h"
 #include "version.h"
 
 #ifndef KB_ARCH_FLAGS
@@ -45,6 +46,25 @@ int kb_cmd_list(FILE *f)
             if (!strncmp(kb_unbuilt_variants[j].name, op->name, len) && kb_unbuilt_variants[j].name[len] == ' ')
                 fprintf(f, "  %-18s %s\n", kb_unbuilt_variants[j].name + len + 1, kb_unbuilt_variants[j].why);
     }
+    return 0;
+}
+
+/* The positional-encoding table, computed on the CPU in the kernels' fp32
+ * arithmetic, six significant digits. */
+int kb_cmd_pe(const kb_options *o)
+{
+    float *pe = malloc((size_t)o->seq_len * o->d_model * sizeof *pe);
+    if (!pe) {
+        fprintf(stderr, "kbench: out of memory for a %d x %d table\n", o->seq_len, o->d_model);
+        return KB_EXIT_FAIL;
+    }
+    posenc_table_f32(o->seq_len, o->d_model, o->paper ? KB_POSENC_PAPER_SCALE : KB_POSENC_SEED_SCALE, pe);
+    for (int pos = 0; pos < o->seq_len; ++pos) {
+        for (int j = 0; j < o->d_model; ++j)
+            printf(j + 1 < o->d_model ? "%-10.6g" : "%.6g", pe[(size_t)pos * o->d_model + j]);
+        putchar('\n');
+    }
+    free(pe);
     return 0;
 }
 

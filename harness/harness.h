@@ -103,7 +103,7 @@ typedef struct {
 const char *kb_status_name(kb_status s);
 
 /* ---- options (cli.c) ---- */
-typedef enum { KB_CMD_NONE, KB_CMD_LIST, KB_CMD_RUN, KB_CMD_CEILINGS, KB_CMD_HELP, KB_CMD_VERSION } kb_command;
+typedef enum { KB_CMD_NONE, KB_CMD_LIST, KB_CMD_RUN, KB_CMD_CEILINGS, KB_CMD_PE, KB_CMD_HELP, KB_CMD_VERSION } kb_command;
 
 typedef struct {
     kb_command cmd;
@@ -115,6 +115,7 @@ typedef struct {
     int quick, check_only, hot, device;
     int ceilings;                  /* measure this GPU's ceilings before the sweep */
     int test_sizes;                /* each op's small regular and tile-hostile shapes */
+    int seq_len, d_model, paper;   /* kbench pe */
     const char *csv_path;          /* NULL = <out_dir>/<timestamp>.csv */
     const char *out_dir;           /* NULL = results */
     double row_cap_s;              /* time cap per row */
@@ -195,6 +196,7 @@ const char *kb_time_variant(const kb_variant *v, const void *args, void *ctx, in
 /* ---- commands.c ---- */
 int kb_cmd_run(const kb_options *o);
 int kb_cmd_list(FILE *f);
+int kb_cmd_pe(const kb_options *o);
 
 /* ---- compare.c: kbench compare BASE.csv NEW.csv [--threshold PCT] ---- */
 int kb_cmd_compare(int argc, char **argv);

@@ -22,6 +22,8 @@ int main(int argc, char **argv)
         return kb_cmd_run(&o);
     case KB_CMD_CEILINGS:
         return kb_cmd_ceilings(&o);
+    case KB_CMD_PE:
+        return kb_cmd_pe(&o);
     case KB_CMD_VERSION:
         printf("kbench %s\n", KB_GIT_COMMIT);
         return 0;

@@ -6,13 +6,14 @@
 #include "kernels/copy.h"
 #include "kernels/layernorm.h"
 #include "kernels/matmul.h"
+#include "kernels/posenc.h"
 #include "kernels/rmsnorm.h"
 #include "kernels/softmax.h"
 
 /* copy comes first: its best figure is the memory ceiling for later rows. */
 const kb_op *const kb_ops[] = {
     &kb_op_copy, &kb_op_matmul, &kb_op_softmax, &kb_op_layernorm, &kb_op_add_layernorm, &kb_op_rmsnorm,
-    &kb_op_attention,
+    &kb_op_attention, &kb_op_posenc,
     NULL,
 };
 

@@ -54,6 +54,22 @@ expect 2 "ceilings takes only --device N, not '--hot'" ceilings --hot
 expect 2 "--device needs a device index" ceilings --device x
 CUDA_VISIBLE_DEVICES= expect 1 "no CUDA device found" ceilings
 
+expect 2 "pe needs --seq-len T and --d-model D" pe --seq-len 5
+expect 2 "--d-model needs an integer from 1 to 65536" pe --seq-len 5 --d-model 0
+expect 2 "pe takes --seq-len T, --d-model D and --paper, not '--hot'" pe --hot
+
+# The positional-encoding table of the seeds, to 6 significant digits.
+table=$("$kbench" pe --seq-len 5 --d-model 5 | tr -s ' ')
+expected="0 1 0 1 0
+0.841471 0.540302 0.157827 0.987467 0.0251162
+0.909297 -0.416147 0.311697 0.950181 0.0502166
+0.14112 -0.989992 0.457755 0.889079 0.0752853
+-0.756802 -0.653644 0.592338 0.80569 0.100306"
+[[ $table == "$expected" ]] || { echo "FAIL: kbench pe table:"; echo "$table"; failures=$((failures + 1)); }
+# The paper's exponent, 10000^(-2i/d): column 2 of row 1 is sin(10000^-0.4).
+[[ $("$kbench" pe --seq-len 2 --d-model 5 --paper | tail -1 | awk '{print $3}') == 0.0251162 ]] ||
+    { echo "FAIL: kbench pe --paper"; failures=$((failures + 1)); }
+
 # No GPU (hidden from the runtime): one line, non-zero exit, nothing written.
 CUDA_VISIBLE_DEVICES= expect 1 "no CUDA device found" run --op matmul --quick --variant naive
 

@@ -5,6 +5,7 @@
 #include "harness/harness.h"
 #include "kernels/add_layernorm.h"
 #include "kernels/layernorm.h"
+#include "kernels/posenc.h"
 #include "kernels/rmsnorm.h"
 #include "kernels/softmax.h"
 #include "tests/check.h"
@@ -101,8 +102,36 @@ static void add_layernorm_rows(void)
     CHECK_NEAR(y[3], 1.5 / sd, 1e-6);
 }
 
+/* posenc: the double reference against hand values, and the fp32 table
+ * (what `kbench pe` prints) within the op's tolerance of it. */
+static void posenc_rows(void)
+{
+    const int64_t pos1[] = {1}, pos4[] = {4};
+    double pe[5];
+    posenc_reference_rows(5, KB_POSENC_SEED_SCALE, pos1, 1, pe);
+    CHECK_NEAR(pe[0], sin(1.0), 1e-15);
+    CHECK_NEAR(pe[2], sin(pow(10000, -0.2)), 1e-15);
+    CHECK_NEAR(pe[3], cos(pow(10000, -0.2)), 1e-15);
+    CHECK_NEAR(pe[4], sin(pow(10000, -0.4)), 1e-15);
+    posenc_reference_rows(5, KB_POSENC_PAPER_SCALE, pos4, 1, pe);
+    CHECK_NEAR(pe[2], sin(4 * pow(10000, -0.4)), 1e-15);
+
+    enum { T = 300, D = 33 };
+    static float f32[T * D];
+    static double ref[T * D];
+    int64_t rows[T];
+    for (int i = 0; i < T; ++i)
+        rows[i] = i;
+    posenc_table_f32(T, D, KB_POSENC_SEED_SCALE, f32);
+    posenc_reference_rows(D, KB_POSENC_SEED_SCALE, rows, T, ref);
+    kb_check c;
+    kb_compare_rows(f32, KB_F32, ref, T * D, KB_MATH_F32, kb_op_posenc.reduction_len(&(kb_shape){2, {T, D}, 0}), &c);
+    CHECK(c.pass);
+}
+
 int main(void)
 {
+    posenc_rows();
     softmax_rows();
     layernorm_rows();
     rmsnorm_rows();

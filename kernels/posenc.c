@@ -1,0 +1,42 @@
+/* The posenc op: the sinusoidal positional-encoding table. */
+#include "kernels/posenc.h"
+
+extern const kb_variant *const posenc_variants[];
+
+static double flops(const kb_shape *s) { (void)s; return 0; }
+static double bytes(const kb_shape *s, kb_dtype t) { return (double)s->d[0] * s->d[1] * (t == KB_BF16 ? 2 : 4); }
+static int64_t reduction_len(const kb_shape *s) { return kb_mul_dims(s->d[0], s->d[0]); }
+static int ntensors(const kb_shape *s) { (void)s; return 1; }
+
+static kb_tensor tensor(const kb_shape *s, kb_dtype t, int i)
+{
+    (void)i;
+    return (kb_tensor){"pe", kb_mul_dims(s->d[0], s->d[1]), t, 1, s->d[0], s->d[1]};
+}
+
+static void bind(const kb_shape *s, void *const *dev, void *args)
+{
+    *(kb_posenc_args *)args = (kb_posenc_args){(int)s->d[0], (int)s->d[1], KB_POSENC_SEED_SCALE, dev[0]};
+}
+
+static void reference(const kb_shape *s, kb_dtype t, const void *const *in,
+                      const int64_t *rows, int nrows, double **ref)
+{
+    (void)t, (void)in;
+    posenc_reference_rows((int)s->d[1], KB_POSENC_SEED_SCALE, rows, nrows, ref[0]);
+}
+
+static double row_cost(const kb_shape *s) { return 20.0 * s->d[1]; }
+
+const kb_op kb_op_posenc = {
+    .name = "posenc",
+    .summary = "sinusoidal positional-encoding table, T x D, fp32",
+    .shape_fields = "TxD",
+    .nd = 2,
+    .default_sizes = "128x512,512x512,2048x512,2048x1024,8192x1024,8192x4096,1x1,5x5,77x33,1000x1001",
+    .quick_sizes = "2048x1024,8192x4096,77x33",
+    .test_sizes = "1x1,5x5,2x3,77x33,128x512,1000x1001,4097x64",
+    .baseline = "naive",
+    .variants = posenc_variants,
+    KB_OP_CONTRACT(kb_posenc_args),
+};
