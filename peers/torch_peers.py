@@ -32,11 +32,15 @@ except ImportError:
 EPS = 1e-5
 
 
-def make_inputs(op, d, gen):
+def make_inputs(op, d, gen, dtype=torch.float32, causal=False):
     """Inputs in [-1, 1], as kbench draws them, and the op's callable."""
     def u(*shape):
-        return torch.rand(*shape, device="cuda", generator=gen) * 2 - 1
+        return (torch.rand(*shape, device="cuda", generator=gen) * 2 - 1).to(dtype)
 
+    if op == "attention":
+        B, H, Tq, Tk, D = d
+        sdpa = torch.nn.functional.scaled_dot_product_attention
+        return (u(B, H, Tq, D), u(B, H, Tk, D), u(B, H, Tk, D)), lambda q, k, v: sdpa(q, k, v, is_causal=causal)
     if op == "copy":
         x, y = u(d[0]), torch.empty(d[0], device="cuda")
         return (x,), lambda x: y.copy_(x)
@@ -58,8 +62,12 @@ def make_inputs(op, d, gen):
     return None, None
 
 
-def counts(op, d):
+def counts(op, d, causal=False, elem=4):
     """FLOPs and bytes, as in kernels/<op>.c."""
+    if op == "attention":
+        B, H, Tq, Tk, D = d
+        flops = 4 * B * H * Tq * Tk * D
+        return (flops // 2 if causal else flops), elem * B * H * D * (2 * Tq + 2 * Tk)
     if op == "copy":
         return 0, 8 * d[0]
     if op == "matmul":
@@ -128,7 +136,8 @@ def relate(row, rows, meta):
     """speedup_x over the op's baseline and pct_of_ceiling, as kbench fills them."""
     base = meta_value(meta, f"baseline_{row['op']}")
     for r in rows:
-        if r["op"] == row["op"] and r["shape"] == row["shape"] and r["variant"] == base and r["median_ms"]:
+        if (r["op"] == row["op"] and r["shape"] == row["shape"] and r["dtype"] == row["dtype"]
+                and r["variant"] == base and r["median_ms"]):
             row["speedup_x"] = f"{float(r['median_ms']) / float(row['median_ms']):.4f}"
     ceiling = meta_value(meta, "ceiling_mem_gb_s")
     if ceiling and "pct_of_ceiling" in row:
@@ -151,7 +160,7 @@ def peer_row(fields, base, d, timing, flops, nbytes, err):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("csv")
-    ap.add_argument("--ops", default="copy,matmul,softmax,layernorm,add_layernorm,rmsnorm")
+    ap.add_argument("--ops", default="copy,matmul,softmax,layernorm,add_layernorm,rmsnorm,attention")
     ap.add_argument("--max-time", type=float, default=1.0)
     args = ap.parse_args()
     if not torch.cuda.is_available():
@@ -162,30 +171,34 @@ def main():
     shapes = {}
     for r in rows:
         if r["op"] in wanted and r["status"] == "PASS" and r["median_ms"] and r["variant"] != "torch":
-            shapes.setdefault((r["op"], r["shape"]), r)
+            shapes.setdefault((r["op"], r["shape"], r["dtype"]), r)
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
     flush = torch.empty(2 * l2 // 4, device="cuda")
     gen = torch.Generator(device="cuda").manual_seed(1)
     added = []
-    for (op, shape), base in sorted(shapes.items()):
-        d = [int(x) for x in shape.split("x")]
-        inputs, fn = make_inputs(op, d, gen)
+    for (op, shape, dtype), base in sorted(shapes.items()):
+        causal = shape.endswith("c")
+        d = [int(x) for x in shape.rstrip("c").split("x")]
+        tdtype = torch.bfloat16 if dtype == "bf16" else torch.float32
+        inputs, fn = make_inputs(op, d, gen, tdtype, causal)
         if fn is None:
             continue
         try:
-            err, finite = max_error(fn, inputs)
+            # Attention's float64 score matrix would not fit: check one (batch, head).
+            err, finite = max_error(fn, [t[:1, :1] for t in inputs] if op == "attention" else inputs)
             timing = time_call(fn, inputs, flush, args.max_time)
         except torch.cuda.OutOfMemoryError:
             print(f"torch_peers: {op} {shape}: out of device memory, skipped", file=sys.stderr)
             torch.cuda.empty_cache()
             continue
-        flops, nbytes = counts(op, d)
+        flops, nbytes = counts(op, d, causal, 2 if dtype == "bf16" else 4)
         row = peer_row(fields, base, d, timing, flops, nbytes, err)
+        row["math"] = dtype
         relate(row, rows, meta)
         if not finite:
             row.update(status="FAIL", reason="NaN/Inf in PyTorch's output")
         added.append(row)
-        print(f"{op:14s} torch {shape:18s} {timing[0]:10.4f} ms {row['gflop_s']:>12s} GFLOP/s "
+        print(f"{op:14s} torch {dtype:4s} {shape:22s} {timing[0]:10.4f} ms {row['gflop_s']:>12s} GFLOP/s "
               f"{row['gb_s']:>10s} GB/s  err {err:.2e}", flush=True)
         del inputs
     meta.append(f"# torch: {torch.__version__}")
