@@ -58,5 +58,7 @@ double kb_tensor_value(const void *x, int64_t i, kb_dtype t)
 {
     if (t == KB_BF16)
         return kb_bf16_to_float(((const uint16_t *)x)[i]);
+    if (t == KB_I32)
+        return ((const int32_t *)x)[i];
     return ((const float *)x)[i];
 }

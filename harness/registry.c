@@ -2,8 +2,10 @@
 #include <string.h>
 #include "harness/harness.h"
 #include "kernels/add_layernorm.h"
+#include "kernels/add_relu.h"
 #include "kernels/attention.h"
 #include "kernels/copy.h"
+#include "kernels/embed.h"
 #include "kernels/layernorm.h"
 #include "kernels/matmul.h"
 #include "kernels/posenc.h"
@@ -13,7 +15,7 @@
 /* copy comes first: its best figure is the memory ceiling for later rows. */
 const kb_op *const kb_ops[] = {
     &kb_op_copy, &kb_op_matmul, &kb_op_softmax, &kb_op_layernorm, &kb_op_add_layernorm, &kb_op_rmsnorm,
-    &kb_op_attention, &kb_op_posenc,
+    &kb_op_attention, &kb_op_posenc, &kb_op_embed, &kb_op_add_relu,
     NULL,
 };
 
@@ -33,7 +35,7 @@ const kb_variant *kb_find_variant(const kb_op *op, const char *name)
     return NULL;
 }
 
-static const char *const dtype_names[] = {[KB_F32] = "f32", [KB_BF16] = "bf16"};
+static const char *const dtype_names[] = {[KB_F32] = "f32", [KB_BF16] = "bf16", [KB_I32] = "i32"};
 static const char *const math_names[] = {
     [KB_MATH_F32] = "f32", [KB_MATH_TF32] = "tf32", [KB_MATH_BF16] = "bf16"};
 
@@ -43,7 +45,7 @@ size_t kb_dtype_size(kb_dtype t) { return t == KB_BF16 ? 2 : 4; }
 
 int kb_parse_dtype(const char *s, kb_dtype *out)
 {
-    for (int t = 0; t < 2; ++t)
+    for (int t = KB_F32; t <= KB_BF16; ++t) /* variants store f32 or bf16 */
         if (strcmp(s, dtype_names[t]) == 0) {
             *out = (kb_dtype)t;
             return 0;

@@ -82,13 +82,26 @@ static void reference_parallel(kb_case *c)
     }
 }
 
+/* Convert filled values to a tensor's storage: bf16 rounds to nearest even;
+ * i32 takes the integral values an op's fill writes for ids. */
+static void store_as(kb_dtype t, const float *src, void *dst, int64_t n)
+{
+#pragma omp parallel for schedule(static)
+    for (int64_t k = 0; k < n; ++k) {
+        if (t == KB_BF16)
+            ((uint16_t *)dst)[k] = kb_float_to_bf16(src[k]);
+        else
+            ((int32_t *)dst)[k] = (int32_t)src[k];
+    }
+}
+
 /* Host inputs (in the storage dtype), sampled rows and their reference. */
 static void case_prepare_host(kb_case *c)
 {
     c->nrows = kb_pick_rows(c->t[c->first_out].rows, c->op->row_cost(&c->shape), REF_BUDGET,
                             kb_seed_for(c->op->name, &c->shape, 99), &c->rows);
     for (int i = 0; i < c->n; ++i) {
-        size_t es = kb_dtype_size(c->dtype);
+        size_t es = kb_dtype_size(c->t[i].dtype);
         if (c->t[i].is_output) {
             c->host[i] = malloc((size_t)c->nrows * (size_t)c->t[i].row_len * es);
             continue;
@@ -96,15 +109,13 @@ static void case_prepare_host(kb_case *c)
         c->pinned[i] = cudaMallocHost(&c->host[i], (size_t)c->t[i].elems * es) == cudaSuccess;
         if (!c->pinned[i])
             c->host[i] = malloc((size_t)c->t[i].elems * es);
-        if (c->dtype == KB_F32) {
+        if (c->t[i].dtype == KB_F32) {
             fill_input(c, i, c->host[i]);
             continue;
         }
         float *tmp = malloc((size_t)c->t[i].elems * sizeof *tmp);
         fill_input(c, i, tmp);
-#pragma omp parallel for schedule(static)
-        for (int64_t k = 0; k < c->t[i].elems; ++k)
-            ((uint16_t *)c->host[i])[k] = kb_float_to_bf16(tmp[k]);
+        store_as(c->t[i].dtype, tmp, c->host[i], c->t[i].elems);
         free(tmp);
     }
     for (int i = 0; i < c->n; ++i)
@@ -118,7 +129,7 @@ static const char *case_alloc_device(kb_case *c, char *why, size_t len)
 {
     int64_t need = 0;
     for (int i = 0; i < c->n; ++i)
-        need += c->t[i].elems * (int64_t)kb_dtype_size(c->dtype);
+        need += c->t[i].elems * (int64_t)kb_dtype_size(c->t[i].dtype);
     size_t free_b = 0, total_b = 0;
     cudaMemGetInfo(&free_b, &total_b);
     if ((double)need > 0.95 * (double)free_b) {
@@ -127,7 +138,7 @@ static const char *case_alloc_device(kb_case *c, char *why, size_t len)
         return why;
     }
     for (int i = 0; i < c->n; ++i) {
-        cudaError_t e = cudaMalloc(&c->dev[i], (size_t)c->t[i].elems * kb_dtype_size(c->dtype));
+        cudaError_t e = cudaMalloc(&c->dev[i], (size_t)c->t[i].elems * kb_dtype_size(c->t[i].dtype));
         if (e != cudaSuccess) {
             c->dev[i] = NULL;
             cudaGetLastError();
@@ -171,7 +182,7 @@ static cudaError_t case_reset(const kb_case *c)
 {
     cudaError_t e = cudaSuccess;
     for (int i = 0; i < c->n && e == cudaSuccess; ++i) {
-        size_t bytes = (size_t)c->t[i].elems * kb_dtype_size(c->dtype);
+        size_t bytes = (size_t)c->t[i].elems * kb_dtype_size(c->t[i].dtype);
         e = c->t[i].is_output ? cudaMemset(c->dev[i], 0xff, bytes)
                               : cudaMemcpy(c->dev[i], c->host[i], bytes, cudaMemcpyHostToDevice);
     }
@@ -180,9 +191,9 @@ static cudaError_t case_reset(const kb_case *c)
 
 /* Copy the sampled rows of device tensor `dev` into `host`, one memcpy per
  * run of consecutive rows. */
-static cudaError_t read_rows(const kb_case *c, const void *dev, int64_t row_len, void *host)
+static cudaError_t read_rows(const kb_case *c, const kb_tensor *t, const void *dev, void *host)
 {
-    size_t row_bytes = (size_t)row_len * kb_dtype_size(c->dtype);
+    size_t row_bytes = (size_t)t->row_len * kb_dtype_size(t->dtype);
     cudaError_t e = cudaSuccess;
     for (int k = 0; k < c->nrows && e == cudaSuccess;) {
         int run = 1;
@@ -205,13 +216,13 @@ static cudaError_t case_check(kb_case *c, kb_math math, kb_result *r)
         if (!c->t[i].is_output)
             continue;
         int64_t nonfinite, rl = c->t[i].row_len;
-        cudaError_t e = kb_device_count_nonfinite(c->dev[i], c->t[i].elems, c->dtype, &nonfinite);
+        cudaError_t e = kb_device_count_nonfinite(c->dev[i], c->t[i].elems, c->t[i].dtype, &nonfinite);
         if (e == cudaSuccess)
-            e = read_rows(c, c->dev[i], rl, c->host[i]);
+            e = read_rows(c, &c->t[i], c->dev[i], c->host[i]);
         if (e != cudaSuccess)
             return e;
         kb_check one;
-        kb_compare_rows(c->host[i], c->dtype, c->ref[i], c->nrows * rl, math,
+        kb_compare_rows(c->host[i], c->t[i].dtype, c->ref[i], c->nrows * rl, math,
                         c->op->reduction_len(&c->shape), &one);
         int pass = worst.pass && one.pass && nonfinite == 0;
         nonfinite += worst.nonfinite;

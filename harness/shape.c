@@ -119,7 +119,7 @@ int kb_shape_bytes(const kb_op *op, const kb_shape *s, kb_dtype t, int64_t *byte
     for (int i = 0; i < n; ++i) {
         kb_tensor x = op->tensor(s, t, i);
         int64_t b;
-        if (x.elems <= 0 || __builtin_mul_overflow(x.elems, (int64_t)kb_dtype_size(t), &b) ||
+        if (x.elems <= 0 || __builtin_mul_overflow(x.elems, (int64_t)kb_dtype_size(x.dtype), &b) ||
             __builtin_add_overflow(total, b, &total)) {
             kb_format_shape(op, s, shape, sizeof shape);
             snprintf(err, errlen, "%s shape %s is too large: its byte count overflows 64 bits",

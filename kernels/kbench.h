@@ -20,8 +20,9 @@ extern "C" {
 #define KB_MAX_DIMS 6
 #define KB_MAX_TENSORS 8
 
-/* Storage type of a variant's tensors. */
-typedef enum { KB_F32 = 0, KB_BF16 = 1 } kb_dtype;
+/* Storage type of a variant's tensors (KB_I32 for integer inputs such as
+ * token ids, whatever the variant's dtype). */
+typedef enum { KB_F32 = 0, KB_BF16 = 1, KB_I32 = 2 } kb_dtype;
 
 /* Arithmetic a variant promises, which picks its tolerance (harness/tolerance.c). */
 typedef enum { KB_MATH_F32 = 0, KB_MATH_TF32 = 1, KB_MATH_BF16 = 2, KB_MATH_COUNT } kb_math;

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include "harness/harness.h"
 #include "kernels/add_layernorm.h"
+#include "kernels/add_relu.h"
+#include "kernels/embed.h"
 #include "kernels/layernorm.h"
 #include "kernels/posenc.h"
 #include "kernels/rmsnorm.h"
@@ -129,9 +131,44 @@ static void posenc_rows(void)
     CHECK(c.pass);
 }
 
+/* embed: the table row of each id plus PE at the token's position;
+ * add_relu: the clamp; both through their ops' reference hooks. */
+static void embed_and_add_relu(void)
+{
+    const int ids[] = {2, 0};
+    const float table[] = {10, 20, 30, 40, 50, 60}; /* V = 3, D = 2 */
+    const void *in[] = {ids, table, NULL};
+    kb_shape s = {4, {1, 2, 3, 2}, 0}; /* B = 1, T = 2 */
+    const int64_t rows[] = {0, 1};
+    double y[4], *ref[] = {y};
+    kb_op_embed.reference(&s, KB_F32, in, rows, 2, ref);
+    CHECK(y[0] == 50 && y[1] == 61); /* table[2] + (sin 0, cos 0) */
+    CHECK_NEAR(y[2], 10 + sin(1.0), 1e-15);
+    CHECK_NEAR(y[3], 20 + cos(1.0), 1e-15);
+
+    /* The ids the op draws are integral and inside [0, V). */
+    float drawn[1000];
+    kb_shape big = {4, {10, 100, 7, 8}, 0};
+    kb_op_embed.fill(&big, 0, drawn, 1000, 5, 0);
+    int ok = 1, seen_last = 0;
+    for (int i = 0; i < 1000; ++i) {
+        ok &= drawn[i] >= 0 && drawn[i] < 7 && drawn[i] == (int)drawn[i];
+        seen_last |= drawn[i] == 6;
+    }
+    CHECK(ok && seen_last);
+
+    const float x[] = {1, -2, 0.25f}, r[] = {0.5f, 1, -0.25f};
+    const void *in2[] = {x, r, NULL};
+    kb_shape s2 = {2, {1, 3}, 0};
+    double z[3], *ref2[] = {z};
+    kb_op_add_relu.reference(&s2, KB_F32, in2, rows, 1, ref2);
+    CHECK(z[0] == 1.5 && z[1] == 0 && z[2] == 0);
+}
+
 int main(void)
 {
     posenc_rows();
+    embed_and_add_relu();
     softmax_rows();
     layernorm_rows();
     rmsnorm_rows();

@@ -7,6 +7,7 @@
  * Gap to the limit: the table is written once (4*T*D bytes); sincos halves
  * the transcendental work. */
 #include "kernels/cuda_util.h"
+#include "kernels/posenc.cuh"
 #include "kernels/posenc.h"
 
 __global__ void posenc_naive_kernel(int T, int D, float scale, float *pe)
@@ -15,8 +16,7 @@ __global__ void posenc_naive_kernel(int T, int D, float scale, float *pe)
     if (idx >= (int64_t)T * D)
         return;
     int pos = (int)(idx / D), j = (int)(idx % D);
-    float w = expf(-logf(10000.0f) * scale * (float)(j / 2) / (float)D);
-    float angle = (float)pos * w;
+    float angle = (float)pos * kb_pe_frequency(j / 2, D, scale);
     pe[idx] = j % 2 ? cosf(angle) : sinf(angle);
 }
 

@@ -7,6 +7,7 @@
  * Measured on H100: (to be filled from the committed run).
  * Gap to the limit: the table's stores (4*T*D bytes). */
 #include "kernels/cuda_util.h"
+#include "kernels/posenc.cuh"
 #include "kernels/posenc.h"
 
 #define BLOCK 256
@@ -17,13 +18,13 @@ __global__ void __launch_bounds__(BLOCK) posenc_sincos_kernel(int T, int D, floa
     __shared__ float w[MAX_PAIRS];
     const int pairs = (D + 1) / 2, cached = pairs < MAX_PAIRS ? pairs : MAX_PAIRS;
     for (int i = threadIdx.x; i < cached; i += BLOCK)
-        w[i] = expf(-logf(10000.0f) * scale * (float)i / (float)D);
+        w[i] = kb_pe_frequency(i, D, scale);
     __syncthreads();
     const int64_t n = (int64_t)T * pairs;
     for (int64_t idx = (int64_t)blockIdx.x * BLOCK + threadIdx.x; idx < n;
          idx += (int64_t)gridDim.x * BLOCK) {
         const int pos = (int)(idx / pairs), i = (int)(idx % pairs);
-        const float wi = i < cached ? w[i] : expf(-logf(10000.0f) * scale * (float)i / (float)D);
+        const float wi = i < cached ? w[i] : kb_pe_frequency(i, D, scale);
         float s, c;
         sincosf((float)pos * wi, &s, &c);
         float *row = pe + (int64_t)pos * D;
