@@ -6,6 +6,7 @@
 #include "kernels/attention.h"
 #include "kernels/copy.h"
 #include "kernels/embed.h"
+#include "kernels/ffn.h"
 #include "kernels/layernorm.h"
 #include "kernels/matmul.h"
 #include "kernels/posenc.h"
@@ -15,7 +16,7 @@
 /* copy comes first: its best figure is the memory ceiling for later rows. */
 const kb_op *const kb_ops[] = {
     &kb_op_copy, &kb_op_matmul, &kb_op_softmax, &kb_op_layernorm, &kb_op_add_layernorm, &kb_op_rmsnorm,
-    &kb_op_attention, &kb_op_posenc, &kb_op_embed, &kb_op_add_relu,
+    &kb_op_attention, &kb_op_posenc, &kb_op_embed, &kb_op_add_relu, &kb_op_ffn,
     NULL,
 };
 

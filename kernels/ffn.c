@@ -1,0 +1,68 @@
+/* The ffn op: the transformer's feed-forward block. */
+#include <math.h>
+#include "kernels/ffn.h"
+
+extern const kb_variant *const ffn_variants[];
+
+static double flops(const kb_shape *s) { return 4.0 * s->d[0] * s->d[1] * s->d[2]; }
+static double bytes(const kb_shape *s, kb_dtype t)
+{
+    double M = s->d[0], D = s->d[1], F = s->d[2];
+    return (2 * M * D + 2 * D * F + F + D) * (t == KB_BF16 ? 2 : 4);
+}
+static int64_t reduction_len(const kb_shape *s) { return s->d[1] + s->d[2]; }
+static int ntensors(const kb_shape *s) { (void)s; return 6; }
+
+static kb_tensor tensor(const kb_shape *s, kb_dtype t, int i)
+{
+    int64_t M = s->d[0], D = s->d[1], F = s->d[2];
+    switch (i) {
+    case 0: return (kb_tensor){"x", kb_mul_dims(M, D), t, 0, M, D};
+    case 1: return (kb_tensor){"w1", kb_mul_dims(D, F), t, 0, D, F};
+    case 2: return (kb_tensor){"b1", F, t, 0, 1, F};
+    case 3: return (kb_tensor){"w2", kb_mul_dims(F, D), t, 0, F, D};
+    case 4: return (kb_tensor){"b2", D, t, 0, 1, D};
+    default: return (kb_tensor){"y", kb_mul_dims(M, D), t, 1, M, D};
+    }
+}
+
+static void bind(const kb_shape *s, void *const *dev, void *args)
+{
+    *(kb_ffn_args *)args = (kb_ffn_args){(int)s->d[0], (int)s->d[1], (int)s->d[2],
+                                         dev[0], dev[1], dev[2], dev[3], dev[4], dev[5]};
+}
+
+static void reference(const kb_shape *s, kb_dtype t, const void *const *in,
+                      const int64_t *rows, int nrows, double **ref)
+{
+    kb_ffn_args a;
+    void *host[6] = {(void *)in[0], (void *)in[1], (void *)in[2], (void *)in[3], (void *)in[4], NULL};
+    (void)t;
+    bind(s, host, &a);
+    ffn_reference_rows(&a, rows, nrows, ref[0]);
+}
+
+static double row_cost(const kb_shape *s) { return 2.0 * s->d[1] * s->d[2]; }
+
+static void fill(const kb_shape *s, int i, float *x, int64_t n, uint64_t seed, unsigned quirks)
+{
+    (void)quirks;
+    kb_fill_uniform(x, n, seed);
+    float scale = i == 1 ? 1.0f / sqrtf((float)s->d[1]) : i == 3 ? 1.0f / sqrtf((float)s->d[2]) : 1.0f;
+    for (int64_t k = 0; k < n && scale != 1.0f; ++k)
+        x[k] *= scale;
+}
+
+const kb_op kb_op_ffn = {
+    .name = "ffn",
+    .summary = "y = relu(x W1 + b1) W2 + b2, fp32: the transformer's feed-forward block",
+    .shape_fields = "MxDxF",
+    .nd = 3,
+    .default_sizes = "4096x512x2048,4096x768x3072,16384x1024x4096,8192x4096x16384,1x1x1,77x33x131,1000x500x2000",
+    .quick_sizes = "4096x512x2048,4096x768x3072,77x33x131",
+    .test_sizes = "1x1x1,2x3x5,35x19x79,128x64x256,77x33x131,300x80x321,513x128x512",
+    .baseline = "cublaslt",
+    .variants = ffn_variants,
+    .fill = fill,
+    KB_OP_CONTRACT(kb_ffn_args),
+};
