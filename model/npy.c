@@ -145,8 +145,8 @@ enum { HAS_DESCR = 1, HAS_ORDER = 2, HAS_SHAPE = 4 };
 
 static int parse_entry(parser *p, header_fields *h, kb_npy *a)
 {
-    const char *key;
-    size_t n;
+    const char *key = NULL;
+    size_t n = 0;
     if (parse_string(p, &key, &n) != 0 || expect(p, ':', "expected ':'") != 0)
         return -1;
     unsigned field = same(key, n, "descr") ? HAS_DESCR
