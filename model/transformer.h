@@ -1,0 +1,73 @@
+/* The post-LN Transformer encoder-decoder of torch.nn.Transformer, as kbench
+ * runs it.  Weights use PyTorch's layout and names, so a state_dict saved
+ * with safetensors maps onto them directly:
+ *
+ *   encoder.layers.N.self_attn.in_proj_weight  [3d, d]  (q, k, v stacked)
+ *   encoder.layers.N.self_attn.in_proj_bias    [3d]
+ *   encoder.layers.N.self_attn.out_proj.weight [d, d]   (.bias [d])
+ *   encoder.layers.N.linear1.weight [ff, d]  (.bias [ff])
+ *   encoder.layers.N.linear2.weight [d, ff]  (.bias [d])
+ *   encoder.layers.N.norm1.weight [d] (.bias), norm2
+ *   decoder.layers.N.self_attn..., .multihead_attn..., linear1/2, norm1..3
+ *   encoder.norm.weight/.bias, decoder.norm.weight/.bias (the final norms)
+ *
+ * A linear layer computes y = x W^T + b.  Layers:
+ *   encoder: x = LN1(x + SelfAttn(x)); x = LN2(x + FFN(x))
+ *   decoder: y = LN1(y + SelfAttn(y, causal)); y = LN2(y + CrossAttn(y, mem));
+ *            y = LN3(y + FFN(y))
+ * with FFN(x) = linear2(relu(linear1(x))), and the final encoder and decoder
+ * norms after the stacks. */
+#ifndef KBENCH_TRANSFORMER_H
+#define KBENCH_TRANSFORMER_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+    int d_model, heads, d_ff, enc_layers, dec_layers;
+    float eps;        /* LayerNorm epsilon (PyTorch: 1e-5) */
+    int causal;       /* the decoder's self-attention is causal */
+} kb_tf_config;
+
+typedef struct {
+    const float *in_w, *in_b;    /* [3d, d], [3d] */
+    const float *out_w, *out_b;  /* [d, d], [d] */
+} kb_tf_attn;
+
+typedef struct {
+    const float *w, *b;          /* [d], [d] */
+} kb_tf_norm;
+
+typedef struct {
+    kb_tf_attn self_attn, cross_attn;     /* cross_attn: decoder only */
+    const float *w1, *b1, *w2, *b2;       /* [ff, d], [ff], [d, ff], [d] */
+    kb_tf_norm norm1, norm2, norm3;       /* norm3: decoder only */
+} kb_tf_layer;
+
+typedef struct {
+    kb_tf_config cfg;
+    kb_tf_layer *enc, *dec;
+    kb_tf_norm enc_norm, dec_norm;
+    float *storage;                      /* owns every weight when random */
+} kb_tf_model;
+
+/* Float count of all weights, for one allocation. */
+int64_t kb_tf_weight_count(const kb_tf_config *c);
+/* Seeded weights: matrices uniform in [-1/sqrt(fan_in), 1/sqrt(fan_in)],
+ * biases small, norms gamma 1 and beta 0, as PyTorch initializes them.
+ * 0 on success, -1 when out of memory. */
+int kb_tf_init_random(kb_tf_model *m, const kb_tf_config *c, uint64_t seed);
+void kb_tf_free(kb_tf_model *m);
+
+/* The C reference forward, accumulating in double.  src is B x Ts x d,
+ * tgt is B x Tt x d (embedded activations); out is B x Tt x d. */
+void kb_tf_reference(const kb_tf_model *m, int B, int Ts, int Tt, const float *src, const float *tgt,
+                     float *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
