@@ -1,0 +1,100 @@
+/* Helpers shared by the attention variants (a header of this folder, not a
+ * variant): the score-matrix workspace of the unfused variants (naive,
+ * cublas), sized and checked before the allocation so that a shape whose
+ * scores do not fit becomes a SKIP with a reason instead of a sticky CUDA
+ * error; cp.async copies (sm_80+) for the fused kernels; the block order of
+ * the fused kernels. */
+#ifndef KBENCH_ATTENTION_COMMON_CUH
+#define KBENCH_ATTENTION_COMMON_CUH
+
+#include <stdint.h>
+#include <stdio.h>
+#include <cuda_runtime.h>
+#include "kernels/attention.h"
+#include "kernels/cuda_util.h"
+
+/* log2(e): the fused kernels use exp2 with it folded into the score scale. */
+#define KB_LOG2E 1.4426950408889634f
+
+/* B*H*Tq*Tk fp32 scores, or a reason why they cannot be had. */
+static inline const char *kb_attention_alloc_scores(const kb_attention_args *a, float **scores)
+{
+    static char why[96];
+    const size_t n = (size_t)a->B * a->H * (size_t)a->Tq * (size_t)a->Tk;
+    const size_t bytes = n * sizeof(float);
+    const double gib = (double)bytes / (1024.0 * 1024.0 * 1024.0);
+    size_t free_b = 0, total_b = 0;
+    *scores = NULL;
+    if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
+        cudaGetLastError();
+        return "cudaMemGetInfo failed";
+    }
+    /* Leave a little for the runtime and the libraries. */
+    if (bytes + ((size_t)256 << 20) > free_b) {
+        snprintf(why, sizeof why, "score matrix needs %.1f GiB: out of memory", gib);
+        return why;
+    }
+    if (cudaMalloc((void **)scores, bytes) != cudaSuccess) {
+        cudaGetLastError(); /* clear it: the next launch must not see it */
+        *scores = NULL;
+        snprintf(why, sizeof why, "score matrix needs %.1f GiB: cudaMalloc failed", gib);
+        return why;
+    }
+    return NULL;
+}
+
+/* ---- cp.async (sm_80+) ---------------------------------------------------- */
+
+/* 16 bytes global -> shared; src_bytes (0 or 16) are read, the rest of the
+ * destination is zero-filled.  .cg: cached in L2 only. */
+__device__ __forceinline__ void kb_attn_cp_async16(void *dst, const void *src, int src_bytes)
+{
+    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(src_bytes)
+                 : "memory");
+}
+
+/* One float (src_bytes 0 or 4); copies under 16 bytes must use .ca. */
+__device__ __forceinline__ void kb_attn_cp_async4(void *dst, const void *src, int src_bytes)
+{
+    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(d), "l"(src), "r"(src_bytes)
+                 : "memory");
+}
+
+__device__ __forceinline__ void kb_attn_cp_async_commit()
+{
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+
+/* Wait until at most `Pending` committed groups are still in flight. */
+template <int Pending>
+__device__ __forceinline__ void kb_attn_cp_async_wait()
+{
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending) : "memory");
+}
+
+/* ---- block order ------------------------------------------------------------ */
+
+/* A 1-D grid of (row tile, head) pairs.  Not causal: row tiles fastest,
+ * so the blocks in flight together are the row tiles of a few heads and
+ * share their K and V in L2.  Causal: a row tile's work grows with its
+ * index, so the blocks run longest first across all heads (every head's
+ * last row tile, then every head's second last, ...): the short tiles fill
+ * the tail.  (Longest first within each head, heads one after another, left
+ * the last heads' long tiles running alone at the end: flash_bf16 causal
+ * ran at 0.78x its non-causal rate at 2x16x4096x4096x128, 0.96x this way.) */
+struct KbAttnTile {
+    int row0;     /* first query row of the tile */
+    int64_t bh;   /* b * H + h */
+};
+
+__device__ __forceinline__ KbAttnTile kb_attn_tile(int row_tiles, int heads, int rows_per_tile, int causal)
+{
+    const int64_t id = blockIdx.x;
+    if (causal)
+        return {(row_tiles - 1 - (int)(id / heads)) * rows_per_tile, id % heads};
+    return {(int)(id % row_tiles) * rows_per_tile, id / row_tiles};
+}
+
+#endif
