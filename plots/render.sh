@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Render a kbench CSV as plots, with awk and gnuplot:
 #
-#   bash plots/render.sh [--optional] [FILE.csv]
-#   bash plots/render.sh [--optional] --overlay BASE.csv NEW.csv
+#   bash plots/render.sh [--optional] [--out-dir DIR] [FILE.csv]
+#   bash plots/render.sh [--optional] [--out-dir DIR] --overlay BASE.csv NEW.csv
 #
 # FILE.csv defaults to the newest results/**/*.csv.  The plots go to
 # plots/<gpu>/, named after the CSV's `# gpu:` line, each as PNG and SVG:
@@ -28,14 +28,20 @@ die() { # die CODE MESSAGE
     exit "$1"
 }
 
-optional=0 overlay=0 csvs=()
-for arg in "$@"; do
-    case $arg in
+optional=0 overlay=0 csvs=() out_override=
+while (($#)); do
+    case $1 in
     --optional) optional=1 ;;
     --overlay) overlay=1 ;;
-    -*) die 2 "render.sh: unknown option '$arg'" ;;
-    *) csvs+=("$arg") ;;
+    --out-dir)
+        [[ $# -ge 2 ]] || die 2 "render.sh: --out-dir needs a folder"
+        out_override=$2
+        shift
+        ;;
+    -*) die 2 "render.sh: unknown option '$1'" ;;
+    *) csvs+=("$1") ;;
     esac
+    shift
 done
 if ((overlay)); then
     [[ ${#csvs[@]} -eq 2 ]] || die 2 "render.sh --overlay takes two CSV files: BASE.csv NEW.csv"
@@ -89,9 +95,14 @@ gp_lines() {
     printf '%s' "$expr"
 }
 
-# use_outdir GPU: plots go to plots/<gpu slug>/.
+# use_outdir GPU: plots go to plots/<gpu slug>/, or to --out-dir.
 use_outdir() {
     local slug
+    if [[ -n $out_override ]]; then
+        outdir=$out_override
+        mkdir -p "$outdir" || die 2 "cannot create $outdir"
+        return
+    fi
     # The model ("NVIDIA H100 80GB HBM3" -> h100), or the whole name when the
     # word after NVIDIA is a brand (GeForce RTX 4090 -> geforce-rtx-4090).
     slug=$(printf '%s' "${1:-unknown gpu}" | tr '[:upper:]' '[:lower:]' | sed 's/^nvidia //' |
