@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "model/npy.h"
+#include "model/fileio.h"
 
 /* Data is read and written as the host's floats, without byte swapping. */
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -219,17 +220,6 @@ static int count_elements(int ndim, const int64_t *shape, int64_t *count)
     return 0;
 }
 
-static int file_size(FILE *fp, uint64_t *size)
-{
-    if (fseek(fp, 0, SEEK_END) != 0)
-        return -1;
-    long end = ftell(fp);
-    if (end < 0 || fseek(fp, 0, SEEK_SET) != 0)
-        return -1;
-    *size = (uint64_t)end;
-    return 0;
-}
-
 /* The magic, the version and the header length; *start gets the header's
  * file offset and *len its length, which must fit in the file. */
 static int read_preamble(FILE *fp, const char *path, uint64_t size, size_t *start,
@@ -321,7 +311,7 @@ int kb_npy_read(const char *path, kb_npy *a, char *err, size_t errlen)
         return report(err, errlen, "%s: cannot open: %s", path, strerror(errno));
     uint64_t size = 0, data_at = 0;
     int rc = -1;
-    if (file_size(fp, &size) != 0)
+    if (kb_file_size(fp, &size) != 0)
         report(err, errlen, "%s: cannot determine the file size", path);
     else if (read_header(fp, path, size, a, &data_at, err, errlen) == 0)
         rc = read_data(fp, path, size, data_at, a, err, errlen);

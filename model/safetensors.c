@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "model/safetensors.h"
+#include "model/fileio.h"
 
 /* Tensor data is handed out in place, without byte swapping. */
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -497,17 +498,6 @@ static int read_exact(FILE *fp, void *buf, size_t n)
     return fread(buf, 1, n, fp) == n ? 0 : -1;
 }
 
-static int file_size(FILE *fp, uint64_t *size)
-{
-    if (fseek(fp, 0, SEEK_END) != 0)
-        return -1;
-    long end = ftell(fp);
-    if (end < 0 || fseek(fp, 0, SEEK_SET) != 0)
-        return -1;
-    *size = (uint64_t)end;
-    return 0;
-}
-
 /* Check the length prefix against the file size; *header_len gets N. */
 static int read_prefix(FILE *fp, const char *path, uint64_t size, uint64_t *header_len,
                        char *err, size_t errlen)
@@ -536,7 +526,7 @@ static int read_file(FILE *fp, kb_st_file *f, char **text, uint64_t *text_len,
                      char *err, size_t errlen)
 {
     uint64_t size;
-    if (file_size(fp, &size) != 0)
+    if (kb_file_size(fp, &size) != 0)
         return report(err, errlen, "%s: cannot determine the file size", f->path);
     if (read_prefix(fp, f->path, size, text_len, err, errlen) != 0)
         return -1;
