@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include "kernels/kbench.h"
+#include "model/safetensors.h"
 #include "model/transformer.h"
 
 static int64_t attn_count(int64_t d) { return 3 * d * d + 3 * d + d * d + d; }
@@ -67,6 +68,7 @@ int kb_tf_init_random(kb_tf_model *m, const kb_tf_config *c, uint64_t seed)
 {
     const int64_t d = c->d_model;
     m->cfg = *c;
+    m->weights_file = NULL;
     m->storage = malloc((size_t)kb_tf_weight_count(c) * sizeof(float));
     m->enc = calloc((size_t)c->enc_layers + 1, sizeof *m->enc);
     m->dec = calloc((size_t)c->dec_layers + 1, sizeof *m->dec);
@@ -96,6 +98,11 @@ int kb_tf_init_random(kb_tf_model *m, const kb_tf_config *c, uint64_t seed)
 
 void kb_tf_free(kb_tf_model *m)
 {
+    if (m->weights_file) {
+        kb_st_close(m->weights_file);
+        free(m->weights_file);
+    }
+    m->weights_file = NULL;
     free(m->storage);
     free(m->enc);
     free(m->dec);

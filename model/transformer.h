@@ -52,6 +52,7 @@ typedef struct {
     kb_tf_layer *enc, *dec;
     kb_tf_norm enc_norm, dec_norm;
     float *storage;                      /* owns every weight when random */
+    void *weights_file;                  /* the open kb_st_file when loaded */
 } kb_tf_model;
 
 /* Float count of all weights, for one allocation. */
@@ -60,6 +61,17 @@ int64_t kb_tf_weight_count(const kb_tf_config *c);
  * biases small, norms gamma 1 and beta 0, as PyTorch initializes them.
  * 0 on success, -1 when out of memory. */
 int kb_tf_init_random(kb_tf_model *m, const kb_tf_config *c, uint64_t seed);
+/* Load a torch.nn.Transformer state_dict saved with safetensors (PyTorch's
+ * names, fp32).  d_model, d_ff and the layer counts come from the file;
+ * heads (which the weights do not record) and causal come from the caller.
+ * 0 on success, else -1 with one line in err naming the file and tensor. */
+int kb_tf_load(kb_tf_model *m, const char *path, int heads, int causal, char *err, size_t errlen);
+/* The safetensors name of every weight, in the order kb_tf_init_random
+ * lays them out, for writers: calls fn(name, ndim, shape, data, user). */
+void kb_tf_each_weight(const kb_tf_model *m,
+                       void (*fn)(const char *name, int ndim, const int64_t *shape, const float *data,
+                                  void *user),
+                       void *user);
 void kb_tf_free(kb_tf_model *m);
 
 /* The C reference forward, accumulating in double.  src is B x Ts x d,

@@ -45,7 +45,7 @@ int main(void)
     kb_tf_attn attn = averaging_attention();
     kb_tf_norm norm = {ones, zeros};
     kb_tf_layer layer = {attn, attn, zeros, zeros, zeros, zeros, norm, norm, norm};
-    kb_tf_model m = {{D, 2, FF, 1, 1, 1e-5f, 1}, &layer, &layer, norm, norm, NULL};
+    kb_tf_model m = {{D, 2, FF, 1, 1, 1e-5f, 1}, &layer, &layer, norm, norm, NULL, NULL};
 
     const float src[2 * D] = {1, 2, 3, 4, 3, 2, 1, 0}, tgt[2 * D] = {1, 2, 3, 4, 0, 0, 0, 4};
     float out[2 * D];
