@@ -34,7 +34,9 @@ int kb_gpu_open(int device, kb_device_info *info, char *err, size_t errlen)
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
     if (e != cudaSuccess || count == 0) {
-        snprintf(err, errlen, "no CUDA device found: %s",
+        /* Without an NVIDIA driver the runtime says the driver is too old. */
+        snprintf(err, errlen, "no CUDA device found: %s%s",
+                 e == cudaErrorInsufficientDriver ? "no usable NVIDIA driver; the runtime says: " : "",
                  e != cudaSuccess ? cudaGetErrorString(e) : "the driver reports zero devices");
         return -1;
     }
