@@ -1,0 +1,90 @@
+/* The roofline bookkeeping: datasheet ceilings from device attributes, the
+ * memory ceiling raised by the best cold copy row, and each row set against
+ * the ceiling that bounds it (memory under the ridge point, compute above). */
+#include <math.h>
+#include <string.h>
+#include "harness/harness.h"
+#include "kernels/copy.h"
+#include "kernels/matmul.h"
+#include "tests/check.h"
+
+static kb_result timed(const kb_op *op, const kb_variant *v, double flops, double bytes, double ms)
+{
+    kb_result r;
+    memset(&r, 0, sizeof r);
+    r.op = op;
+    r.variant = v;
+    r.flops = flops;
+    r.bytes = bytes;
+    r.timed = 1;
+    r.time_ms.median = ms;
+    r.status = KB_PASS;
+    return r;
+}
+
+static const char *meta_value(const kb_meta_set *m, const char *key)
+{
+    for (int i = 0; i < m->n; ++i)
+        if (!strcmp(m->meta[i].key, key))
+            return m->meta[i].value;
+    return NULL;
+}
+
+int main(void)
+{
+    /* An H100 SXM's attributes: 132 SMs at 1980 MHz, HBM3 at 2619 MHz x 5120 bits. */
+    kb_device_info d = {.cc_major = 9, .cc_minor = 0, .sm_count = 132, .sm_clock_khz = 1980000,
+                        .mem_clock_khz = 2619000, .bus_width_bits = 5120};
+    kb_ceilings c;
+    kb_datasheet_ceilings(&d, &c);
+    CHECK_NEAR(c.ds_mem_gb_s, 3352.3, 0.1);
+    CHECK_NEAR(c.ds_fp32_gflop_s, 66908.2, 0.1);
+    CHECK_NEAR(c.ds_tc_gflop_s, 1070530.6, 0.1);
+    CHECK(c.mem_gb_s == 0 && c.fp32_gflop_s == 0);
+
+    const kb_variant *copy = kb_find_variant(&kb_op_copy, "vec4");
+    const kb_variant *mm = kb_find_variant(&kb_op_matmul, "double_buffered");
+    const kb_variant *tf32 = kb_find_variant(&kb_op_matmul, "cublas_tf32");
+    kb_result rows[4] = {
+        timed(&kb_op_copy, copy, 0, 3e9, 1.0),               /* 3000 GB/s: the memory ceiling */
+        timed(&kb_op_matmul, mm, 1.1e12, 2e8, 22.0),         /* 50 TFLOP/s, far above the ridge */
+        timed(&kb_op_matmul, mm, 2e9, 1e9, 0.5),             /* 2 FLOP/byte: memory-bound */
+        timed(&kb_op_matmul, tf32, 1.1e12, 2e8, 3.0),        /* tf32: half the tensor rate */
+    };
+    rows[0].hot = 0;
+    kb_meta_set meta = {0};
+    kb_apply_ceilings(rows, 4, &c, &meta);
+
+    CHECK_NEAR(c.mem_gb_s, 3000, 1e-6);
+    CHECK_NEAR(rows[0].pct_of_ceiling, 100, 1e-9);
+    CHECK(rows[1].memory_bound == 0);
+    CHECK_NEAR(rows[1].pct_of_peak, 100.0 * 50000 / 66908.2, 0.01);
+    CHECK(rows[2].memory_bound == 1);
+    CHECK_NEAR(rows[2].pct_of_peak, 100.0 * 2000 / 3000, 1e-6);
+    CHECK_NEAR(rows[2].pct_of_ceiling, 100.0 * 2000 / 3000, 1e-6);
+    CHECK_NEAR(rows[3].pct_of_peak, 100.0 * (1.1e12 / 3e-3 * 1e-9) / (1070530.6 / 2), 0.01);
+
+    /* A measured ceiling wins over the datasheet; a hot copy never sets the memory ceiling. */
+    c.fp32_gflop_s = 60000;
+    rows[0].hot = 1;
+    c.mem_gb_s = 0;
+    kb_apply_ceilings(rows, 4, &c, &meta);
+    CHECK_NEAR(rows[1].pct_of_peak, 100.0 * 50000 / 60000, 0.01);
+    CHECK(c.mem_gb_s == 0 && rows[2].pct_of_ceiling == 0);
+    CHECK_NEAR(rows[2].pct_of_peak, 100.0 * 2000 / 3352.3, 0.01); /* datasheet memory */
+
+    /* The header records the ceilings, each key once. */
+    CHECK(meta_value(&meta, "ceiling_fp32_gflop_s") && !strcmp(meta_value(&meta, "ceiling_fp32_gflop_s"), "60000.0"));
+    CHECK(meta_value(&meta, "datasheet_mem_gb_s") && !strcmp(meta_value(&meta, "datasheet_mem_gb_s"), "3352.3"));
+    int seen = 0;
+    for (int i = 0; i < meta.n; ++i)
+        seen += !strcmp(meta.meta[i].key, "ceiling_mem_gb_s");
+    CHECK(seen == 1);
+
+    /* A FAIL row gets no percentages. */
+    kb_result failed = timed(&kb_op_matmul, mm, 1e9, 1e9, 1.0);
+    failed.status = KB_FAIL;
+    kb_apply_ceilings(&failed, 1, &c, &meta);
+    CHECK(failed.pct_of_peak == 0 && failed.pct_of_ceiling == 0);
+    return CHECK_DONE();
+}
