@@ -14,7 +14,7 @@
  * launch instead of two.
  * Prediction: 1.5x unfused (16 bytes moved per element instead of 24), close
  * to layernorm welford's fraction of the copy ceiling (~90%).
-* Measured on H100 (results/h100/, cold L2): 2,799 GB/s (93.1% of the copy
+ * Measured on H100 (results/h100/, cold L2): 2,799 GB/s (93.1% of the copy
  * ceiling) at 16384x4096; 2,807 GB/s (93.3% of the copy ceiling) at
  * 65536x768.
  * Gap to the limit: as layernorm welford: the reduction with no loads in

@@ -9,7 +9,7 @@
  * back; y written) for 16 counted: ~2/3 of the copy ceiling at best, a bit
  * less for the second launch and, for small matrices, sum still in L2
  * helps (which it cannot for >= 256 MB).
-* Measured on H100 (results/h100/, cold L2): 2,262 GB/s (75.2% of the copy
+ * Measured on H100 (results/h100/, cold L2): 2,262 GB/s (75.2% of the copy
  * ceiling) at 16384x4096; 2,273 GB/s (75.6% of the copy ceiling) at
  * 65536x768.
  * Gap to the limit: the round trip of sum through memory (fused removes it). */

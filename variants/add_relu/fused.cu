@@ -3,7 +3,7 @@
  * evict-first hints: each byte read once, written once.
  * Prediction over separate: ~1.6x (12 bytes per element instead of 20),
  * near the copy ceiling.
-* Measured on H100 (results/h100/, cold L2): 2,645 GB/s at 16384x1024 (88.0%
+ * Measured on H100 (results/h100/, cold L2): 2,645 GB/s at 16384x1024 (88.0%
  * of the copy ceiling).
  * Gap to the limit: none by design beyond the copy ceiling. */
 #include "kernels/add_relu.h"

@@ -2,7 +2,7 @@
  * a ReLU kernel clamping y in place (reading it back), as two framework ops
  * would run.
  * Prediction: 20 bytes moved per element for 12 counted: ~60% of fused.
-* Measured on H100 (results/h100/, cold L2): 1,459 GB/s at 16384x1024 (48.5%
+ * Measured on H100 (results/h100/, cold L2): 1,459 GB/s at 16384x1024 (48.5%
  * of the copy ceiling).
  * Gap to the limit: the round trip of y (fused removes it). */
 #include "kernels/add_relu.h"

@@ -20,7 +20,7 @@
  * sequence land it at ~15-25 TFLOP/s at T = 4096.  Causal shapes do the
  * full work and count half the FLOPs.  Shapes whose scores do not fit in
  * memory are skipped.
-* Measured on H100 (results/h100/, cold L2): 28.6 TFLOP/s at 4x16x4096x4096x64
+ * Measured on H100 (results/h100/, cold L2): 28.6 TFLOP/s at 4x16x4096x4096x64
  * (44.9% of peak); 15.3 TFLOP/s at 4x16x4096x4096x64c (24.0% of peak); 37.7
  * TFLOP/s at 2x16x4096x4096x128 (59.2% of peak); 19.7 TFLOP/s at
  * 2x16x4096x4096x128c (31.0% of peak).

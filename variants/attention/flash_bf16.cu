@@ -32,7 +32,7 @@
  * Prediction over flash_f32: the tensor cores; ~300-350 TFLOP/s at
  * 2x16x4096x4096x128 (about half the ~650 TFLOP/s mma.sync can reach on
  * H100; FlashAttention-2 reports ~335), causal within 10% of that.
-* Measured on H100 (results/h100/, cold L2): 308.8 TFLOP/s at
+ * Measured on H100 (results/h100/, cold L2): 308.8 TFLOP/s at
  * 4x16x4096x4096x64 (38.6% of peak); 294.3 TFLOP/s at 4x16x4096x4096x64c
  * (36.8% of peak); 367.4 TFLOP/s at 2x16x4096x4096x128 (45.9% of peak); 345.9
  * TFLOP/s at 2x16x4096x4096x128c (43.2% of peak).

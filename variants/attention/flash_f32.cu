@@ -36,7 +36,7 @@
  * instructions are FFMAs: ~40 TFLOP/s at T >= 2048, D = 64 (PyTorch SDPA
  * fp32 is 34.2 at 4x16x4096x4096x64), 1.4x the unfused baseline there and
  * 2.5x on causal shapes, where cuBLAS does the masked half too.
-* Measured on H100 (results/h100/, cold L2): 38.8 TFLOP/s at 4x16x4096x4096x64
+ * Measured on H100 (results/h100/, cold L2): 38.8 TFLOP/s at 4x16x4096x4096x64
  * (60.9% of peak); 38.3 TFLOP/s at 4x16x4096x4096x64c (60.1% of peak); 35.0
  * TFLOP/s at 2x16x4096x4096x128 (55.0% of peak); 34.8 TFLOP/s at
  * 2x16x4096x4096x128c (54.7% of peak).

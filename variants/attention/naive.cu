@@ -17,7 +17,7 @@
  * PFLOP; at ~3 TB/s that is ~2 TFLOP/s even with perfect caching of q, k
  * and v, and the strided k reads cost more).  Shapes whose scores do not
  * fit in memory are skipped (setup says how much they need).
-* Measured on H100 (results/h100/, cold L2): 0.9 TFLOP/s at 4x16x4096x4096x64
+ * Measured on H100 (results/h100/, cold L2): 0.9 TFLOP/s at 4x16x4096x4096x64
  * (1.4% of peak); 0.9 TFLOP/s at 4x16x4096x4096x64c (1.4% of peak); 0.9
  * TFLOP/s at 2x16x4096x4096x128 (1.4% of peak); 0.9 TFLOP/s at
  * 2x16x4096x4096x128c (1.4% of peak).

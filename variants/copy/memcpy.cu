@@ -1,7 +1,7 @@
 /* copy memcpy: cudaMemcpyAsync device to device, the baseline.  The driver
  * runs this on copy kernels of its own; what it reaches is the usual
  * reference for "the memory ceiling".
-* Measured on H100 (results/h100/, cold L2): 3,002 GB/s (99.8% of the copy
+ * Measured on H100 (results/h100/, cold L2): 3,002 GB/s (99.8% of the copy
  * ceiling) at 268435456. */
 #include "kernels/copy.h"
 #include "kernels/cuda_util.h"

@@ -5,7 +5,7 @@
  * (cudaMalloc is 256-byte aligned).
  * Prediction: within a few % of cudaMemcpy, ~2.9-3.0 TB/s on H100 (PyTorch
  * measured ~2.95 TB/s counting read + write).
-* Measured on H100 (results/h100/, cold L2): 2,771 GB/s (92.1% of the copy
+ * Measured on H100 (results/h100/, cold L2): 2,771 GB/s (92.1% of the copy
  * ceiling) at 268435456. */
 #include "kernels/copy.h"
 #include "kernels/cuda_util.h"

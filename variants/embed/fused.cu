@@ -3,7 +3,7 @@
  * written once and never read.
  * Prediction over separate: ~2x on large shapes (8 bytes moved per element
  * instead of 16), the sincosf hidden behind the gather's latency.
-* Measured on H100 (results/h100/, cold L2): 1,381 GB/s at 32x128x32000x512
+ * Measured on H100 (results/h100/, cold L2): 1,381 GB/s at 32x128x32000x512
  * (46.0% of the copy ceiling); 2,014 GB/s at 4x2048x50257x1024 (67.0% of the
  * copy ceiling).
  * Gap to the limit: a 4-byte gather per pair from a random table row; rows

@@ -3,7 +3,7 @@
  * in place, reading y back.
  * Prediction: 16 bytes moved per element for 8 counted, so ~half of the
  * fused variant's speed on large shapes.
-* Measured on H100 (results/h100/, cold L2): 735 GB/s at 32x128x32000x512
+ * Measured on H100 (results/h100/, cold L2): 735 GB/s at 32x128x32000x512
  * (24.5% of the copy ceiling); 1,045 GB/s at 4x2048x50257x1024 (34.8% of the
  * copy ceiling).
  * Gap to the limit: the round trip of y through memory (fused removes it). */

@@ -16,7 +16,7 @@
  *
  * Prediction: the speed of cuBLAS SGEMM (matmul cublas: ~52 TFLOP/s at
  * 4096^3 on H100) on each product, the bias and ReLU free in the epilogue.
-* Measured on H100 (results/h100/, cold L2): 46.3 TFLOP/s at 4096x512x2048
+ * Measured on H100 (results/h100/, cold L2): 46.3 TFLOP/s at 4096x512x2048
  * (72.8% of peak); 46.7 TFLOP/s at 4096x768x3072 (73.4% of peak); 50.3
  * TFLOP/s at 16384x1024x4096 (79.0% of peak).
  * Gap to the limit: the fp32 FFMA peak, ~67 TFLOP/s at boost clock; h makes

@@ -18,7 +18,7 @@
  * and the second one (N = D = 512) has only 2 x 32 = 64 128x256 tiles for
  * 132 SMs, so at that shape expect well under cublaslt (~70%), and closer
  * (~90%, as matmul double_buffered to cuBLAS) at the large shapes.
-* Measured on H100 (results/h100/, cold L2): 29.4 TFLOP/s at 4096x512x2048
+ * Measured on H100 (results/h100/, cold L2): 29.4 TFLOP/s at 4096x512x2048
  * (46.2% of peak); 38.7 TFLOP/s at 4096x768x3072 (60.7% of peak); 47.2
  * TFLOP/s at 16384x1024x4096 (74.2% of peak).
  * Gap to the limit: the GEMMs' own gap to the FFMA peak (see

@@ -15,7 +15,7 @@
  * Prediction: the GEMMs (~0.5 ms at 4096x512x2048) plus a read and a write
  * of h (64 MB) and of y (16 MB), ~25-30 us at ~3 TB/s: ~5-10% slower than
  * fused_epilogue.
-* Measured on H100 (results/h100/, cold L2): 28.4 TFLOP/s at 4096x512x2048
+ * Measured on H100 (results/h100/, cold L2): 28.4 TFLOP/s at 4096x512x2048
  * (44.7% of peak); 37.1 TFLOP/s at 4096x768x3072 (58.2% of peak); 44.8
  * TFLOP/s at 16384x1024x4096 (70.4% of peak).
  * Gap to the limit: the two elementwise passes (fused_epilogue removes

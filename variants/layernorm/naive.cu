@@ -13,7 +13,7 @@
  * Idea: the starting point of the ladder.
  * Prediction: far below the copy ceiling: a warp's loads are C floats apart
  * (one 32-byte sector per 4 useful bytes) and only R threads run.
-* Measured on H100 (results/h100/, cold L2): 297 GB/s (9.9% of the copy
+ * Measured on H100 (results/h100/, cold L2): 297 GB/s (9.9% of the copy
  * ceiling) at 16384x4096; 250 GB/s (8.3% of the copy ceiling) at 65536x768;
  * 101 GB/s (3.4% of the copy ceiling) at 4096x32768.
  * Gap to the limit: huge; every later file fixes one thing. */

@@ -9,7 +9,7 @@
  * Prediction: ~2x three_kernel on large matrices (8 bytes moved per element
  * from DRAM instead of 16, the re-reads coming from cache), but still
  * 4-byte loads, 16 barriers per row, and 256 threads idling on short rows.
-* Measured on H100 (results/h100/, cold L2): 2,695 GB/s (89.6% of the copy
+ * Measured on H100 (results/h100/, cold L2): 2,695 GB/s (89.6% of the copy
  * ceiling) at 16384x4096; 1,348 GB/s (44.8% of the copy ceiling) at
  * 65536x768; 1,218 GB/s (40.5% of the copy ceiling) at 4096x32768.
  * Gap to the limit: the re-reads cost L2 bandwidth and latency; short rows

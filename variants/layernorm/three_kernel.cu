@@ -14,7 +14,7 @@
  * separate kernels, so nothing stays in cache between them once the matrix
  * outgrows L2: 16 bytes moved per element for 8 counted, plus three launch
  * latencies: under half the copy ceiling.
-* Measured on H100 (results/h100/, cold L2): 1,181 GB/s (39.3% of the copy
+ * Measured on H100 (results/h100/, cold L2): 1,181 GB/s (39.3% of the copy
  * ceiling) at 16384x4096; 857 GB/s (28.5% of the copy ceiling) at 65536x768;
  * 1,192 GB/s (39.6% of the copy ceiling) at 4096x32768.
  * Gap to the limit: the two extra passes over x (fused by smem_block). */

@@ -8,7 +8,7 @@
  * 16 barriers, and a block carries 4 rows.  Still three passes, 4-byte loads.
  * Prediction: 2-4x smem_block for C <= 1024; about equal or worse for long
  * rows, where one warp's scalar loads keep too few bytes in flight.
-* Measured on H100 (results/h100/, cold L2): 1,281 GB/s (42.6% of the copy
+ * Measured on H100 (results/h100/, cold L2): 1,281 GB/s (42.6% of the copy
  * ceiling) at 16384x4096; 2,030 GB/s (67.5% of the copy ceiling) at
  * 65536x768; 1,100 GB/s (36.6% of the copy ceiling) at 4096x32768.
  * Gap to the limit: the re-reads of x and 4-byte loads (fixed by welford). */

@@ -20,7 +20,7 @@
  * Prediction: ~90% of the copy ceiling (2.6-2.8 TB/s on H100) for C from
  * 128 to 32768 with thousands of rows, against PyTorch's 1.74-2.01 TB/s:
  * ~1.4x.  Long rows (C > 32768) at ~60%: 12 bytes moved per element.
-* Measured on H100 (results/h100/, cold L2): 2,777 GB/s (92.3% of the copy
+ * Measured on H100 (results/h100/, cold L2): 2,777 GB/s (92.3% of the copy
  * ceiling) at 16384x4096; 2,758 GB/s (91.7% of the copy ceiling) at
  * 65536x768; 2,745 GB/s (91.2% of the copy ceiling) at 4096x32768.
  * Gap to the limit: the reduction's latency with no loads in flight on that

@@ -3,7 +3,7 @@
  * evaluate the same frequency and angle, and every element calls expf.
  * Prediction: bound by the special-function units, not by stores: ~10
  * instructions of SFU work per 4-byte store.
-* Measured on H100: passes the GPU suite; not yet timed in a committed sweep.
+ * Measured on H100: passes the GPU suite; not yet timed in a committed sweep.
  * Gap to the limit: the table is written once (4*T*D bytes); sincos halves
  * the transcendental work. */
 #include "kernels/cuda_util.h"

@@ -4,7 +4,7 @@
  * together as a float2 when D is even.
  * Prediction over naive: ~2x less SFU work per element (one sincos for two
  * values, no expf), so closer to store-bound.
-* Measured on H100: passes the GPU suite; not yet timed in a committed sweep.
+ * Measured on H100: passes the GPU suite; not yet timed in a committed sweep.
  * Gap to the limit: the table's stores (4*T*D bytes). */
 #include "kernels/cuda_util.h"
 #include "kernels/posenc.cuh"

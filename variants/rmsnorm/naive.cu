@@ -7,7 +7,7 @@
  * Idea: the starting point.
  * Prediction: far below the copy ceiling: a warp's loads are C floats apart
  * (uncoalesced) and only R threads run.
-* Measured on H100 (results/h100/, cold L2): 356 GB/s at 16384x4096 (11.9% of
+ * Measured on H100 (results/h100/, cold L2): 356 GB/s at 16384x4096 (11.9% of
  * the copy ceiling); 283 GB/s at 65536x768 (9.4% of the copy ceiling); 129
  * GB/s at 4096x32768 (4.3% of the copy ceiling).
  * Gap to the limit: huge (see vectorized). */

@@ -14,7 +14,7 @@
  * Prediction: ~90% of the copy ceiling for C from 128 to 32768 with
  * thousands of rows (one reduction per row, the cheapest of the row-wise
  * ops); ~60% for longer rows (12 bytes moved per element).
-* Measured on H100 (results/h100/, cold L2): 2,871 GB/s at 16384x4096 (95.6%
+ * Measured on H100 (results/h100/, cold L2): 2,871 GB/s at 16384x4096 (95.6%
  * of the copy ceiling); 2,820 GB/s at 65536x768 (93.9% of the copy ceiling);
  * 2,880 GB/s at 4096x32768 (95.8% of the copy ceiling).
  * Gap to the limit: the reduction's latency with no loads in flight on the

@@ -4,7 +4,7 @@
  * The handle and the tensor descriptor are made in setup, outside timing.
  * cuDNN gives NaN for a row that is entirely -inf (measured on H100), so it
  * carries KB_QUIRK_NAN_ON_MASKED_ROW and is not given such a row.
-* Measured on H100 (results/h100/, cold L2): 2,923 GB/s (97.2% of the copy
+ * Measured on H100 (results/h100/, cold L2): 2,923 GB/s (97.2% of the copy
  * ceiling) at 16384x4096; 1,338 GB/s (44.5% of the copy ceiling) at
  * 65536x768; 2,686 GB/s (89.3% of the copy ceiling) at 4096x32768. */
 #include <cudnn.h>

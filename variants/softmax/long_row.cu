@@ -23,7 +23,7 @@
  * a row too long for one SM's registers still fits a cluster's shared memory.
  * Prediction: ~85-90% of the copy ceiling for 512x65536 .. 128x262144,
  * against ~55-65% for vectorized's two-read fallback there.
-* Measured on H100: not timed at the headline shapes (see results/h100/).
+ * Measured on H100: not timed at the headline shapes (see results/h100/).
  * Gap to the limit: the cluster barrier and the row's exps leave a block
  * without loads in flight for a while; 2-3 blocks per SM cover part of it. */
 #include <cooperative_groups.h>

@@ -9,7 +9,7 @@
  * read addresses C floats apart, so every load is its own 32-byte sector
  * (uncoalesced), and with one thread per row there are only R threads: a
  * few rows per SM for the long-row shapes.
-* Measured on H100 (results/h100/, cold L2): 286 GB/s (9.5% of the copy
+ * Measured on H100 (results/h100/, cold L2): 286 GB/s (9.5% of the copy
  * ceiling) at 16384x4096; 251 GB/s (8.4% of the copy ceiling) at 65536x768;
  * 98 GB/s (3.2% of the copy ceiling) at 4096x32768.
  * Gap to the limit: huge; every later file fixes one thing. */

@@ -12,7 +12,7 @@
  * per element instead of 16), and much more on long rows (512 threads
  * per row instead of 32).  For short rows, which were cache hits anyway, about
  * equal; the extra exp per new max costs nothing visible.
-* Measured on H100 (results/h100/, cold L2): 2,143 GB/s (71.2% of the copy
+ * Measured on H100 (results/h100/, cold L2): 2,143 GB/s (71.2% of the copy
  * ceiling) at 16384x4096; 2,052 GB/s (68.2% of the copy ceiling) at
  * 65536x768; 1,703 GB/s (56.6% of the copy ceiling) at 4096x32768.
  * Gap to the limit: 4-byte loads and the second read of x: at best 8/12 of

@@ -11,7 +11,7 @@
  * the copy ceiling: 8 barriers per tree, scalar 4-byte loads, a 256-thread
  * block idles on short rows (C = 32 leaves 224 threads with nothing to do),
  * and long rows re-read x from DRAM (12 bytes per element moved, not 8).
-* Measured on H100 (results/h100/, cold L2): 2,427 GB/s (80.7% of the copy
+ * Measured on H100 (results/h100/, cold L2): 2,427 GB/s (80.7% of the copy
  * ceiling) at 16384x4096; 1,604 GB/s (53.3% of the copy ceiling) at
  * 65536x768; 1,350 GB/s (44.9% of the copy ceiling) at 4096x32768.
  * Gap to the limit: large for short rows, ~1.5x for long ones. */

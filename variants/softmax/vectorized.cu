@@ -22,7 +22,7 @@
  * 128 to 32768 once enough rows are in flight (1000s of rows); PyTorch's
  * 1.4-1.9 TB/s should be beaten by ~1.5x.  For C > 32768 the fallback moves
  * 12 bytes per element: ~60% at best.
-* Measured on H100 (results/h100/, cold L2): 2,879 GB/s (95.7% of the copy
+ * Measured on H100 (results/h100/, cold L2): 2,879 GB/s (95.7% of the copy
  * ceiling) at 16384x4096; 2,854 GB/s (94.9% of the copy ceiling) at
  * 65536x768; 2,852 GB/s (94.8% of the copy ceiling) at 4096x32768.
  * Gap to the limit: a row's reduction and exps leave its SM with no loads in

@@ -10,7 +10,7 @@
  * ~8 to ~64, no idle threads); about equal for long rows, where a single
  * warp with scalar loads keeps too few bytes in flight and the third pass
  * reads x again from DRAM.
-* Measured on H100 (results/h100/, cold L2): 1,293 GB/s (43.0% of the copy
+ * Measured on H100 (results/h100/, cold L2): 1,293 GB/s (43.0% of the copy
  * ceiling) at 16384x4096; 1,913 GB/s (63.6% of the copy ceiling) at
  * 65536x768; 1,071 GB/s (35.6% of the copy ceiling) at 4096x32768.
  * Gap to the limit: the extra reads of x (12 or 16 bytes moved per element
