@@ -17,6 +17,7 @@ void kb_print_usage(FILE *f)
           "       kbench ceilings [--device N]\n"
           "       kbench pe --seq-len T --d-model D [--paper]\n"
           "       kbench compare BASE.csv NEW.csv [--threshold PCT]\n"
+          "       kbench model encoder|decoder|seq2seq [...]  (see below)\n"
           "       kbench help | version\n"
           "Shapes are op-specific (matmul: MxNxK); `kbench list` shows each op's syntax.\n",
           f);
@@ -168,7 +169,7 @@ int kb_parse_args(int argc, char **argv, kb_options *o, char *err, size_t errlen
     memset(o, 0, sizeof *o);
     o->row_cap_s = 1.0;
     if (argc < 2)
-        return fail(err, errlen, "missing command: list, run, ceilings, compare, pe, help or version%s", "");
+        return fail(err, errlen, "missing command: list, run, ceilings, compare, pe, model, help or version%s", "");
     const char *cmd = argv[1];
     if (!strcmp(cmd, "list")) o->cmd = KB_CMD_LIST;
     else if (!strcmp(cmd, "run")) o->cmd = KB_CMD_RUN;
@@ -176,7 +177,7 @@ int kb_parse_args(int argc, char **argv, kb_options *o, char *err, size_t errlen
     else if (!strcmp(cmd, "pe")) o->cmd = KB_CMD_PE;
     else if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) o->cmd = KB_CMD_HELP;
     else if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) o->cmd = KB_CMD_VERSION;
-    else return fail(err, errlen, "unknown command '%s' (expected list, run, ceilings, compare, pe, help or version)", cmd);
+    else return fail(err, errlen, "unknown command '%s' (expected list, run, ceilings, compare, pe, model, help or version)", cmd);
     if (o->cmd == KB_CMD_CEILINGS) {
         for (int i = 2; i < argc; ++i) {
             if (strcmp(argv[i], "--device") != 0)

@@ -73,7 +73,7 @@ static void version_text(int v, char *buf, size_t len)
     snprintf(buf, len, "%d.%d", v / 1000, (v % 1000) / 10);
 }
 
-static void collect_meta(const kb_device_info *d, const kb_options *o, kb_meta_set *m)
+void kb_collect_meta(const kb_device_info *d, const kb_options *o, kb_meta_set *m)
 {
     char rt[32], date[64];
     time_t now = time(NULL);
@@ -104,9 +104,9 @@ static void collect_meta(const kb_device_info *d, const kb_options *o, kb_meta_s
     }
 }
 
-static int default_csv_path(const kb_options *o, char *path, size_t len, char *err, size_t errlen)
+int kb_default_csv_path(const char *out_dir, char *path, size_t len, char *err, size_t errlen)
 {
-    const char *dir = o->out_dir ? o->out_dir : "results";
+    const char *dir = out_dir ? out_dir : "results";
     char stamp[64];
     time_t now = time(NULL);
     strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", localtime(&now));
@@ -134,7 +134,7 @@ static void fill_speedup(kb_result *rows, int n)
 }
 
 /* Flush buffer: twice the L2, so a memset between samples evicts everything. */
-static void *alloc_flush(const kb_device_info *d, size_t *bytes)
+void *kb_alloc_flush(const kb_device_info *d, size_t *bytes)
 {
     void *p = NULL;
     *bytes = (size_t)(d->l2_bytes > 0 ? 2 * d->l2_bytes : 128 << 20);
@@ -188,13 +188,13 @@ int kb_cmd_run(const kb_options *o)
     }
     if (o->csv_path)
         snprintf(csv, sizeof csv, "%s", o->csv_path);
-    else if (default_csv_path(o, csv, sizeof csv, err, sizeof err) != 0) {
+    else if (kb_default_csv_path(o->out_dir, csv, sizeof csv, err, sizeof err) != 0) {
         fprintf(stderr, "kbench: %s\n", err);
         free(jobs);
         return KB_EXIT_FAIL;
     }
     size_t flush_bytes;
-    void *flush = alloc_flush(&dev, &flush_bytes);
+    void *flush = kb_alloc_flush(&dev, &flush_bytes);
     if (!flush) {
         fprintf(stderr, "kbench: out of device memory for the L2 flush buffer\n");
         free(jobs);
@@ -202,7 +202,7 @@ int kb_cmd_run(const kb_options *o)
     }
     kb_meta_set meta;
     kb_ceilings ceil;
-    collect_meta(&dev, o, &meta);
+    kb_collect_meta(&dev, o, &meta);
     if (o->ceilings) {
         printf("measuring ceilings...\n");
         kb_measure_ceilings(&dev, flush, flush_bytes, &ceil);

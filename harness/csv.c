@@ -4,13 +4,14 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "harness/harness.h"
 
 static const char *const columns[] = {
     "op", "variant", "dtype", "math", "shape_fields", "shape",
-    "d1", "d2", "d3", "d4", "d5", "d6",
+    "d1", "d2", "d3", "d4", "d5", "d6", "d7", "d8",
     "flops", "bytes", "median_ms", "min_ms", "max_ms", "rel_stdev_pct", "samples",
     "gflop_s", "gb_s", "speedup_x", "pct_of_ceiling", "pct_of_peak", "bound", "max_abs_err", "rel_l2_err", "tol_at_max_err",
     "rows_checked", "rows_total", "l2", "status", "reason",
@@ -100,8 +101,10 @@ void kb_csv_row(FILE *f, const kb_result *r)
     fputc('\n', f);
 }
 
-int kb_csv_write(const char *path, const kb_meta *meta, int nmeta,
-                 const kb_result *rows, int nrows, char *err, size_t errlen)
+/* The file as prefix (a whole CSV: metadata, header, rows) or as metadata
+ * and header, then rows; through a temporary file and a rename. */
+static int write_file(const char *path, const char *prefix, const kb_meta *meta, int nmeta,
+                      const kb_result *rows, int nrows, char *err, size_t errlen)
 {
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
@@ -110,9 +113,13 @@ int kb_csv_write(const char *path, const kb_meta *meta, int nmeta,
         snprintf(err, errlen, "cannot write %s: %s", tmp, strerror(errno));
         return -1;
     }
-    for (int i = 0; i < nmeta; ++i)
-        fprintf(f, "# %s: %s\n", meta[i].key, meta[i].value);
-    kb_csv_header(f);
+    if (prefix)
+        fputs(prefix, f);
+    else {
+        for (int i = 0; i < nmeta; ++i)
+            fprintf(f, "# %s: %s\n", meta[i].key, meta[i].value);
+        kb_csv_header(f);
+    }
     for (int i = 0; i < nrows; ++i)
         kb_csv_row(f, &rows[i]);
     int bad = ferror(f);
@@ -122,4 +129,50 @@ int kb_csv_write(const char *path, const kb_meta *meta, int nmeta,
         return -1;
     }
     return 0;
+}
+
+int kb_csv_write(const char *path, const kb_meta *meta, int nmeta,
+                 const kb_result *rows, int nrows, char *err, size_t errlen)
+{
+    return write_file(path, NULL, meta, nmeta, rows, nrows, err, errlen);
+}
+
+int kb_csv_write_after(const char *path, const char *prefix, const kb_result *rows, int nrows, char *err,
+                       size_t errlen)
+{
+    return write_file(path, prefix, NULL, 0, rows, nrows, err, errlen);
+}
+
+char *kb_csv_read_for_append(const char *path, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return NULL;
+    }
+    size_t cap = 1 << 16, len = 0, got;
+    char *text = malloc(cap);
+    while (text && (got = fread(text + len, 1, cap - len - 1, f)) > 0)
+        if ((len += got) + 1 == cap)
+            text = realloc(text, cap *= 2);
+    fclose(f);
+    if (!text) {
+        snprintf(err, errlen, "%s: out of memory reading it", path);
+        return NULL;
+    }
+    text[len] = '\0';
+    /* The header is the first line that is not metadata; it must be ours. */
+    char header[1024];
+    FILE *h = fmemopen(header, sizeof header, "w");
+    kb_csv_header(h);
+    fclose(h);
+    const char *line = text;
+    while (*line == '#' && strchr(line, '\n'))
+        line = strchr(line, '\n') + 1;
+    if (strncmp(line, header, strlen(header)) != 0 || (len && text[len - 1] != '\n')) {
+        snprintf(err, errlen, "%s is not a kbench CSV of this version (its columns differ)", path);
+        free(text);
+        return NULL;
+    }
+    return text;
 }

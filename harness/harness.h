@@ -43,6 +43,8 @@ int kb_shape_bytes(const kb_op *op, const kb_shape *s, kb_dtype t, int64_t *byte
 double kb_tolerance(kb_math m, int64_t reduction_len, double ref);
 /* Largest relative L2 error accepted over the checked rows. */
 double kb_rel_l2_tolerance(kb_math m, int64_t reduction_len);
+/* Largest relative L2 error of a whole fp32 transformer forward. */
+double kb_model_rel_l2_tolerance(void);
 
 /* ---- check.c ---- */
 typedef struct {
@@ -164,6 +166,12 @@ void kb_meta_set_value(kb_meta_set *m, const char *key, const char *fmt, ...)
 /* Write all rows to path atomically (temp file + rename).  0 on success. */
 int kb_csv_write(const char *path, const kb_meta *meta, int nmeta,
                  const kb_result *rows, int nrows, char *err, size_t errlen);
+/* Appending to a CSV: read an existing kbench CSV whole (NULL with err set
+ * when it is missing or its columns are not this version's), then rewrite
+ * it as that text followed by rows, atomically. */
+char *kb_csv_read_for_append(const char *path, char *err, size_t errlen);
+int kb_csv_write_after(const char *path, const char *prefix, const kb_result *rows, int nrows, char *err,
+                       size_t errlen);
 void kb_csv_header(FILE *f);
 void kb_csv_row(FILE *f, const kb_result *r);
 
@@ -194,6 +202,12 @@ const char *kb_time_variant(const kb_variant *v, const void *args, void *ctx, in
                             double cap_s, void *flush, size_t flush_bytes, kb_stats *st);
 
 /* ---- commands.c ---- */
+/* The CSV metadata of a run on this device: GPU, versions, commit, date. */
+void kb_collect_meta(const kb_device_info *d, const kb_options *o, kb_meta_set *m);
+/* <out_dir or results>/kbench-<timestamp>.csv, creating the folder. */
+int kb_default_csv_path(const char *out_dir, char *path, size_t len, char *err, size_t errlen);
+/* The L2 flush buffer: twice the L2, allocated once. NULL when out of memory. */
+void *kb_alloc_flush(const kb_device_info *d, size_t *bytes);
 int kb_cmd_run(const kb_options *o);
 int kb_cmd_list(FILE *f);
 int kb_cmd_pe(const kb_options *o);

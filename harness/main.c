@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "harness/harness.h"
+#include "model/command.h"
 #include "version.h"
 
 int main(int argc, char **argv)
@@ -11,6 +12,8 @@ int main(int argc, char **argv)
     /* compare has its own arguments and needs no GPU. */
     if (argc > 1 && !strcmp(argv[1], "compare"))
         return kb_cmd_compare(argc - 1, argv + 1);
+    if (argc > 1 && !strcmp(argv[1], "model"))
+        return kb_cmd_model(argc - 1, argv + 1);
     if (kb_parse_args(argc, argv, &o, err, sizeof err) != 0) {
         fprintf(stderr, "kbench: %s\n", err);
         return KB_EXIT_USAGE;
@@ -29,6 +32,7 @@ int main(int argc, char **argv)
         return 0;
     default:
         kb_print_usage(stdout);
+        kb_model_usage(stdout);
         return 0;
     }
 }

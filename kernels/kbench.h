@@ -17,7 +17,7 @@
 extern "C" {
 #endif
 
-#define KB_MAX_DIMS 6
+#define KB_MAX_DIMS 8
 #define KB_MAX_TENSORS 8
 
 /* Storage type of a variant's tensors (KB_I32 for integer inputs such as

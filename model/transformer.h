@@ -74,8 +74,19 @@ void kb_tf_each_weight(const kb_tf_model *m,
                        void *user);
 void kb_tf_free(kb_tf_model *m);
 
-/* The C reference forward, accumulating in double.  src is B x Ts x d,
- * tgt is B x Tt x d (embedded activations); out is B x Tt x d. */
+/* What a forward runs.  encoder and decoder are bare layer stacks
+ * (nn.TransformerEncoder / nn.TransformerDecoder without a norm; the
+ * decoder's memory is the source as given); seq2seq is nn.Transformer:
+ * the encoder stack and its final norm, then the decoder stack over that
+ * memory and its final norm. */
+typedef enum { KB_TF_ENCODER, KB_TF_DECODER, KB_TF_SEQ2SEQ } kb_tf_mode;
+
+/* The C reference forward of one sequence, accumulating in double.  src is
+ * Ts x d, tgt is Tt x d (embedded activations; unused by the encoder); out
+ * is Ts x d for the encoder, else Tt x d. */
+void kb_tf_reference_seq(const kb_tf_model *m, kb_tf_mode mode, int Ts, int Tt, const float *src,
+                         const float *tgt, float *out);
+/* seq2seq over a batch: src is B x Ts x d, tgt is B x Tt x d; out is B x Tt x d. */
 void kb_tf_reference(const kb_tf_model *m, int B, int Ts, int Tt, const float *src, const float *tgt,
                      float *out);
 

@@ -1,21 +1,32 @@
 /* The transformer's C reference forward: plain C11, every activation in
- * double, one batch element at a time.  Layouts follow PyTorch (see
+ * double, one sequence (batch element) at a time, so a check can run a
+ * sample of the batch.  Layouts follow PyTorch (see
  * model/transformer.h): a linear layer is y = x W^T + b. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "model/transformer.h"
 
-/* y[n x out] = x[n x in] W^T + b, W is [out x in]. */
+/* y[n x out] = x[n x in] W^T + b, W is [out x in].  Four partial sums
+ * break the add's latency chain; rows go to OpenMP threads, which change
+ * nothing in the arithmetic of any one output. */
 static void linear(const double *x, int n, int in, const float *W, const float *b, int out, double *y)
 {
-    for (int i = 0; i < n; ++i)
+#pragma omp parallel for schedule(static) if ((int64_t)n * out * in > (1 << 18))
+    for (int i = 0; i < n; ++i) {
+        const double *xi = x + (int64_t)i * in;
         for (int o = 0; o < out; ++o) {
-            double acc = b ? b[o] : 0.0;
-            for (int k = 0; k < in; ++k)
-                acc += x[(int64_t)i * in + k] * W[(int64_t)o * in + k];
-            y[(int64_t)i * out + o] = acc;
+            const float *w = W + (int64_t)o * in;
+            double acc[4] = {0, 0, 0, 0};
+            int k = 0;
+            for (; k + 4 <= in; k += 4)
+                for (int u = 0; u < 4; ++u)
+                    acc[u] += xi[k + u] * w[k + u];
+            for (; k < in; ++k)
+                acc[0] += xi[k] * w[k];
+            y[(int64_t)i * out + o] = (b ? b[o] : 0.0) + (acc[0] + acc[1]) + (acc[2] + acc[3]);
         }
+    }
 }
 
 /* One head's softmax(q K^T * scale) V for query row i, into o (dh values);
@@ -41,20 +52,27 @@ static void attend_row(const double *q, const double *K, const double *V, int ke
     }
 }
 
-/* Multi-head attention of nq query rows over nk key rows; out is nq x d. */
+/* Multi-head attention of nq query rows over nk key rows; out is nq x d.
+ * Each thread keeps its own row of probabilities. */
 static void attention(const kb_tf_attn *a, int heads, int d, const double *xq, int nq, const double *xkv,
                       int nk, int causal, double *out)
 {
     const int dh = d / heads;
-    double *q = malloc(sizeof(double) * ((size_t)nq * d * 2 + (size_t)nk * d * 2 + nk));
-    double *k = q + (size_t)nq * d, *v = k + (size_t)nk * d, *o = v + (size_t)nk * d, *p = o + (size_t)nq * d;
+    double *q = malloc(sizeof(double) * ((size_t)nq * d * 2 + (size_t)nk * d * 2));
+    double *k = q + (size_t)nq * d, *v = k + (size_t)nk * d, *o = v + (size_t)nk * d;
     linear(xq, nq, d, a->in_w, a->in_b, d, q);
     linear(xkv, nk, d, a->in_w + (int64_t)d * d, a->in_b + d, d, k);
     linear(xkv, nk, d, a->in_w + 2 * (int64_t)d * d, a->in_b + 2 * d, d, v);
-    for (int h = 0; h < heads; ++h)
-        for (int i = 0; i < nq; ++i)
-            attend_row(q + (int64_t)i * d + h * dh, k + h * dh, v + h * dh, causal ? i + 1 : nk, d, dh,
-                       1.0 / sqrt((double)dh), p, o + (int64_t)i * d + h * dh);
+#pragma omp parallel if ((int64_t)nq * nk * d > (1 << 18))
+    {
+        double *p = malloc(sizeof(double) * (size_t)nk);
+#pragma omp for schedule(static) collapse(2)
+        for (int h = 0; h < heads; ++h)
+            for (int i = 0; i < nq; ++i)
+                attend_row(q + (int64_t)i * d + h * dh, k + h * dh, v + h * dh, causal ? i + 1 : nk, d, dh,
+                           1.0 / sqrt((double)dh), p, o + (int64_t)i * d + h * dh);
+        free(p);
+    }
     linear(o, nq, d, a->out_w, a->out_b, d, out);
     free(q);
 }
@@ -83,39 +101,72 @@ static void ffn(const kb_tf_layer *l, int n, int d, int ff, const double *x, dou
     linear(hidden, n, ff, l->w2, l->b2, d, out);
 }
 
-void kb_tf_reference(const kb_tf_model *m, int B, int Ts, int Tt, const float *src, const float *tgt,
-                     float *out)
+/* The encoder stack on one sequence, in place: x is Ts x d. */
+static void encode(const kb_tf_model *m, int Ts, double *x, double *delta, double *hidden)
+{
+    const kb_tf_config *c = &m->cfg;
+    const int d = c->d_model;
+    for (int l = 0; l < c->enc_layers; ++l) {
+        const kb_tf_layer *L = &m->enc[l];
+        attention(&L->self_attn, c->heads, d, x, Ts, x, Ts, 0, delta);
+        add_norm(x, delta, Ts, d, &L->norm1, c->eps);
+        ffn(L, Ts, d, c->d_ff, x, hidden, delta);
+        add_norm(x, delta, Ts, d, &L->norm2, c->eps);
+    }
+}
+
+/* The decoder stack on one sequence, in place: y is Tt x d, mem Ts x d. */
+static void decode(const kb_tf_model *m, int Ts, int Tt, const double *mem, double *y, double *delta,
+                   double *hidden)
+{
+    const kb_tf_config *c = &m->cfg;
+    const int d = c->d_model;
+    for (int l = 0; l < c->dec_layers; ++l) {
+        const kb_tf_layer *L = &m->dec[l];
+        attention(&L->self_attn, c->heads, d, y, Tt, y, Tt, c->causal, delta);
+        add_norm(y, delta, Tt, d, &L->norm1, c->eps);
+        attention(&L->cross_attn, c->heads, d, y, Tt, mem, Ts, 0, delta);
+        add_norm(y, delta, Tt, d, &L->norm2, c->eps);
+        ffn(L, Tt, d, c->d_ff, y, hidden, delta);
+        add_norm(y, delta, Tt, d, &L->norm3, c->eps);
+    }
+}
+
+static void widen(const float *src, int64_t n, double *dst)
+{
+    for (int64_t i = 0; i < n; ++i)
+        dst[i] = src[i];
+}
+
+void kb_tf_reference_seq(const kb_tf_model *m, kb_tf_mode mode, int Ts, int Tt, const float *src,
+                         const float *tgt, float *out)
 {
     const kb_tf_config *c = &m->cfg;
     const int d = c->d_model, T = Ts > Tt ? Ts : Tt;
     /* mem: Ts rows, y: Tt rows; delta and hidden serve both stacks: T rows. */
     double *mem = malloc(sizeof(double) * ((size_t)Ts * d + (size_t)Tt * d + (size_t)T * d + (size_t)T * c->d_ff));
     double *y = mem + (size_t)Ts * d, *delta = y + (size_t)Tt * d, *hidden = delta + (size_t)T * d;
-    for (int b = 0; b < B; ++b) {
-        for (int64_t i = 0; i < (int64_t)Ts * d; ++i)
-            mem[i] = src[(int64_t)b * Ts * d + i];
-        for (int64_t i = 0; i < (int64_t)Tt * d; ++i)
-            y[i] = tgt[(int64_t)b * Tt * d + i];
-        for (int l = 0; l < c->enc_layers; ++l) {
-            const kb_tf_layer *L = &m->enc[l];
-            attention(&L->self_attn, c->heads, d, mem, Ts, mem, Ts, 0, delta);
-            add_norm(mem, delta, Ts, d, &L->norm1, c->eps);
-            ffn(L, Ts, d, c->d_ff, mem, hidden, delta);
-            add_norm(mem, delta, Ts, d, &L->norm2, c->eps);
-        }
+    widen(src, (int64_t)Ts * d, mem);
+    if (mode != KB_TF_DECODER)
+        encode(m, Ts, mem, delta, hidden);
+    if (mode == KB_TF_SEQ2SEQ)
         add_norm(mem, NULL, Ts, d, &m->enc_norm, c->eps);
-        for (int l = 0; l < c->dec_layers; ++l) {
-            const kb_tf_layer *L = &m->dec[l];
-            attention(&L->self_attn, c->heads, d, y, Tt, y, Tt, c->causal, delta);
-            add_norm(y, delta, Tt, d, &L->norm1, c->eps);
-            attention(&L->cross_attn, c->heads, d, y, Tt, mem, Ts, 0, delta);
-            add_norm(y, delta, Tt, d, &L->norm2, c->eps);
-            ffn(L, Tt, d, c->d_ff, y, hidden, delta);
-            add_norm(y, delta, Tt, d, &L->norm3, c->eps);
-        }
-        add_norm(y, NULL, Tt, d, &m->dec_norm, c->eps);
-        for (int64_t i = 0; i < (int64_t)Tt * d; ++i)
-            out[(int64_t)b * Tt * d + i] = (float)y[i];
+    if (mode != KB_TF_ENCODER) {
+        widen(tgt, (int64_t)Tt * d, y);
+        decode(m, Ts, Tt, mem, y, delta, hidden);
     }
+    if (mode == KB_TF_SEQ2SEQ)
+        add_norm(y, NULL, Tt, d, &m->dec_norm, c->eps);
+    const double *result = mode == KB_TF_ENCODER ? mem : y;
+    for (int64_t i = 0; i < (int64_t)(mode == KB_TF_ENCODER ? Ts : Tt) * d; ++i)
+        out[i] = (float)result[i];
     free(mem);
+}
+
+void kb_tf_reference(const kb_tf_model *m, int B, int Ts, int Tt, const float *src, const float *tgt,
+                     float *out)
+{
+    const int64_t d = m->cfg.d_model;
+    for (int b = 0; b < B; ++b)
+        kb_tf_reference_seq(m, KB_TF_SEQ2SEQ, Ts, Tt, src + b * Ts * d, tgt + b * Tt * d, out + b * Tt * d);
 }

@@ -61,7 +61,7 @@ int main(void)
     CHECK(strstr(text, ",median_ms,min_ms,max_ms,rel_stdev_pct,") != NULL);
     CHECK(strstr(text, ",gflop_s,gb_s,speedup_x,") != NULL);
     /* 2*128*64*32 flop in 0.5 ms = 1.048576 GFLOP/s */
-    CHECK(strstr(text, "matmul,naive,f32,f32,MxNxK,128x64x32,128,64,32,,,,524288,") != NULL);
+    CHECK(strstr(text, "matmul,naive,f32,f32,MxNxK,128x64x32,128,64,32,,,,,,524288,") != NULL);
     CHECK(strstr(text, ",0.500000,0.250000,1.000000,2.000,7,1.049,") != NULL);
     CHECK(strstr(text, ",2.0000,50.0,70.0,compute,1.000e-06,") != NULL);
     /* A skipped row leaves timing and error cells empty, and the reason is quoted. */
@@ -84,6 +84,23 @@ int main(void)
     }
     if (f)
         fclose(f);
+
+    /* Appending keeps the file's metadata and rows and adds the new ones
+     * after them; a CSV with other columns is refused. */
+    char *prefix = kb_csv_read_for_append(path, err, sizeof err);
+    CHECK(prefix != NULL);
+    rows[0].shape.d[0] = 256;
+    CHECK(prefix && kb_csv_write_after(path, prefix, rows, 1, err, sizeof err) == 0);
+    free(prefix);
+    text = slurp(path);
+    CHECK(strncmp(text, "# gpu: Test GPU\n", 16) == 0);
+    CHECK(strstr(text, ",128x64x32,") && strstr(text, ",256x64x32,") > strstr(text, ",SKIP,"));
+    snprintf(line, sizeof line, "%s/other.csv", dir);
+    f = fopen(line, "w");
+    fputs("# gpu: x\nop,variant,time\n", f);
+    fclose(f);
+    CHECK(kb_csv_read_for_append(line, err, sizeof err) == NULL && strstr(err, "not a kbench CSV"));
+    remove(line);
 
     /* No temporary file is left behind; a write into a missing folder fails cleanly. */
     char cmd[512];

@@ -57,44 +57,17 @@ attention_causal_softmax_kernel(int R, int C, int Tq, float *S)
     const int keys = p.row < R ? p.row % Tq + 1 : 0;
     float v[Cfg::PACKS][Cfg::VEC];
 
-    float max = -INFINITY;
 #pragma unroll
     for (int k = 0; k < Cfg::PACKS; ++k) {
         const int col = kb_pack_col<Cfg>(k, p.rank);
         if (col < keys) /* keys <= C: the pack lies inside the row */
             kb_load_stream(v[k], S + p.base + col);
 #pragma unroll
-        for (int j = 0; j < Cfg::VEC; ++j) {
+        for (int j = 0; j < Cfg::VEC; ++j)
             if (col + j >= keys)
                 v[k][j] = -INFINITY;
-            max = fmaxf(max, v[k][j]);
-        }
     }
-    max = kb_group_allreduce<Cfg::GROUP>(max, KbMax{}, -INFINITY);
-    if (max == -INFINITY) /* a group past the last row */
-        max = 0.0f;
-
-    float sum = 0.0f;
-#pragma unroll
-    for (int k = 0; k < Cfg::PACKS; ++k)
-#pragma unroll
-        for (int j = 0; j < Cfg::VEC; ++j) {
-            v[k][j] = expf(v[k][j] - max);
-            sum += v[k][j];
-        }
-    sum = kb_group_allreduce<Cfg::GROUP>(sum, KbSum{}, 0.0f);
-    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
-
-#pragma unroll
-    for (int k = 0; k < Cfg::PACKS; ++k) {
-        const int col = kb_pack_col<Cfg>(k, p.rank);
-        if (col < p.cols) {
-#pragma unroll
-            for (int j = 0; j < Cfg::VEC; ++j)
-                v[k][j] *= inv;
-            kb_store_stream(S + p.base + col, v[k]);
-        }
-    }
+    kb_row_softmax_store<Cfg>(v, S + p.base, p.cols, p.rank);
 }
 
 /* Rows too long for registers (Tk > 32768): one block per row, a running

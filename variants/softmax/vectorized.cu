@@ -39,7 +39,6 @@ __global__ void __launch_bounds__(Cfg::BLOCK) softmax_vectorized_kernel(int R, i
     const KbRowPos p = kb_row_pos<Cfg>(R, C);
     float v[Cfg::PACKS][Cfg::VEC];
 
-    float max = -INFINITY;
 #pragma unroll
     for (int k = 0; k < Cfg::PACKS; ++k) {
         const int col = kb_pack_col<Cfg>(k, p.rank);
@@ -49,35 +48,8 @@ __global__ void __launch_bounds__(Cfg::BLOCK) softmax_vectorized_kernel(int R, i
 #pragma unroll
             for (int j = 0; j < Cfg::VEC; ++j)
                 v[k][j] = -INFINITY; /* exp(-inf - max) = 0: adds nothing */
-#pragma unroll
-        for (int j = 0; j < Cfg::VEC; ++j)
-            max = fmaxf(max, v[k][j]);
     }
-    max = kb_group_allreduce<Cfg::GROUP>(max, KbMax{}, -INFINITY);
-    if (max == -INFINITY)
-        max = 0.0f;
-
-    float sum = 0.0f;
-#pragma unroll
-    for (int k = 0; k < Cfg::PACKS; ++k)
-#pragma unroll
-        for (int j = 0; j < Cfg::VEC; ++j) {
-            v[k][j] = expf(v[k][j] - max);
-            sum += v[k][j];
-        }
-    sum = kb_group_allreduce<Cfg::GROUP>(sum, KbSum{}, 0.0f);
-    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
-
-#pragma unroll
-    for (int k = 0; k < Cfg::PACKS; ++k) {
-        const int col = kb_pack_col<Cfg>(k, p.rank);
-        if (col < p.cols) {
-#pragma unroll
-            for (int j = 0; j < Cfg::VEC; ++j)
-                v[k][j] *= inv;
-            kb_store_stream(y + p.base + col, v[k]);
-        }
-    }
+    kb_row_softmax_store<Cfg>(v, y + p.base, p.cols, p.rank);
 }
 
 /* Rows too long for registers: one block per row, two reads of x. */

@@ -1,0 +1,99 @@
+/* The shared cuBLASLt product (kernels/lt_gemm.h). */
+#include <stdint.h>
+#include "kernels/lt_gemm.h"
+
+static const char *lt_error(cublasStatus_t s)
+{
+    return s == CUBLAS_STATUS_SUCCESS ? NULL : cublasLtGetStatusString(s);
+}
+
+#define LT_TRY(call)                                                                               \
+    do {                                                                                           \
+        const char *lt_try_err_ = lt_error(call);                                                  \
+        if (lt_try_err_)                                                                           \
+            return lt_try_err_;                                                                    \
+    } while (0)
+
+/* The largest power of two dividing p's address, at most 256 (cuBLASLt's
+ * default assumption), so the heuristic skips algorithms that need more. */
+static uint32_t alignment(const void *p)
+{
+    uint32_t a = 256;
+    while (a > 1 && ((uintptr_t)p & (a - 1)))
+        a >>= 1;
+    return a;
+}
+
+static cublasStatus_t set_pref(cublasLtMatmulPreference_t pref, cublasLtMatmulPreferenceAttributes_t attr,
+                               uint32_t value)
+{
+    return cublasLtMatmulPreferenceSetAttribute(pref, attr, &value, sizeof value);
+}
+
+static const char *pick_algo(kb_lt_product *p, cublasLtHandle_t lt, const float *X, const float *W,
+                             const float *Y)
+{
+    cublasLtMatmulPreference_t pref = NULL;
+    LT_TRY(cublasLtMatmulPreferenceCreate(&pref));
+    const uint64_t ws = KB_LT_WORKSPACE_BYTES;
+    cublasLtMatmulHeuristicResult_t result = {0};
+    int found = 0;
+    /* Column-major operand A is W, B is X; C is Y (beta = 0: never read). */
+    cublasStatus_t s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                            &ws, sizeof ws);
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, alignment(W));
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, alignment(X));
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, alignment(Y));
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, alignment(Y));
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = cublasLtMatmulAlgoGetHeuristic(lt, p->desc, p->w, p->x, p->y, p->y, pref, 1, &result, &found);
+    cublasLtMatmulPreferenceDestroy(pref);
+    LT_TRY(s);
+    if (found < 1 || result.state != CUBLAS_STATUS_SUCCESS)
+        return "cuBLASLt has no algorithm for this product";
+    p->algo = result.algo;
+    return NULL;
+}
+
+const char *kb_lt_plan(kb_lt_product *p, cublasLtHandle_t lt, cublasComputeType_t compute, int M, int N,
+                       int K, cublasLtEpilogue_t epi, const float *bias, const float *X, const float *W,
+                       const float *Y)
+{
+    const cublasOperation_t no_trans = CUBLAS_OP_N;
+    LT_TRY(cublasLtMatmulDescCreate(&p->desc, compute, CUDA_R_32F));
+    LT_TRY(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &no_trans, sizeof no_trans));
+    LT_TRY(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &no_trans, sizeof no_trans));
+    LT_TRY(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
+    LT_TRY(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+    LT_TRY(cublasLtMatrixLayoutCreate(&p->w, CUDA_R_32F, (uint64_t)N, (uint64_t)K, (int64_t)N));
+    LT_TRY(cublasLtMatrixLayoutCreate(&p->x, CUDA_R_32F, (uint64_t)K, (uint64_t)M, (int64_t)K));
+    LT_TRY(cublasLtMatrixLayoutCreate(&p->y, CUDA_R_32F, (uint64_t)N, (uint64_t)M, (int64_t)N));
+    return pick_algo(p, lt, X, W, Y);
+}
+
+const char *kb_lt_run(const kb_lt_product *p, cublasLtHandle_t lt, const float *bias, const float *X,
+                      const float *W, float *Y, void *workspace, cudaStream_t stream)
+{
+    const float one = 1.0f, zero = 0.0f;
+    LT_TRY(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+    return lt_error(cublasLtMatmul(lt, p->desc, &one, W, p->w, X, p->x, &zero, Y, p->y, Y, p->y, &p->algo,
+                                   workspace, KB_LT_WORKSPACE_BYTES, stream));
+}
+
+void kb_lt_destroy(kb_lt_product *p)
+{
+    if (p->y)
+        cublasLtMatrixLayoutDestroy(p->y);
+    if (p->x)
+        cublasLtMatrixLayoutDestroy(p->x);
+    if (p->w)
+        cublasLtMatrixLayoutDestroy(p->w);
+    if (p->desc)
+        cublasLtMatmulDescDestroy(p->desc);
+    p->y = p->x = p->w = NULL;
+    p->desc = NULL;
+}

@@ -1,0 +1,47 @@
+/* One cuBLASLt product in row-major terms, shared by the ffn cublaslt
+ * variant and the transformer's linear layers:
+ *     Y (M x N) = epilogue(X (M x K) W (K x N) + bias[N])
+ * all fp32, row-major, densely packed.  Row-major Y = X W is column-major
+ * Y^T = W^T X^T, and a row-major matrix read column-major is its
+ * transpose, so this is a column-major matmul with no transposes, the
+ * operands swapped: m = N, n = M, k = K.  cuBLASLt adds its bias vector
+ * (length m) down each column of the column-major result, which is bias[col]
+ * on every row of Y: a Linear layer's bias.
+ *
+ * The compute type picks the arithmetic: CUBLAS_COMPUTE_32F is plain fp32
+ * FFMA; CUBLAS_COMPUTE_32F_FAST_TF32 runs the tensor cores on inputs cut to
+ * tf32 (the model's 3xtf32 path feeds it pre-split operands). */
+#ifndef KBENCH_LT_GEMM_H
+#define KBENCH_LT_GEMM_H
+
+#include <stddef.h>
+#include <cublasLt.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KB_LT_WORKSPACE_BYTES ((size_t)32 << 20)
+
+typedef struct {
+    cublasLtMatmulDesc_t desc;
+    cublasLtMatrixLayout_t w, x, y;
+    cublasLtMatmulAlgo_t algo;
+} kb_lt_product;
+
+/* Describe the product and pick cuBLASLt's first heuristic algorithm for
+ * these pointers (the heuristic sees their alignments).  Returns NULL or a
+ * static error string; a half-made product is still safe to destroy. */
+const char *kb_lt_plan(kb_lt_product *p, cublasLtHandle_t lt, cublasComputeType_t compute, int M, int N,
+                       int K, cublasLtEpilogue_t epi, const float *bias, const float *X, const float *W,
+                       const float *Y);
+/* Enqueue Y = epi(X W + bias) with a planned product; bias may differ from
+ * the one planned (same alignment), so one plan serves every layer. */
+const char *kb_lt_run(const kb_lt_product *p, cublasLtHandle_t lt, const float *bias, const float *X,
+                      const float *W, float *Y, void *workspace, cudaStream_t stream);
+void kb_lt_destroy(kb_lt_product *p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,164 @@
+/* Parsing `kbench model`.  Every problem is one line in err (exit 2), found
+ * before anything is loaded or run. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "model/command.h"
+#include "model/gpu.h"
+
+void kb_model_usage(FILE *f)
+{
+    fputs("usage: kbench model encoder|decoder|seq2seq\n"
+          "         [--batch B] [--src-len Ts] [--tgt-len Tt] [--d-model D] [--heads H] [--d-ff F]\n"
+          "         [--layers N] [--no-causal] [--seed N]\n"
+          "         [--src TEXT] [--tgt TEXT] [--vocab FILE]\n"
+          "         [--src-npy FILE] [--tgt-npy FILE] [--weights FILE.safetensors] [--out FILE.npy]\n"
+          "         [--gemm fp32|3xtf32[,..]] [--cpu-only] [--check-seqs N]\n"
+          "         [--csv FILE | --out-dir DIR | --append FILE] [--device N] [--max-time SECONDS] [--hot]\n",
+          f);
+}
+
+static int fail(char *err, size_t errlen, const char *fmt, const char *a, const char *b)
+{
+    snprintf(err, errlen, fmt, a, b);
+    return -1;
+}
+
+static int parse_int(const char *flag, const char *val, long lo, long hi, int *out, char *err, size_t errlen)
+{
+    char *end, range[64];
+    errno = 0;
+    long v = val ? strtol(val, &end, 10) : 0;
+    if (!val || errno || end == val || *end || v < lo || v > hi) {
+        snprintf(range, sizeof range, "an integer from %ld to %ld", lo, hi);
+        return fail(err, errlen, "%s needs %s", flag, range);
+    }
+    *out = (int)v;
+    return 0;
+}
+
+static int parse_gemm(kb_model_opts *o, const char *list, char *err, size_t errlen)
+{
+    char *copy = strdup(list), *save = NULL;
+    int rc = 0;
+    for (char *tok = strtok_r(copy, ",", &save); tok && rc == 0; tok = strtok_r(NULL, ",", &save)) {
+        int g = 0;
+        while (g < KB_TF_GEMM_COUNT && strcmp(tok, kb_tf_gemm_name((kb_tf_gemm)g)) != 0)
+            ++g;
+        if (g == KB_TF_GEMM_COUNT)
+            rc = fail(err, errlen, "unknown --gemm '%s' (expected fp32 or 3xtf32)%s", tok, "");
+        else
+            o->gemm_mask |= 1u << g;
+    }
+    free(copy);
+    return rc;
+}
+
+/* A flag that takes a string; NULL when it is not one. */
+static const char **string_slot(kb_model_opts *o, const char *a)
+{
+    static const char *names[] = {"--src", "--tgt", "--vocab", "--src-npy", "--tgt-npy",
+                                  "--weights", "--out", "--csv", "--out-dir", "--append"};
+    const char **slots[] = {&o->src_text, &o->tgt_text, &o->vocab, &o->src_npy, &o->tgt_npy,
+                            &o->weights, &o->out_npy, &o->csv_path, &o->out_dir, &o->append};
+    for (size_t i = 0; i < sizeof names / sizeof *names; ++i)
+        if (!strcmp(a, names[i]))
+            return slots[i];
+    return NULL;
+}
+
+/* A flag that takes a size; NULL when it is not one. */
+static int *int_slot(kb_model_opts *o, const char *a)
+{
+    static const char *names[] = {"--batch", "--src-len", "--tgt-len", "--d-model", "--heads",
+                                  "--d-ff", "--layers", "--check-seqs", "--device"};
+    int *slots[] = {&o->batch, &o->src_len, &o->tgt_len, &o->d_model, &o->heads,
+                    &o->d_ff, &o->layers, &o->check_seqs, &o->device};
+    for (size_t i = 0; i < sizeof names / sizeof *names; ++i)
+        if (!strcmp(a, names[i]))
+            return slots[i];
+    return NULL;
+}
+
+static int parse_flag(int argc, char **argv, int *i, kb_model_opts *o, char *err, size_t errlen)
+{
+    const char *a = argv[*i], *val = *i + 1 < argc ? argv[*i + 1] : NULL;
+    const char **s = string_slot(o, a);
+    int *n = int_slot(o, a);
+    if (!strcmp(a, "--no-causal")) o->no_causal = 1;
+    else if (!strcmp(a, "--cpu-only")) o->cpu_only = 1;
+    else if (!strcmp(a, "--hot")) o->hot = 1;
+    else if (s || n || !strcmp(a, "--gemm") || !strcmp(a, "--seed") || !strcmp(a, "--max-time")) {
+        if (!val || !*val)
+            return fail(err, errlen, "%s needs a value%s", a, "");
+        ++*i;
+        if (s)
+            *s = val;
+        else if (n)
+            return parse_int(a, val, !strcmp(a, "--device") ? 0 : 1, !strcmp(a, "--device") ? 1024 : 1 << 30, n,
+                             err, errlen);
+        else if (!strcmp(a, "--gemm"))
+            return parse_gemm(o, val, err, errlen);
+        else {
+            char *end;
+            errno = 0;
+            double v = !strcmp(a, "--seed") ? (double)strtoull(val, &end, 10) : strtod(val, &end);
+            if (errno || end == val || *end || (!strcmp(a, "--max-time") && (v <= 0 || v > 3600)))
+                return fail(err, errlen, "%s needs a number, got '%s'", a, val);
+            if (!strcmp(a, "--seed"))
+                o->seed = strtoull(val, NULL, 10);
+            else
+                o->max_time_s = v;
+        }
+    } else
+        return fail(err, errlen, "unknown option '%s' for kbench model (see kbench help)%s", a, "");
+    return 0;
+}
+
+/* Combinations that cannot mean anything. */
+static int check_combinations(const kb_model_opts *o, char *err, size_t errlen)
+{
+    const int enc = o->mode == KB_TF_ENCODER;
+    if ((o->src_text || o->tgt_text) && (o->src_npy || o->tgt_npy))
+        return fail(err, errlen, "give the inputs as text (--src/--tgt) or as .npy (--src-npy/--tgt-npy), not both%s%s", "", "");
+    if (enc && (o->tgt_text || o->tgt_npy || o->tgt_len))
+        return fail(err, errlen, "the encoder reads no target: drop --tgt, --tgt-npy and --tgt-len%s%s", "", "");
+    if (!enc && (!o->src_text != !o->tgt_text))
+        return fail(err, errlen, "%s needs both --src and --tgt text%s", o->mode == KB_TF_DECODER ? "decoder" : "seq2seq", "");
+    if (!enc && (!o->src_npy != !o->tgt_npy))
+        return fail(err, errlen, "%s needs both --src-npy and --tgt-npy%s", o->mode == KB_TF_DECODER ? "decoder" : "seq2seq", "");
+    if (o->vocab && !o->src_text)
+        return fail(err, errlen, "--vocab applies to text inputs (--src, --tgt)%s%s", "", "");
+    if ((o->src_text || o->src_npy) && (o->batch || o->src_len || o->tgt_len))
+        return fail(err, errlen, "the inputs set the batch and lengths: drop --batch, --src-len and --tgt-len%s%s", "", "");
+    if (o->weights && o->mode != KB_TF_SEQ2SEQ)
+        return fail(err, errlen, "--weights loads a torch.nn.Transformer: use it with seq2seq%s%s", "", "");
+    if (o->weights && (o->d_model || o->d_ff || o->layers))
+        return fail(err, errlen, "the weights set d_model, d_ff and the layers: drop --d-model, --d-ff and --layers%s%s", "", "");
+    if (enc && o->no_causal)
+        return fail(err, errlen, "--no-causal applies to the decoder's self-attention%s%s", "", "");
+    if (!!o->csv_path + !!o->out_dir + !!o->append > 1)
+        return fail(err, errlen, "--csv, --out-dir and --append each name the output; give one%s%s", "", "");
+    return 0;
+}
+
+int kb_model_parse(int argc, char **argv, kb_model_opts *o, char *err, size_t errlen)
+{
+    memset(o, 0, sizeof *o);
+    o->max_time_s = 2.0;
+    o->seed = 1;
+    const char *modes[] = {"encoder", "decoder", "seq2seq"};
+    if (argc < 2)
+        return fail(err, errlen, "model needs a mode: encoder, decoder or seq2seq%s%s", "", "");
+    int m = 0;
+    while (m < 3 && strcmp(argv[1], modes[m]) != 0)
+        ++m;
+    if (m == 3)
+        return fail(err, errlen, "unknown model '%s' (expected encoder, decoder or seq2seq)%s", argv[1], "");
+    o->mode = (kb_tf_mode)m;
+    for (int i = 2; i < argc; ++i)
+        if (parse_flag(argc, argv, &i, o, err, errlen) != 0)
+            return -1;
+    return check_combinations(o, err, errlen);
+}

@@ -1,0 +1,551 @@
+/* The transformer's GPU forward (model/gpu.h).
+ *
+ * One encoder layer on n = B*T tokens of width d:
+ *   qkv  = x Wqkv + b            cuBLASLt, bias in the epilogue      n x 3d
+ *   q, k, v heads                split_heads: (B, T, 3, H, dh) -> 3 x (B, H, T, dh)
+ *   o    = attention(q, k, v)    attention flash_f32 (online softmax, fused)
+ *   cat  = merge_heads(o)        (B, H, T, dh) -> n x d
+ *   x    = LN1(x + cat Wo + bo)  cuBLASLt, then add_layernorm fused
+ *   x    = LN2(x + relu(x W1 + b1) W2 + b2)
+ *                                cuBLASLt RELU_BIAS and BIAS epilogues,
+ *                                then add_layernorm fused
+ * A decoder layer adds cross-attention: q from the decoder, k and v from
+ * the memory (two products over different token counts).
+ *
+ * Weights are uploaded once, in the layout the products read: a PyTorch
+ * Linear weight [out x in] becomes W^T [in x out] row-major (fp32), or the
+ * stacked [Wh; Wl; Wh] [3 in x out] for 3xtf32, each slot 256-byte aligned
+ * so one cuBLASLt plan per (M, N, K, epilogue) serves every layer. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cublasLt.h>
+#include "kernels/add_layernorm.h"
+#include "kernels/attention.h"
+#include "kernels/cuda_util.h"
+#include "kernels/layernorm.h"
+#include "kernels/lt_gemm.h"
+#include "model/gpu.h"
+
+extern "C" const kb_variant attention_flash_f32, add_layernorm_fused, layernorm_welford;
+
+#define TRY(call)                                                                                  \
+    do {                                                                                           \
+        const char *try_err_ = (call);                                                             \
+        if (try_err_)                                                                              \
+            return try_err_;                                                                       \
+    } while (0)
+
+/* ---- kernels: head layout and the tf32 split -------------------------------- */
+
+/* x is n x (parts * H * dh), token-major (b, t); part p goes to out[p] in
+ * (B, H, T, dh) order, the layout the attention op reads. */
+__global__ void split_heads_kernel(const float *__restrict__ x, int parts, int B, int T, int H, int dh,
+                                   float *__restrict__ o0, float *__restrict__ o1, float *__restrict__ o2)
+{
+    const int64_t per_part = (int64_t)B * T * H * dh;
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= per_part * parts)
+        return;
+    const int p = (int)(i / per_part);
+    int64_t r = i % per_part;
+    const int c = (int)(r % dh);
+    r /= dh;
+    const int t = (int)(r % T);
+    r /= T;
+    const int h = (int)(r % H);
+    const int b = (int)(r / H);
+    const int d = H * dh;
+    float *o = p == 0 ? o0 : p == 1 ? o1 : o2;
+    o[i - p * per_part] = x[((int64_t)b * T + t) * parts * d + (int64_t)p * d + h * dh + c];
+}
+
+/* o is (B, H, T, dh); x is n x (H * dh), token-major. */
+__global__ void merge_heads_kernel(const float *__restrict__ o, int B, int T, int H, int dh, float *__restrict__ x)
+{
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    const int d = H * dh;
+    if (i >= (int64_t)B * T * d)
+        return;
+    const int col = (int)(i % d), h = col / dh, c = col % dh;
+    const int64_t token = i / d, b = token / T, t = token % T;
+    x[i] = o[((b * H + h) * T + t) * dh + c];
+}
+
+/* x (M x K) -> [xh xh xl] (M x 3K): xh is x rounded to tf32, xl = x - xh
+ * exactly.  The tensor cores then lose only xl's own tf32 rounding. */
+__global__ void split_tf32_kernel(const float *__restrict__ x, int64_t M, int K, float *__restrict__ out)
+{
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= M * K)
+        return;
+    const float v = x[i];
+    uint32_t bits;
+    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(bits) : "f"(v));
+    const float hi = __uint_as_float(bits);
+    float *row = out + (i / K) * 3 * K + i % K;
+    row[0] = hi;
+    row[K] = hi;
+    row[2 * K] = v - hi;
+}
+
+static unsigned blocks_for(int64_t n) { return (unsigned)KB_CEIL_DIV(n, 256); }
+
+/* ---- weights on the device ---------------------------------------------------- */
+
+namespace {
+
+struct Linear {
+    const float *w, *b;
+    int in, out;
+};
+struct Attn {
+    Linear qkv, q, kv, out;  /* self-attention uses qkv; cross-attention q and kv */
+};
+struct Norm {
+    const float *g, *b;
+};
+struct Layer {
+    Attn self, cross;
+    Linear ff1, ff2;
+    Norm n1, n2, n3;
+};
+struct Plan {
+    int M, N, K;
+    cublasLtEpilogue_t epi;
+    kb_lt_product product;
+};
+
+constexpr int kMaxPlans = 16;
+constexpr int kMaxBuffers = 24;
+
+/* Host-side staging of the device weight block: every tensor gets a
+ * 256-byte-aligned slot, written on the host, then copied up in one go. */
+struct Carver {
+    float *host;
+    float *dev;
+    int64_t used; /* floats */
+    int64_t cap;
+};
+
+}  // namespace
+
+struct kb_tf_gpu {
+    kb_tf_config cfg;
+    kb_tf_mode mode;
+    kb_tf_gemm gemm;
+    int B, Ts, Tt;
+    cublasLtHandle_t lt;
+    void *workspace;
+    float *weights;
+    Layer *enc, *dec;
+    Norm enc_norm, dec_norm;
+    /* Activations.  x[0], x[1] alternate as a stack's running activation;
+     * stack is the last layer's output where a final norm follows. */
+    float *src, *tgt, *out, *mem, *x[2], *stack, *qkv, *heads[3], *o_heads, *cat, *proj, *sum, *hidden, *split;
+    void *buffers[kMaxBuffers];
+    size_t buffer_bytes[kMaxBuffers];
+    int nbuffers;
+    Plan plans[kMaxPlans];
+    int nplans;
+};
+
+static int64_t slot_floats(int64_t n) { return (n + 63) / 64 * 64; }
+
+static float *carve(Carver *cv, int64_t n, float **host)
+{
+    *host = cv->host + cv->used;
+    float *d = cv->dev + cv->used;
+    cv->used += slot_floats(n);
+    return d;
+}
+
+static float tf32_round(float v)
+{
+    uint32_t u;
+    memcpy(&u, &v, sizeof u);
+    u = (u + 0xFFFu + ((u >> 13) & 1u)) & ~0x1FFFu; /* nearest, ties to even */
+    memcpy(&v, &u, sizeof v);
+    return v;
+}
+
+/* Rows [row0, row0 + out) of a PyTorch weight W [* x in] as a product
+ * operand: W^T [in x out], or [Wh; Wl; Wh] [3 in x out] for 3xtf32. */
+static Linear put_linear(Carver *cv, kb_tf_gemm gemm, const float *W, const float *bias, int row0, int out,
+                         int in)
+{
+    const int parts = gemm == KB_TF_GEMM_3XTF32 ? 3 : 1;
+    float *hw, *hb;
+    Linear l = {carve(cv, (int64_t)parts * in * out, &hw), carve(cv, out, &hb), in, out};
+    for (int o = 0; o < out; ++o) {
+        for (int k = 0; k < in; ++k) {
+            const float v = W[(int64_t)(row0 + o) * in + k];
+            if (parts == 1) {
+                hw[(int64_t)k * out + o] = v;
+                continue;
+            }
+            const float h = tf32_round(v);
+            hw[(int64_t)k * out + o] = h;
+            hw[(int64_t)(in + k) * out + o] = v - h;
+            hw[(int64_t)(2 * in + k) * out + o] = h;
+        }
+        hb[o] = bias[row0 + o];
+    }
+    return l;
+}
+
+static Norm put_norm(Carver *cv, const kb_tf_norm *n, int d)
+{
+    float *hg, *hb;
+    Norm r = {carve(cv, d, &hg), carve(cv, d, &hb)};
+    memcpy(hg, n->w, sizeof(float) * d);
+    memcpy(hb, n->b, sizeof(float) * d);
+    return r;
+}
+
+static Attn put_attn(Carver *cv, kb_tf_gemm gemm, const kb_tf_attn *a, int d, int cross)
+{
+    Attn r = {};
+    if (cross) {
+        r.q = put_linear(cv, gemm, a->in_w, a->in_b, 0, d, d);
+        r.kv = put_linear(cv, gemm, a->in_w, a->in_b, d, 2 * d, d);
+    } else
+        r.qkv = put_linear(cv, gemm, a->in_w, a->in_b, 0, 3 * d, d);
+    r.out = put_linear(cv, gemm, a->out_w, a->out_b, 0, d, d);
+    return r;
+}
+
+static void put_layer(Carver *cv, kb_tf_gemm gemm, const kb_tf_layer *L, const kb_tf_config *c, int decoder,
+                      Layer *out)
+{
+    const int d = c->d_model;
+    out->self = put_attn(cv, gemm, &L->self_attn, d, 0);
+    if (decoder)
+        out->cross = put_attn(cv, gemm, &L->cross_attn, d, 1);
+    out->ff1 = put_linear(cv, gemm, L->w1, L->b1, 0, c->d_ff, d);
+    out->ff2 = put_linear(cv, gemm, L->w2, L->b2, 0, d, c->d_ff);
+    out->n1 = put_norm(cv, &L->norm1, d);
+    out->n2 = put_norm(cv, &L->norm2, d);
+    if (decoder)
+        out->n3 = put_norm(cv, &L->norm3, d);
+}
+
+/* Lay out every weight; with cv->host NULL this only counts. */
+static void put_weights(kb_tf_gpu *g, const kb_tf_model *m, Carver *cv)
+{
+    const kb_tf_config *c = &m->cfg;
+    for (int l = 0; l < c->enc_layers && g->mode != KB_TF_DECODER; ++l)
+        put_layer(cv, g->gemm, &m->enc[l], c, 0, &g->enc[l]);
+    for (int l = 0; l < c->dec_layers && g->mode != KB_TF_ENCODER; ++l)
+        put_layer(cv, g->gemm, &m->dec[l], c, 1, &g->dec[l]);
+    if (g->mode == KB_TF_SEQ2SEQ) {
+        g->enc_norm = put_norm(cv, &m->enc_norm, c->d_model);
+        g->dec_norm = put_norm(cv, &m->dec_norm, c->d_model);
+    }
+}
+
+static const char *upload_weights(kb_tf_gpu *g, const kb_tf_model *m)
+{
+    /* A bound on the block: every weight (x3 for 3xtf32) plus a slot's
+     * padding for each of at most 24 tensors a layer. */
+    const int64_t parts = g->gemm == KB_TF_GEMM_3XTF32 ? 3 : 1;
+    const int64_t tensors = 24LL * (m->cfg.enc_layers + m->cfg.dec_layers) + 8;
+    const int64_t cap = parts * kb_tf_weight_count(&m->cfg) + 64 * tensors;
+    Carver cv = {(float *)calloc((size_t)cap, sizeof(float)), NULL, 0, cap};
+    if (!cv.host)
+        return "out of host memory for the weights";
+    cudaError_t e = cudaMalloc(&g->weights, (size_t)cap * sizeof(float));
+    if (e != cudaSuccess) {
+        free(cv.host);
+        return e == cudaErrorMemoryAllocation ? "out of device memory for the weights" : cudaGetErrorString(e);
+    }
+    cv.dev = g->weights;
+    put_weights(g, m, &cv);
+    e = cudaMemcpy(g->weights, cv.host, (size_t)cv.used * sizeof(float), cudaMemcpyHostToDevice);
+    free(cv.host);
+    return kb_cuda_status(e);
+}
+
+/* ---- activations -------------------------------------------------------------- */
+
+static const char *alloc(kb_tf_gpu *g, float **p, int64_t floats)
+{
+    const size_t bytes = (size_t)floats * sizeof(float);
+    cudaError_t e = cudaMalloc((void **)p, bytes);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        return e == cudaErrorMemoryAllocation ? "out of device memory for the activations" : cudaGetErrorString(e);
+    }
+    g->buffers[g->nbuffers] = *p;
+    g->buffer_bytes[g->nbuffers++] = bytes;
+    return NULL;
+}
+
+static const char *alloc_activations(kb_tf_gpu *g)
+{
+    const int64_t d = g->cfg.d_model, ff = g->cfg.d_ff, ns = (int64_t)g->B * g->Ts, nt = (int64_t)g->B * g->Tt;
+    const int64_t n = ns > nt ? ns : nt, widest = ff > d ? ff : d; /* the widest linear input */
+    TRY(alloc(g, &g->src, ns * d));
+    TRY(alloc(g, &g->tgt, nt * d));
+    TRY(alloc(g, &g->out, (g->mode == KB_TF_ENCODER ? ns : nt) * d));
+    TRY(alloc(g, &g->mem, ns * d));
+    TRY(alloc(g, &g->x[0], n * d));
+    TRY(alloc(g, &g->x[1], n * d));
+    TRY(alloc(g, &g->stack, n * d));
+    /* Self-attention's qkv (n x 3d), or cross-attention's q (nt x d) then kv (ns x 2d). */
+    TRY(alloc(g, &g->qkv, (3 * n > nt + 2 * ns ? 3 * n : nt + 2 * ns) * d));
+    for (int i = 0; i < 3; ++i)
+        TRY(alloc(g, &g->heads[i], n * d));
+    TRY(alloc(g, &g->o_heads, n * d));
+    TRY(alloc(g, &g->cat, n * d));
+    TRY(alloc(g, &g->proj, n * d));
+    TRY(alloc(g, &g->sum, n * d));
+    TRY(alloc(g, &g->hidden, n * ff));
+    if (g->gemm == KB_TF_GEMM_3XTF32)
+        TRY(alloc(g, &g->split, 3 * n * widest));
+    return NULL;
+}
+
+/* ---- the forward ---------------------------------------------------------------- */
+
+static const char *plan_for(kb_tf_gpu *g, int M, const Linear &l, int K, cublasLtEpilogue_t epi, const float *A,
+                            const float *Y, const kb_lt_product **out)
+{
+    for (int i = 0; i < g->nplans; ++i) {
+        const Plan &p = g->plans[i];
+        if (p.M == M && p.N == l.out && p.K == K && p.epi == epi) {
+            *out = &p.product;
+            return NULL;
+        }
+    }
+    if (g->nplans == kMaxPlans)
+        return "too many distinct products for the plan cache";
+    Plan &p = g->plans[g->nplans++];
+    p = Plan{M, l.out, K, epi, {}};
+    const cublasComputeType_t compute =
+        g->gemm == KB_TF_GEMM_3XTF32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    *out = &p.product;
+    return kb_lt_plan(&p.product, g->lt, compute, M, l.out, K, epi, l.b, A, l.w, Y);
+}
+
+/* Y (M x out) = epi(X (M x in) W + b). */
+static const char *linear(kb_tf_gpu *g, const Linear &l, int M, const float *X, float *Y, cublasLtEpilogue_t epi,
+                          cudaStream_t s)
+{
+    const float *A = X;
+    int K = l.in;
+    if (g->gemm == KB_TF_GEMM_3XTF32) {
+        split_tf32_kernel<<<blocks_for((int64_t)M * K), 256, 0, s>>>(X, M, K, g->split);
+        TRY(kb_cuda_status(cudaGetLastError()));
+        A = g->split;
+        K *= 3;
+    }
+    const kb_lt_product *p;
+    TRY(plan_for(g, M, l, K, epi, A, Y, &p));
+    return kb_lt_run(p, g->lt, l.b, A, l.w, Y, g->workspace, s);
+}
+
+/* Heads in g->heads[0..2] -> g->cat (B*Tq x d). */
+static const char *attend(kb_tf_gpu *g, int Tq, int Tk, int causal, cudaStream_t s)
+{
+    const int H = g->cfg.heads, dh = g->cfg.d_model / H;
+    const kb_attention_args a = {g->B, H, Tq, Tk, dh, causal, (float)(1.0 / sqrt((double)dh)),
+                                 g->heads[0], g->heads[1], g->heads[2], g->o_heads};
+    TRY(attention_flash_f32.launch(&a, NULL, s));
+    const int64_t n = (int64_t)g->B * Tq * g->cfg.d_model;
+    merge_heads_kernel<<<blocks_for(n), 256, 0, s>>>(g->o_heads, g->B, Tq, H, dh, g->cat);
+    KB_LAUNCHED();
+}
+
+static const char *split(kb_tf_gpu *g, const float *x, int parts, int T, float *o0, float *o1, float *o2,
+                         cudaStream_t s)
+{
+    const int H = g->cfg.heads, dh = g->cfg.d_model / H;
+    const int64_t n = (int64_t)parts * g->B * T * g->cfg.d_model;
+    split_heads_kernel<<<blocks_for(n), 256, 0, s>>>(x, parts, g->B, T, H, dh, o0, o1, o2);
+    KB_LAUNCHED();
+}
+
+/* proj = SelfAttn(x) over T tokens per sequence. */
+static const char *self_attention(kb_tf_gpu *g, const Attn &a, const float *x, int T, int causal, cudaStream_t s)
+{
+    const int M = g->B * T;
+    TRY(linear(g, a.qkv, M, x, g->qkv, CUBLASLT_EPILOGUE_BIAS, s));
+    TRY(split(g, g->qkv, 3, T, g->heads[0], g->heads[1], g->heads[2], s));
+    TRY(attend(g, T, T, causal, s));
+    return linear(g, a.out, M, g->cat, g->proj, CUBLASLT_EPILOGUE_BIAS, s);
+}
+
+/* proj = CrossAttn(y, mem): queries from Tt decoder tokens, keys and values
+ * from Ts memory tokens. */
+static const char *cross_attention(kb_tf_gpu *g, const Attn &a, const float *y, const float *mem, cudaStream_t s)
+{
+    float *q = g->qkv, *kv = g->qkv + (int64_t)g->B * g->Tt * g->cfg.d_model;
+    TRY(linear(g, a.q, g->B * g->Tt, y, q, CUBLASLT_EPILOGUE_BIAS, s));
+    TRY(linear(g, a.kv, g->B * g->Ts, mem, kv, CUBLASLT_EPILOGUE_BIAS, s));
+    TRY(split(g, q, 1, g->Tt, g->heads[0], NULL, NULL, s));
+    TRY(split(g, kv, 2, g->Ts, g->heads[1], g->heads[2], NULL, s));
+    TRY(attend(g, g->Tt, g->Ts, 0, s));
+    return linear(g, a.out, g->B * g->Tt, g->cat, g->proj, CUBLASLT_EPILOGUE_BIAS, s);
+}
+
+/* proj = relu(x W1 + b1) W2 + b2 */
+static const char *feed_forward(kb_tf_gpu *g, const Layer &L, const float *x, int M, cudaStream_t s)
+{
+    TRY(linear(g, L.ff1, M, x, g->hidden, CUBLASLT_EPILOGUE_RELU_BIAS, s));
+    return linear(g, L.ff2, M, g->hidden, g->proj, CUBLASLT_EPILOGUE_BIAS, s);
+}
+
+/* y = LN(x + proj); g->sum takes the sum, which the model does not need. */
+static const char *add_norm(kb_tf_gpu *g, const float *x, const Norm &n, int M, float *y, cudaStream_t s)
+{
+    const kb_add_layernorm_args a = {M, g->cfg.d_model, g->cfg.eps, x, g->proj, n.g, n.b, y, g->sum};
+    return add_layernorm_fused.launch(&a, NULL, s);
+}
+
+static const char *final_norm(kb_tf_gpu *g, const float *x, const Norm &n, int M, float *y, cudaStream_t s)
+{
+    const kb_layernorm_args a = {M, g->cfg.d_model, g->cfg.eps, x, n.g, n.b, y};
+    return layernorm_welford.launch(&a, NULL, s);
+}
+
+/* x = LN(x + proj), a residual step.  The running activation moves to the
+ * other running buffer, or to the stack's destination (never a running
+ * buffer) on its last step. */
+static const char *residual(kb_tf_gpu *g, const float **x, const Norm &n, int M, int last, float *dst,
+                            cudaStream_t s)
+{
+    float *y = last ? dst : *x == g->x[0] ? g->x[1] : g->x[0];
+    TRY(add_norm(g, *x, n, M, y, s));
+    *x = y;
+    return NULL;
+}
+
+/* The encoder stack from src, ending in dst. */
+static const char *encoder_stack(kb_tf_gpu *g, float *dst, cudaStream_t s)
+{
+    const int M = g->B * g->Ts, layers = g->cfg.enc_layers;
+    const float *x = g->src;
+    for (int l = 0; l < layers; ++l) {
+        const Layer &L = g->enc[l];
+        TRY(self_attention(g, L.self, x, g->Ts, 0, s));
+        TRY(residual(g, &x, L.n1, M, 0, dst, s));
+        TRY(feed_forward(g, L, x, M, s));
+        TRY(residual(g, &x, L.n2, M, l + 1 == layers, dst, s));
+    }
+    return NULL;
+}
+
+static const char *decoder_stack(kb_tf_gpu *g, const float *mem, float *dst, cudaStream_t s)
+{
+    const int M = g->B * g->Tt, layers = g->cfg.dec_layers;
+    const float *x = g->tgt;
+    for (int l = 0; l < layers; ++l) {
+        const Layer &L = g->dec[l];
+        TRY(self_attention(g, L.self, x, g->Tt, g->cfg.causal, s));
+        TRY(residual(g, &x, L.n1, M, 0, dst, s));
+        TRY(cross_attention(g, L.cross, x, mem, s));
+        TRY(residual(g, &x, L.n2, M, 0, dst, s));
+        TRY(feed_forward(g, L, x, M, s));
+        TRY(residual(g, &x, L.n3, M, l + 1 == layers, dst, s));
+    }
+    return NULL;
+}
+
+extern "C" const char *kb_tf_gpu_encode(kb_tf_gpu *g, cudaStream_t s)
+{
+    if (g->mode == KB_TF_ENCODER)
+        return encoder_stack(g, g->out, s);
+    if (g->mode == KB_TF_DECODER)
+        return NULL;
+    /* seq2seq: the stack's last step lands in a running buffer, and the
+     * final norm writes the memory the decoder reads. */
+    TRY(encoder_stack(g, g->stack, s));
+    return final_norm(g, g->stack, g->enc_norm, g->B * g->Ts, g->mem, s);
+}
+
+extern "C" const char *kb_tf_gpu_decode(kb_tf_gpu *g, cudaStream_t s)
+{
+    if (g->mode == KB_TF_ENCODER)
+        return NULL;
+    if (g->mode == KB_TF_DECODER)
+        return decoder_stack(g, g->src, g->out, s);
+    TRY(decoder_stack(g, g->mem, g->stack, s));
+    return final_norm(g, g->stack, g->dec_norm, g->B * g->Tt, g->out, s);
+}
+
+/* ---- lifetime ------------------------------------------------------------------- */
+
+static const char *create(kb_tf_gpu *g, const kb_tf_model *m)
+{
+    g->enc = (Layer *)calloc((size_t)m->cfg.enc_layers + 1, sizeof(Layer));
+    g->dec = (Layer *)calloc((size_t)m->cfg.dec_layers + 1, sizeof(Layer));
+    if (!g->enc || !g->dec)
+        return "out of host memory";
+    TRY(upload_weights(g, m));
+    TRY(alloc_activations(g));
+    cudaError_t e = cudaMalloc(&g->workspace, KB_LT_WORKSPACE_BYTES);
+    if (e != cudaSuccess)
+        return e == cudaErrorMemoryAllocation ? "out of device memory for the cuBLASLt workspace" : cudaGetErrorString(e);
+    if (cublasLtCreate(&g->lt) != CUBLAS_STATUS_SUCCESS)
+        return "cannot create a cuBLASLt handle";
+    const kb_attention_args shape = {g->B, m->cfg.heads, 1, 1, m->cfg.d_model / m->cfg.heads};
+    void *ctx = NULL;
+    return attention_flash_f32.setup(&shape, &ctx);
+}
+
+extern "C" const char *kb_tf_gpu_create(const kb_tf_model *m, kb_tf_mode mode, int B, int Ts, int Tt,
+                                        kb_tf_gemm gemm, kb_tf_gpu **out)
+{
+    kb_tf_gpu *g = (kb_tf_gpu *)calloc(1, sizeof *g);
+    *out = NULL;
+    if (!g)
+        return "out of host memory";
+    g->cfg = m->cfg;
+    g->mode = mode;
+    g->gemm = gemm;
+    g->B = B;
+    g->Ts = Ts;
+    g->Tt = Tt;
+    const char *err = create(g, m);
+    if (err) {
+        kb_tf_gpu_destroy(g);
+        return err;
+    }
+    *out = g;
+    return NULL;
+}
+
+extern "C" void kb_tf_gpu_destroy(kb_tf_gpu *g)
+{
+    if (!g)
+        return;
+    for (int i = 0; i < g->nplans; ++i)
+        kb_lt_destroy(&g->plans[i].product);
+    if (g->lt)
+        cublasLtDestroy(g->lt);
+    for (int i = 0; i < g->nbuffers; ++i)
+        cudaFree(g->buffers[i]);
+    cudaFree(g->workspace);
+    cudaFree(g->weights);
+    free(g->enc);
+    free(g->dec);
+    free(g);
+}
+
+extern "C" const char *kb_tf_gpu_poison(kb_tf_gpu *g)
+{
+    for (int i = 0; i < g->nbuffers; ++i)
+        if (g->buffers[i] != g->src && g->buffers[i] != g->tgt)
+            TRY(kb_cuda_status(cudaMemset(g->buffers[i], 0xFF, g->buffer_bytes[i])));
+    return NULL;
+}
+
+extern "C" float *kb_tf_gpu_src(kb_tf_gpu *g) { return g->src; }
+extern "C" float *kb_tf_gpu_tgt(kb_tf_gpu *g) { return g->tgt; }
+extern "C" float *kb_tf_gpu_out(kb_tf_gpu *g) { return g->out; }
+
+extern "C" const char *kb_tf_gemm_name(kb_tf_gemm gemm)
+{
+    return gemm == KB_TF_GEMM_3XTF32 ? "3xtf32" : "fp32";
+}

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# `kbench model` without a GPU: bad input gets exit 2 and one line naming the
+# problem; --cpu-only runs the C reference and writes its output as .npy,
+# which reads back as input; seeds, the causal mask and text inputs change
+# the output as they should; with no GPU the GPU path says so and exits 1.
+set -u
+kbench=$(realpath "$1")
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work" || exit 1
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+expect() { # expect CODE PATTERN ARGS...
+    local code=$1 pattern=$2
+    shift 2
+    "$kbench" model "$@" >stdout 2>stderr
+    local rc=$? lines
+    lines=$(wc -l <stderr)
+    if [[ $rc -ne $code || $lines -ne 1 ]] || ! grep -q -- "$pattern" stderr; then
+        fail "kbench model $* -> rc=$rc (want $code), stderr ($lines lines): $(cat stderr)"
+    fi
+}
+
+run_cpu() { # run_cpu OUT.npy ARGS...: a --cpu-only run that must succeed
+    local out=$1
+    shift
+    "$kbench" model "$@" --cpu-only --out "$out" >stdout 2>stderr || fail "kbench model $* --cpu-only: $(cat stderr)"
+}
+
+small=(--d-model 16 --heads 2 --d-ff 24 --layers 2)
+expect 2 "needs a mode"
+expect 2 "unknown model 'gpt'" gpt
+expect 2 "unknown option '--frob'" seq2seq --frob
+expect 2 "--batch needs an integer" seq2seq --batch 0
+expect 2 "--heads needs an integer" seq2seq --heads x
+expect 2 "not a multiple of --heads 4" seq2seq --d-model 10 --heads 4
+expect 2 "unknown --gemm 'bf16'" seq2seq --gemm bf16
+expect 2 "encoder reads no target" encoder --tgt-len 5
+expect 2 "needs both --src and --tgt" seq2seq --src "a b"
+expect 2 "needs both --src-npy and --tgt-npy" decoder --src-npy x.npy
+expect 2 "not both" seq2seq --src a --tgt b --src-npy x.npy --tgt-npy y.npy
+expect 2 "use it with seq2seq" encoder --weights w.safetensors
+expect 2 "drop --d-model" seq2seq --weights w.safetensors --d-model 8
+expect 2 "applies to the decoder" encoder --no-causal
+expect 2 "drop --batch" seq2seq --src a --tgt b --batch 2
+expect 2 "missing.safetensors: cannot open" seq2seq --weights missing.safetensors
+head -c 100 /dev/urandom >junk.safetensors
+expect 2 "junk.safetensors" seq2seq --weights junk.safetensors
+expect 2 "missing.npy: cannot open" seq2seq --src-npy missing.npy --tgt-npy missing.npy
+expect 2 "holds no tokens" encoder --src "   " "${small[@]}"
+
+# The reference's output reads back as input: an encoder's (B, Ts, d) output
+# is a valid source for seq2seq, and the shapes come from the files.
+run_cpu enc.npy encoder --batch 3 --src-len 5 "${small[@]}"
+run_cpu dec.npy decoder --batch 3 --src-len 5 --tgt-len 4 "${small[@]}"
+grep -q "(3, 5, 16)" enc.npy || fail "encoder output is not (3, 5, 16)"
+grep -q "(3, 4, 16)" dec.npy || fail "decoder output is not (3, 4, 16)"
+run_cpu s2s.npy seq2seq --src-npy enc.npy --tgt-npy dec.npy "${small[@]}"
+grep -q "(3, 4, 16)" s2s.npy || fail "seq2seq output is not (3, 4, 16)"
+expect 2 "expected float32 (B, T, 8)" seq2seq --src-npy enc.npy --tgt-npy dec.npy --d-model 8 --heads 2
+
+# Same seed, same output; another seed or the mask off, another output.
+run_cpu a.npy seq2seq --batch 2 --src-len 5 --tgt-len 4 "${small[@]}"
+run_cpu b.npy seq2seq --batch 2 --src-len 5 --tgt-len 4 "${small[@]}"
+run_cpu c.npy seq2seq --batch 2 --src-len 5 --tgt-len 4 "${small[@]}" --seed 2
+run_cpu d.npy seq2seq --batch 2 --src-len 5 --tgt-len 4 "${small[@]}" --no-causal
+cmp -s a.npy b.npy || fail "the same seed gave different outputs"
+cmp -s a.npy c.npy && fail "another seed gave the same output"
+cmp -s a.npy d.npy && fail "--no-causal gave the causal output"
+
+# Text goes through the tokenizer: one sequence, a token each word.
+run_cpu t.npy seq2seq --src "the cat sat on the mat" --tgt "a dog" "${small[@]}"
+grep -q "(1, 2, 16)" t.npy || fail "text output is not (1, 2, 16)"
+grep -q "B=1 Ts=6 Tt=2" stdout || fail "text input did not give B=1 Ts=6 Tt=2: $(cat stdout)"
+
+# Without a GPU the GPU path stops with one line and exit 1.
+if ! nvidia-smi -L >/dev/null 2>&1; then
+    expect 1 "no CUDA device found" encoder --batch 1 --src-len 3 "${small[@]}"
+fi
+[[ $failures -eq 0 ]] && echo "all model CLI checks passed"
+exit $((failures > 0))
