@@ -36,10 +36,7 @@ shape=(--batch 32 --src-len 128 --d-model 512 --heads 8 --d-ff 2048)
 timeout 120 "$kbench" model encoder "${shape[@]}" --layers 1 --csv "$work/enc.csv" >"$out/model.log" 2>&1
 timeout 120 "$kbench" model decoder "${shape[@]}" --tgt-len 128 --layers 1 --csv "$work/dec.csv" >>"$out/model.log" 2>&1
 timeout 200 "$kbench" model seq2seq "${shape[@]}" --tgt-len 128 --layers 6 --csv "$work/s2s.csv" >>"$out/model.log" 2>&1
-# One CSV: the first file's metadata and header, then every file's rows.
-awk 'FNR == 1 { body = 0 } /^#/ { if (NR == FNR) print; next }
-     !body { body = 1; if (NR == FNR) print; next } { print }' \
-    "$work/enc.csv" "$work/dec.csv" "$work/s2s.csv" >"$out/model.csv"
+bash tools/merge_csv.sh "$out/model.csv" "$work/enc.csv" "$work/dec.csv" "$work/s2s.csv"
 PYTHONUNBUFFERED=1 timeout "${TORCH_S:-240}" python3 peers/torch_transformer.py --kbench "$kbench" \
     --work "$work" --csv "$out/model.csv" >"$out/torch.log" 2>&1
 torch=$?
