@@ -60,7 +60,7 @@ function check_name(s) {
 
 # Compute-bound ops are measured in FLOP/s, the rest in bytes moved per second.
 function flop_op(op) {
-    return op ~ /^(matmul|attention|ffn)/
+    return op ~ /^(matmul|attention|ffn|encoder-layer|decoder-layer|seq2seq)/
 }
 
 function keep_row(f,    op, var, dtype, x, y, key) {
