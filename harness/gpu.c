@@ -17,11 +17,18 @@ static void driver_version(char *buf, size_t len)
     char line[512];
     int v = 0;
     if (f && fgets(line, sizeof line, f)) {
+        /* "... Kernel Module  580.95.05 ..." or, for the open modules,
+         * "... Open Kernel Module for x86_64  580.159.04 ...": the version
+         * is the first word after "Kernel Module" that starts with a digit. */
         const char *p = strstr(line, "Kernel Module");
-        if (p && sscanf(p, "Kernel Module %63s", buf) == 1 && len > 64) {
-            fclose(f);
-            return;
-        }
+        char word[64];
+        int used = 0;
+        while (p && len > 64 && sscanf(p += used, " %63s%n", word, &used) == 1)
+            if (word[0] >= '0' && word[0] <= '9' && strchr(word, '.')) {
+                snprintf(buf, len, "%s", word);
+                fclose(f);
+                return;
+            }
     }
     if (f)
         fclose(f);

@@ -203,13 +203,14 @@ def main():
         print(f"{op:14s} torch {dtype:4s} {shape:22s} {timing[0]:10.4f} ms {row['gflop_s']:>12s} GFLOP/s "
               f"{row['gb_s']:>10s} GB/s  err {err:.2e}", flush=True)
         del inputs
-    meta.append(f"# torch: {torch.__version__}")
+    meta = [m for m in meta if not m.startswith("# torch: ")] + [f"# torch: {torch.__version__}"]
     tmp = f"{args.csv}.tmp.{os.getpid()}"
     with open(tmp, "w", newline="") as f:
         f.write("\n".join(meta) + "\n")
         w = csv.DictWriter(f, fieldnames=fields, lineterminator="\n")
         w.writeheader()
-        w.writerows([r for r in rows if r["variant"] != "torch"] + added)
+        # Torch rows of other ops (the model's, say) stay; this run's ops are replaced.
+        w.writerows([r for r in rows if r["variant"] != "torch" or r["op"] not in wanted] + added)
     os.replace(tmp, args.csv)
     print(f"torch_peers: added {len(added)} torch rows to {args.csv}")
 
