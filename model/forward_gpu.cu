@@ -20,15 +20,17 @@
  * Prediction.  At B=32, T=128, d=512, h=8, ff=2048 the products are 96% of
  * an encoder layer's 26.8 GFLOP.  fp32: cuBLASLt SGEMM ran the ffn op's
  * 4096x512x2048 at 46 TFLOP/s, so ~0.60 ms for the products and ~0.7 ms a
- * layer, level with PyTorch eager (0.71-0.83 ms on this H100).  3xtf32:
+ * layer, level with PyTorch eager (0.70-0.83 ms on this H100).  3xtf32:
  * three times the FLOPs at the tf32 tensor rate (~400 TFLOP/s measured for
  * bf16/2), ~0.2-0.3 ms, plus the splits' traffic (each product's input
  * written three times): ~1.5x over fp32.  CUDA graphs save the launch gaps
  * of ~15 kernels a layer: a few percent at these sizes.
- * Measured on H100 (results/h100/, cold L2, compute only, graph):
- *   encoder layer  fp32 0.698 ms, 3xtf32 0.448 ms (PyTorch eager 0.710)
- *   decoder layer  fp32 1.002 ms, 3xtf32 0.670 ms (PyTorch eager 1.445)
- *   seq2seq 6+6    fp32 10.11 ms, 3xtf32 6.62 ms  (PyTorch eager 12.77)
+ * Measured on H100 (results/h100/kbench-20261122-full.csv, cold L2,
+ * encoder and decoder phases, graph):
+ *   encoder layer  fp32 0.694 ms, 3xtf32 0.446 ms (PyTorch eager 0.703)
+ *   decoder layer  fp32 1.003 ms, 3xtf32 0.669 ms (PyTorch eager 1.378)
+ *   seq2seq 6+6    fp32 10.08 ms, 3xtf32 6.59 ms  (PyTorch eager 12.58)
+ * Plain stream launches are 2-5% slower than the graphs.
  * Relative L2 error against the double reference: fp32 1.7e-7 to 4.6e-7,
  * 3xtf32 5.9e-6 to 1.8e-5: larger than the dropped tail term predicts,
  * so the tensor cores' own accumulation likely costs more than the split.
