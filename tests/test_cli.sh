@@ -1,12 +1,7 @@
 #!/usr/bin/env bash
 # CLI error paths: each bad input gets exit code 2, one line on stderr naming
 # the problem, and writes nothing.  No GPU is needed (or used).
-set -u
-kbench=$(realpath "$1")
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cd "$work" || exit 1
-failures=0
+source "$(dirname "$(realpath "$0")")/shell_test.sh" "$1"
 
 expect() { # expect CODE PATTERN ARGS...
     local code=$1 pattern=$2

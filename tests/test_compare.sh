@@ -1,12 +1,7 @@
 #!/usr/bin/env bash
 # kbench compare: verdicts, exit codes and bad input, on small hand-written
 # CSVs.  No GPU is needed.
-set -u
-kbench=$(realpath "$1")
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cd "$work" || exit 1
-failures=0
+source "$(dirname "$(realpath "$0")")/shell_test.sh" "$1"
 
 header=op,variant,dtype,math,shape_fields,shape,d1,d2,d3,d4,d5,d6,flops,bytes,median_ms,min_ms,max_ms,rel_stdev_pct,samples,gflop_s,gb_s,speedup_x,max_abs_err,rel_l2_err,tol_at_max_err,rows_checked,rows_total,l2,status,reason
 

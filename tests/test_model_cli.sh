@@ -3,12 +3,7 @@
 # problem; --cpu-only runs the C reference and writes its output as .npy,
 # which reads back as input; seeds, the causal mask and text inputs change
 # the output as they should; with no GPU the GPU path says so and exits 1.
-set -u
-kbench=$(realpath "$1")
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cd "$work" || exit 1
-failures=0
+source "$(dirname "$(realpath "$0")")/shell_test.sh" "$1"
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
 expect() { # expect CODE PATTERN ARGS...
