@@ -169,11 +169,22 @@ static int inputs_from_text(const kb_model_opts *o, int d, model_inputs *in, cha
     return 0;
 }
 
+/* The kernels index tokens with int: refuse batches past 2^30 of them. */
+static int too_many_tokens(const model_inputs *in, char *err, size_t errlen)
+{
+    if ((int64_t)in->B * (in->Ts > in->Tt ? in->Ts : in->Tt) <= (1 << 30))
+        return 0;
+    snprintf(err, errlen, "batch x length is over 2^30 tokens");
+    return 1;
+}
+
 static int random_inputs(const kb_model_opts *o, int d, model_inputs *in, char *err, size_t errlen)
 {
     in->B = o->batch ? o->batch : 32;
     in->Ts = o->src_len ? o->src_len : 128;
     in->Tt = o->tgt_len ? o->tgt_len : 128;
+    if (too_many_tokens(in, err, errlen))
+        return -1;
     const int64_t ns = (int64_t)in->B * in->Ts * d, nt = (int64_t)in->B * in->Tt * d;
     in->src = malloc(sizeof(float) * (size_t)ns);
     in->tgt = malloc(sizeof(float) * (size_t)nt);
@@ -191,10 +202,8 @@ static int load_inputs(const kb_model_opts *o, const kb_tf_config *c, model_inpu
     int rc = o->src_npy ? inputs_from_npy(o, c->d_model, in, err, errlen)
              : o->src_text ? inputs_from_text(o, c->d_model, in, err, errlen)
                            : random_inputs(o, c->d_model, in, err, errlen);
-    if (rc == 0 && (int64_t)in->B * (in->Ts > in->Tt ? in->Ts : in->Tt) > (1 << 30)) {
-        snprintf(err, errlen, "batch x length is over 2^30 tokens");
+    if (rc == 0 && too_many_tokens(in, err, errlen))
         rc = -1;
-    }
     if (rc == 0 && c->d_model % c->heads) {
         snprintf(err, errlen, "d_model %d is not a multiple of --heads %d", c->d_model, c->heads);
         rc = -1;
@@ -665,7 +674,8 @@ static int gpu_model(const kb_model_opts *o, const kb_tf_model *m, const model_i
             rc = prc < 0 ? -1 : rc | prc;
             first = 0;
         }
-    printf("wrote %s\n", co->csv);
+    if (co->nrows)
+        printf("wrote %s\n", co->csv);
     close_gpu(&r);
     free(ref.seq);
     free(ref.ref);

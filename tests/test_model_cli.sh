@@ -39,6 +39,7 @@ expect 2 "use it with seq2seq" encoder --weights w.safetensors
 expect 2 "drop --d-model" seq2seq --weights w.safetensors --d-model 8
 expect 2 "applies to the decoder" encoder --no-causal
 expect 2 "drop --batch" seq2seq --src a --tgt b --batch 2
+expect 2 "over 2^30 tokens" seq2seq --batch 65536 --src-len 65536
 expect 2 "missing.safetensors: cannot open" seq2seq --weights missing.safetensors
 head -c 100 /dev/urandom >junk.safetensors
 expect 2 "junk.safetensors" seq2seq --weights junk.safetensors
