@@ -27,8 +27,11 @@
  * Pipeline (one K and one V buffer): K(t+1) is copied (cp.async, 16-byte,
  * zero-filled past the ends) while O += P V(t) runs, V(t+1) while the
  * scores of tile t+1 run.  103 KiB of shared memory and 128 registers at
- * D = 64: two blocks (16 warps) per SM; D = 128 takes 167 KiB and ~245
- * registers, one block per SM.  D is padded to 32, 64 or 128 in shared
+ * D = 64: two blocks (16 warps) per SM; D = 128 takes 167 KiB and 168
+ * registers (ptxas, CUDA 13.0), one block (8 warps) per SM: shared memory,
+ * not registers, caps D = 128.  A 64-row block with 32-key tiles (128
+ * threads, 75.5 KiB) still fits only two per SM (three need 229.5 KiB with
+ * the per-block reserve), so it would not raise occupancy.  D is padded to 32, 64 or 128 in shared
  * memory (zeros); D % 4 != 0 takes 4-byte copies; D > 128 takes a slow
  * row-per-warp kernel (any D up to 7168).
  *
