@@ -40,12 +40,12 @@ __global__ void __launch_bounds__(Cfg::BLOCK) add_layernorm_fused_kernel(int R, 
         const int col = kb_pack_col<Cfg>(k, p.rank);
         if (col < p.cols) {
             float a[Cfg::VEC], b[Cfg::VEC];
-            kb_load_stream(a, x + p.base + col);
-            kb_load_stream(b, r + p.base + col);
+            kb_load_once(a, x + p.base + col);
+            kb_load_once(b, r + p.base + col);
 #pragma unroll
             for (int j = 0; j < Cfg::VEC; ++j)
                 d[k][j] = a[j] + b[j];
-            kb_store_stream(sum + p.base + col, d[k]);
+            kb_store_once(sum + p.base + col, d[k]);
 #pragma unroll
             for (int j = 0; j < Cfg::VEC; ++j)
                 d[k][j] -= shift;

@@ -61,7 +61,7 @@ attention_causal_softmax_kernel(int R, int C, int Tq, float *S)
     for (int k = 0; k < Cfg::PACKS; ++k) {
         const int col = kb_pack_col<Cfg>(k, p.rank);
         if (col < keys) /* keys <= C: the pack lies inside the row */
-            kb_load_stream(v[k], S + p.base + col);
+            kb_load_once(v[k], S + p.base + col);
 #pragma unroll
         for (int j = 0; j < Cfg::VEC; ++j)
             if (col + j >= keys)

@@ -43,13 +43,18 @@ __global__ void __launch_bounds__(Cfg::BLOCK) layernorm_welford_kernel(int R, in
 #pragma unroll
     for (int k = 0; k < Cfg::PACKS; ++k) {
         const int col = kb_pack_col<Cfg>(k, p.rank);
-        if (col < p.cols) {
-            kb_load_stream(d[k], x + p.base + col);
+        if (col < p.cols)
+            kb_load_once(d[k], x + p.base + col);
+        else
 #pragma unroll
             for (int j = 0; j < Cfg::VEC; ++j)
-                d[k][j] -= shift;
-        }
+                d[k][j] = shift; /* past the row: never pushed or stored */
     }
+#pragma unroll
+    for (int k = 0; k < Cfg::PACKS; ++k)
+#pragma unroll
+        for (int j = 0; j < Cfg::VEC; ++j)
+            d[k][j] -= shift;
     const KbWelford w = kb_row_welford<Cfg>(d, p.cols, p.rank);
     kb_row_layernorm_store<Cfg>(d, w.mean, kb_welford_rstd(w, C, eps), gamma, beta, y + p.base, p.cols, p.rank);
 }

@@ -36,7 +36,7 @@ __global__ void __launch_bounds__(Cfg::BLOCK) rmsnorm_vectorized_kernel(int R, i
     for (int k = 0; k < Cfg::PACKS; ++k) {
         const int col = kb_pack_col<Cfg>(k, p.rank);
         if (col < p.cols) {
-            kb_load_stream(v[k], x + p.base + col);
+            kb_load_once(v[k], x + p.base + col);
 #pragma unroll
             for (int j = 0; j < Cfg::VEC; ++j)
                 sq = fmaf(v[k][j], v[k][j], sq);
@@ -53,7 +53,7 @@ __global__ void __launch_bounds__(Cfg::BLOCK) rmsnorm_vectorized_kernel(int R, i
 #pragma unroll
             for (int j = 0; j < Cfg::VEC; ++j)
                 v[k][j] = v[k][j] * rrms * g[j];
-            kb_store_stream(y + p.base + col, v[k]);
+            kb_store_once(y + p.base + col, v[k]);
         }
     }
 }

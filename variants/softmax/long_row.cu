@@ -68,7 +68,7 @@ __global__ void __launch_bounds__(BLOCK, 2) softmax_long_row_kernel(int C, int s
         for (int i = 0; i < ITEMS; ++i) {
             const int col = base + (i * BLOCK + (int)threadIdx.x) * VEC;
             if (col < n)
-                kb_load_stream(v[i], in + col);
+                kb_load_once(v[i], in + col);
         }
 #pragma unroll
         for (int i = 0; i < ITEMS; ++i) {
@@ -107,7 +107,7 @@ __global__ void __launch_bounds__(BLOCK, 2) softmax_long_row_kernel(int C, int s
 #pragma unroll
         for (int j = 0; j < VEC; ++j)
             v[j] = expf(v[j] - mx) * inv;
-        kb_store_stream(out + col, v);
+        kb_store_once(out + col, v);
     }
     cluster.barrier_wait(std::move(done_reading)); /* peers are done with block_stat */
 }

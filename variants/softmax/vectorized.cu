@@ -43,7 +43,7 @@ __global__ void __launch_bounds__(Cfg::BLOCK) softmax_vectorized_kernel(int R, i
     for (int k = 0; k < Cfg::PACKS; ++k) {
         const int col = kb_pack_col<Cfg>(k, p.rank);
         if (col < p.cols)
-            kb_load_stream(v[k], x + p.base + col);
+            kb_load_once(v[k], x + p.base + col);
         else
 #pragma unroll
             for (int j = 0; j < Cfg::VEC; ++j)
