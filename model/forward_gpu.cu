@@ -27,9 +27,9 @@
  * of ~15 kernels a layer: a few percent at these sizes.
  * Measured on H100 (results/h100/kbench-20261122-full.csv, cold L2,
  * encoder and decoder phases, graph):
- *   encoder layer  fp32 0.694 ms, 3xtf32 0.446 ms (PyTorch eager 0.703)
- *   decoder layer  fp32 1.003 ms, 3xtf32 0.669 ms (PyTorch eager 1.378)
- *   seq2seq 6+6    fp32 10.08 ms, 3xtf32 6.59 ms  (PyTorch eager 12.58)
+ *   encoder layer  fp32 0.700 ms, 3xtf32 0.447 ms (PyTorch eager 0.731)
+ *   decoder layer  fp32 0.998 ms, 3xtf32 0.668 ms (PyTorch eager 1.390)
+ *   seq2seq 6+6    fp32 10.06 ms, 3xtf32 6.45 ms  (PyTorch eager 12.68)
  * Plain stream launches are 2-5% slower than the graphs.
  * Relative L2 error against the double reference: fp32 1.7e-7 to 4.6e-7,
  * 3xtf32 5.9e-6 to 1.8e-5: larger than the dropped tail term predicts,

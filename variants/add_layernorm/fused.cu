@@ -14,9 +14,9 @@
  * launch instead of two.
  * Prediction: 1.5x unfused (16 bytes moved per element instead of 24), close
  * to layernorm welford's fraction of the copy ceiling (~90%).
- * Measured on H100 (results/h100/, cold L2): 2,799 GB/s (93.1% of the copy
- * ceiling) at 16384x4096; 2,807 GB/s (93.3% of the copy ceiling) at
- * 65536x768.
+ * Measured on H100 (results/h100/kbench-20261122-full.csv, cold L2):
+ * 2,875 GB/s (95.5% of the copy ceiling) at 16384x4096; 2,900 GB/s (96.3%)
+ * at 65536x768; plain loads and stores on the register path gave +2-3%.
  * Gap to the limit: as layernorm welford: the reduction with no loads in
  * flight for that row; twice the registers per element loaded in flight
  * (x and r) but the same 32 floats of sum held per thread. */
