@@ -7,7 +7,7 @@
  * mean, M2) triples merge by Chan's formula through shuffles (and one value
  * per warp in shared memory for a block).  y = (d - mean) * rstd * gamma +
  * beta is then computed from the same registers and stored: x read once, y
- * written once, 16-byte evict-first accesses (gamma and beta, reused by
+ * written once, 16-byte plain accesses (gamma and beta, reused by
  * every row, go through the cached read-only path).  The device code is
  * shared with add_layernorm (kb_row_welford, kb_row_layernorm_store).
  * Rows longer than 32768 (16384 for C % 4 != 0, which takes scalar packs)

@@ -1,5 +1,5 @@
 /* rmsnorm vectorized: the row in registers, read once and written once.
- * Each thread loads its share of the row as float4 packs (evict-first), the
+ * Each thread loads its share of the row as float4 packs (plain loads), the
  * sum of squares is reduced over the row's group of threads (shuffles; one
  * value per warp through shared memory for a block), and y = x * rrms *
  * gamma is stored from the same registers.  Spread of a row by C

@@ -9,7 +9,7 @@
  *   C <= 32768: one block of C/32 threads (64..1024) per row, shuffles then
  *     one value per warp through shared memory (C <= 16384, C/16 threads,
  *     for scalar packs).
- * float4 (LDG.E.128/STG.E.128, evict-first: x and y are streamed) when
+ * float4 (LDG.E.128/STG.E.128; the two-read path's are evict-first) when
  * C % 4 == 0, which keeps every row 16-byte aligned; other C take the same
  * code with scalar packs.
  * Longer rows do not fit in registers (1024 threads x 32 floats):
