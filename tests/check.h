@@ -18,4 +18,15 @@ static int check_failures;
 
 #define CHECK_DONE() (check_failures ? (fprintf(stderr, "%d checks failed\n", check_failures), 1) : 0)
 
+/* A GPU test's first step (needs harness/harness.h): open device 0 into
+ * *dev, or print one line and exit 77, meson's skip. */
+#define SKIP_WITHOUT_GPU(what, dev)                                              \
+    do {                                                                         \
+        char skip_err_[512];                                                     \
+        if (kb_gpu_open(0, (dev), skip_err_, sizeof skip_err_) != 0) {           \
+            printf("skipping %s: %s\n", what, skip_err_);                        \
+            return 77;                                                           \
+        }                                                                        \
+    } while (0)
+
 #endif

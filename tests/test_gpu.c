@@ -83,11 +83,7 @@ static void timing_is_recorded(void)
 int main(void)
 {
     kb_device_info dev;
-    char err[256];
-    if (kb_gpu_open(0, &dev, err, sizeof err) != 0) {
-        printf("skipping the GPU suite: %s\n", err);
-        return 77;
-    }
+    SKIP_WITHOUT_GPU("the GPU suite", &dev);
     if (cudaMalloc(&flush, flush_bytes) != cudaSuccess) {
         printf("cannot allocate the flush buffer\n");
         return 1;

@@ -138,11 +138,7 @@ static void wrong_bias_is_caught(void)
 int main(void)
 {
     kb_device_info dev;
-    char err[512];
-    if (kb_gpu_open(0, &dev, err, sizeof err) != 0) {
-        printf("skipped: %s\n", err);
-        return 77;
-    }
+    SKIP_WITHOUT_GPU("the model's GPU tests", &dev);
     for (size_t i = 0; i < sizeof cases / sizeof *cases; ++i)
         for (int mode = 0; mode < 3; ++mode)
             for (int gemm = 0; gemm < KB_TF_GEMM_COUNT; ++gemm)
