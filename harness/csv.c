@@ -151,10 +151,14 @@ char *kb_csv_read_for_append(const char *path, char *err, size_t errlen)
         return NULL;
     }
     size_t cap = 1 << 16, len = 0, got;
-    char *text = malloc(cap);
+    char *text = malloc(cap), *grown;
     while (text && (got = fread(text + len, 1, cap - len - 1, f)) > 0)
-        if ((len += got) + 1 == cap)
-            text = realloc(text, cap *= 2);
+        if ((len += got) + 1 == cap) {
+            grown = realloc(text, cap *= 2);
+            if (!grown)
+                free(text);
+            text = grown;
+        }
     fclose(f);
     if (!text) {
         snprintf(err, errlen, "%s: out of memory reading it", path);

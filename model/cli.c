@@ -103,13 +103,13 @@ static int parse_flag(int argc, char **argv, int *i, kb_model_opts *o, char *err
         else {
             char *end;
             errno = 0;
-            double v = !strcmp(a, "--seed") ? (double)strtoull(val, &end, 10) : strtod(val, &end);
-            if (errno || end == val || *end || (!strcmp(a, "--max-time") && (v <= 0 || v > 3600)))
-                return fail(err, errlen, "%s needs a number, got '%s'", a, val);
-            if (!strcmp(a, "--seed"))
-                o->seed = strtoull(val, NULL, 10);
+            const int seed = !strcmp(a, "--seed");
+            if (seed)
+                o->seed = strtoull(val, &end, 10);
             else
-                o->max_time_s = v;
+                o->max_time_s = strtod(val, &end);
+            if (errno || end == val || *end || (!seed && (o->max_time_s <= 0 || o->max_time_s > 3600)))
+                return fail(err, errlen, "%s needs a number, got '%s'", a, val);
         }
     } else
         return fail(err, errlen, "unknown option '%s' for kbench model (see kbench help)%s", a, "");

@@ -147,7 +147,6 @@ struct Carver {
     float *host;
     float *dev;
     int64_t used; /* floats */
-    int64_t cap;
 };
 
 }  // namespace
@@ -273,7 +272,7 @@ static const char *upload_weights(kb_tf_gpu *g, const kb_tf_model *m)
     const int64_t parts = g->gemm == KB_TF_GEMM_3XTF32 ? 3 : 1;
     const int64_t tensors = 24LL * (m->cfg.enc_layers + m->cfg.dec_layers) + 8;
     const int64_t cap = parts * kb_tf_weight_count(&m->cfg) + 64 * tensors;
-    Carver cv = {(float *)calloc((size_t)cap, sizeof(float)), NULL, 0, cap};
+    Carver cv = {(float *)calloc((size_t)cap, sizeof(float)), NULL, 0};
     if (!cv.host)
         return "out of host memory for the weights";
     cudaError_t e = cudaMalloc(&g->weights, (size_t)cap * sizeof(float));

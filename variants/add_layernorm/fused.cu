@@ -1,7 +1,7 @@
 /* add_layernorm fused: one kernel.  Each thread loads its packs of x and r
- * (float4, plain loads: kb_load_once), adds them in fp32, stores sum at once and keeps it
- * in registers; the row of sum is then normalized from those registers by
- * layernorm/welford's shared code (kb_row_welford, kb_row_layernorm_store in
+ * (float4, plain loads: kb_load_once), adds them in fp32, stores sum at
+ * once and keeps it in registers; the row of sum is then normalized from
+ * those registers by layernorm/welford's shared code (kb_row_welford, kb_row_layernorm_store in
  * kernels/reduce.cuh): shift by sum[row][0] = x[row][0] + r[row][0] (the same
  * fp32 add), Welford, Chan merges, y.  x and r are read once, sum and y
  * written once: 16 bytes moved per element, what the op counts.

@@ -60,7 +60,10 @@ attention_causal_softmax_kernel(int R, int C, int Tq, float *S)
 #pragma unroll
     for (int k = 0; k < Cfg::PACKS; ++k) {
         const int col = kb_pack_col<Cfg>(k, p.rank);
-        if (col < keys) /* keys <= C: the pack lies inside the row */
+        /* keys <= C: the pack lies inside the row.  S is rewritten in place,
+         * but each element is read once, by the thread that later writes it,
+         * so the read-only path never holds a value this kernel changed. */
+        if (col < keys)
             kb_load_once(v[k], S + p.base + col);
 #pragma unroll
         for (int j = 0; j < Cfg::VEC; ++j)

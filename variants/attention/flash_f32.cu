@@ -31,9 +31,9 @@
  * registers (ptxas, CUDA 13.0), one block (8 warps) per SM: shared memory,
  * not registers, caps D = 128.  A 64-row block with 32-key tiles (128
  * threads, 75.5 KiB) still fits only two per SM (three need 229.5 KiB with
- * the per-block reserve), so it would not raise occupancy.  D is padded to 32, 64 or 128 in shared
- * memory (zeros); D % 4 != 0 takes 4-byte copies; D > 128 takes a slow
- * row-per-warp kernel (any D up to 7168).
+ * the per-block reserve), so it would not raise occupancy.  D is padded to
+ * 32, 64 or 128 in shared memory (zeros); D % 4 != 0 takes 4-byte copies;
+ * D > 128 takes a slow row-per-warp kernel (any D up to 7168).
  *
  * Prediction over cublas: no score traffic, and ~85% of the issued
  * instructions are FFMAs: ~40 TFLOP/s at T >= 2048, D = 64 (PyTorch SDPA
