@@ -21,6 +21,12 @@
  * Causal: key tiles above the block's last row are never loaded, a warp
  * skips a tile above all of its rows, and only tiles that cross a warp's
  * diagonal are masked.  Row tiles run longest first across all heads.
+ * Tried: rows 16w.. and 64+16w.. per warp, so that on the diagonal every
+ * warp skips one m tile of the last key tile instead of warps 0 and 1
+ * sitting it out while 2 and 3 do all of it (1.5 tile times instead of 2).
+ * Causal at T = 2048 moved +2% at D = 64 and -2% at D = 128 (two
+ * instances of the tile body, one without m tile 0), within the noise of
+ * two runs of each: not kept.
  * Resources: 104 KiB of shared memory at D = 128 (+2 KiB for the running
  * sums, kept there because in registers they tip D = 128 over 255 and into
  * spills), up to 255 registers: two blocks (8 warps) per SM.  Computing S
