@@ -47,7 +47,20 @@
  * scalar fragment loads take about as many issue slots as the MMAs, so
  * ~55-65 TFLOP/s at D = 128 and ~50 at D = 64 (PyTorch SDPA fp32: 45.8
  * and 34.4).
- * Measured on H100: not yet. */
+ * Measured on H100 (cold L2, one run, flash_f32 beside it): 60.4 TFLOP/s
+ * at 2x16x4096x4096x128 (flash_f32 35.0), 58.2 at 2x16x4096x4096x128c
+ * (34.6); 60.3 at 4x16x2048x2048x128 (34.8), 57.7 at 4x16x2048x2048x128c
+ * (32.9); 60.9 / 56.0 at 4x16x4096x4096x128 / c; 62.2 / 57.5 at
+ * 4x16x8192x8192x128 / c; 60.3 at 4x16x4096x4096x64 (38.8), 57.5 at
+ * 4x16x4096x4096x64c (38.6).  Rel. L2 error 2.9e-7 to 6.5e-7 (flash_f32:
+ * 3.2e-7 to 1.6e-6; fp32's bound at D = 128 is 1.2e-5).
+ * Gap to the limit: a sixth of the tensor cores' bf16 rate is ~129 TFLOP/s
+ * (measured bf16 ceiling 772 / 6), ~178 by the datasheet; this is 47% and
+ * 34% of them.  The MMAs issue at flash_bf16's rate (~0.34 mma.sync per SM
+ * per clock at 1980 MHz, both kernels), the mma.sync limit these 8-12
+ * warps per SM reach; the splits (~1800 instructions per 768 MMAs per warp
+ * and tile at D = 128, K and V split again by each warp), the scalar V
+ * loads and the softmax share their issue slots. */
 #include <stdint.h>
 #include "kernels/attention.h"
 #include "kernels/cuda_util.h"
