@@ -79,7 +79,8 @@ struct Tf32x3Cfg {
     static constexpr int kND = D / 8;   /* n8 tiles of O */
     static constexpr int kSmemFloats = (kBR + kBC) * kLdQK + kBC * kLdV;
     static constexpr int kSmemBytes = kSmemFloats * (int)sizeof(float);
-    /* D <= 64 fits three blocks in shared memory, if registers allow. */
+    /* D <= 64: three blocks per SM in 168 registers (four would spill);
+     * D = 128: two, as shared memory allows, in up to 255. */
     static constexpr int kMinBlocks = D <= 64 ? 3 : 2;
     static_assert(D % 8 == 0 && D <= 128, "D: a multiple of 8 up to 128");
 };
@@ -390,6 +391,7 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
     (void)ctx;
     if (((uintptr_t)a->q | (uintptr_t)a->k | (uintptr_t)a->v | (uintptr_t)a->o) & 15)
         return "flash_3xtf32 needs 16-byte aligned tensors";
+    /* The block's rows and threads do not depend on D. */
     const int row_tiles = KB_CEIL_DIV(a->Tq, Tf32x3Cfg<8>::kBR);
     const int heads = a->B * a->H;
     const unsigned grid = (unsigned)((int64_t)row_tiles * heads);
