@@ -80,8 +80,14 @@ static double pick(double measured, double datasheet) { return measured > 0 ? me
 static double compute_ceiling_for(const kb_ceilings *c, kb_math m)
 {
     double tc = pick(c->tc_gflop_s, c->ds_tc_gflop_s);
-    /* tf32 runs the tensor cores at half the bf16 rate. */
-    return m == KB_MATH_F32 ? pick(c->fp32_gflop_s, c->ds_fp32_gflop_s) : m == KB_MATH_TF32 ? tc / 2 : tc;
+    /* tf32 runs the tensor cores at half the bf16 rate; 3xtf32 spends three
+     * tf32 products on each fp32 one. */
+    switch (m) {
+    case KB_MATH_F32: return pick(c->fp32_gflop_s, c->ds_fp32_gflop_s);
+    case KB_MATH_TF32: return tc / 2;
+    case KB_MATH_3XTF32: return tc / 6;
+    default: return tc; /* bf16 */
+    }
 }
 
 void kb_apply_ceilings(kb_result *rows, int n, kb_ceilings *c, kb_meta_set *meta)

@@ -38,7 +38,7 @@ int kb_cmd_list(FILE *f)
             const kb_variant *v = op->variants[j];
             char needs[64];
             needs_text(v, needs, sizeof needs);
-            fprintf(f, "  %-18s %-5s %-5s %-26s %s\n", v->name, kb_dtype_name(v->dtype),
+            fprintf(f, "  %-18s %-5s %-6s %-26s %s\n", v->name, kb_dtype_name(v->dtype),
                     kb_math_name(v->math), needs[0] ? needs : "-", v->summary);
         }
         size_t len = strlen(op->name);

@@ -38,7 +38,7 @@ const kb_variant *kb_find_variant(const kb_op *op, const char *name)
 
 static const char *const dtype_names[] = {[KB_F32] = "f32", [KB_BF16] = "bf16", [KB_I32] = "i32"};
 static const char *const math_names[] = {
-    [KB_MATH_F32] = "f32", [KB_MATH_TF32] = "tf32", [KB_MATH_BF16] = "bf16"};
+    [KB_MATH_F32] = "f32", [KB_MATH_TF32] = "tf32", [KB_MATH_BF16] = "bf16", [KB_MATH_3XTF32] = "3xtf32"};
 
 const char *kb_dtype_name(kb_dtype t) { return dtype_names[t]; }
 const char *kb_math_name(kb_math m) { return math_names[m]; }

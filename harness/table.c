@@ -4,7 +4,7 @@
 
 void kb_table_header(FILE *f)
 {
-    fprintf(f, "%-9s %-7s %-16s %-5s %-16s %10s %10s %9s %8s %6s %9s %-4s\n", "row", "op",
+    fprintf(f, "%-9s %-7s %-16s %-6s %-16s %10s %10s %9s %8s %6s %9s %-4s\n", "row", "op",
             "variant", "dtype", "shape", "median_ms", "GFLOP/s", "GB/s", "speedup", "noise%",
             "max_err", "stat");
 }
@@ -14,7 +14,7 @@ void kb_table_row(FILE *f, const kb_result *r, int index, int total)
     char pos[32], shape[128];
     snprintf(pos, sizeof pos, "[%d/%d]", index, total);
     kb_format_shape(r->op, &r->shape, shape, sizeof shape);
-    fprintf(f, "%-9s %-7s %-16s %-5s %-16s ", pos, r->op->name, r->variant->name,
+    fprintf(f, "%-9s %-7s %-16s %-6s %-16s ", pos, r->op->name, r->variant->name,
             kb_math_name(r->variant->math), shape);
     if (r->timed && r->status == KB_PASS) {
         double sec = r->time_ms.median * 1e-3;

@@ -34,6 +34,7 @@ static const struct {
     [KB_MATH_F32] = {U32, U32},
     [KB_MATH_TF32] = {0x1p-11, U32},
     [KB_MATH_BF16] = {0, 0x1p-8},
+    [KB_MATH_3XTF32] = {U32, U32}, /* promises fp32 accuracy: held to fp32's bound */
 };
 
 static double length(int64_t reduction_len) { return (double)(reduction_len < 1 ? 1 : reduction_len); }

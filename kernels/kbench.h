@@ -24,8 +24,11 @@ extern "C" {
  * token ids, whatever the variant's dtype). */
 typedef enum { KB_F32 = 0, KB_BF16 = 1, KB_I32 = 2 } kb_dtype;
 
-/* Arithmetic a variant promises, which picks its tolerance (harness/tolerance.c). */
-typedef enum { KB_MATH_F32 = 0, KB_MATH_TF32 = 1, KB_MATH_BF16 = 2, KB_MATH_COUNT } kb_math;
+/* Arithmetic a variant promises, which picks its tolerance (harness/tolerance.c)
+ * and its compute ceiling (harness/ceilings.c).  3xTF32 keeps fp32 accuracy on
+ * the tensor cores (each fp32 operand split into two tf32 parts, three
+ * products): fp32's tolerance, a third of the tf32 rate as its ceiling. */
+typedef enum { KB_MATH_F32 = 0, KB_MATH_TF32 = 1, KB_MATH_BF16 = 2, KB_MATH_3XTF32 = 3, KB_MATH_COUNT } kb_math;
 
 /* What a variant needs beyond the CUDA runtime. */
 enum { KB_NEEDS_CUBLAS = 1u << 0, KB_NEEDS_CUDNN = 1u << 1 };

@@ -19,6 +19,9 @@ int main(void)
     /* bf16 inputs reach the reference already rounded: its bound does not grow with sqrt(L). */
     CHECK(kb_tolerance(KB_MATH_BF16, 4096, 0) < 2 * kb_tolerance(KB_MATH_BF16, 1, 0));
     CHECK(kb_tolerance(KB_MATH_F32, 16, 100) > kb_tolerance(KB_MATH_F32, 16, 1));
+    /* 3xtf32 promises fp32 accuracy and gets no slack for it. */
+    CHECK(kb_tolerance(KB_MATH_3XTF32, 4096, 1) == kb_tolerance(KB_MATH_F32, 4096, 1));
+    CHECK(kb_rel_l2_tolerance(KB_MATH_3XTF32, 64) == kb_rel_l2_tolerance(KB_MATH_F32, 64));
 
     /* f32, K = 4096: an fp32-rounding-sized error passes, a dropped term (~0.25) fails. */
     double ref[3] = {21.0, -3.5, 0.125};
