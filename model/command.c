@@ -512,8 +512,8 @@ static const kb_op model_ops[] = {
 static const kb_variant model_variants[KB_TF_GEMM_COUNT][2] = {
     {{.name = "fp32_stream", .dtype = KB_F32, .math = KB_MATH_F32},
      {.name = "fp32_graph", .dtype = KB_F32, .math = KB_MATH_F32}},
-    {{.name = "3xtf32_stream", .dtype = KB_F32, .math = KB_MATH_F32},
-     {.name = "3xtf32_graph", .dtype = KB_F32, .math = KB_MATH_F32}},
+    {{.name = "3xtf32_stream", .dtype = KB_F32, .math = KB_MATH_3XTF32},
+     {.name = "3xtf32_graph", .dtype = KB_F32, .math = KB_MATH_3XTF32}},
 };
 
 static kb_shape model_shape(const kb_tf_config *c, kb_tf_mode mode, const model_inputs *in)
