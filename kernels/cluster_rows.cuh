@@ -1,30 +1,37 @@
-/* Long rows through thread-block clusters (sm_90): a persistent,
- * double-buffered row pipeline shared by softmax/long_row and
- * layernorm/long_row, for rows too long for one SM's registers.
+/* Long rows through thread-block clusters (sm_90): a persistent, pipelined
+ * row loop shared by softmax/long_row and layernorm/long_row, for rows too
+ * long for one SM's registers.
  *
  * A cluster of CL blocks (2..16) owns one row at a time; block `rank` owns
  * the slice of `slice` floats at column rank * slice, held in its shared
  * memory.  The grid is persistent: as many clusters as can be resident (R
- * if fewer), cluster k taking rows k, k + nclusters, ...  Each block has two
- * slice buffers.  While row i is reduced and written from one, the block's
- * slice of the cluster's next row is already streaming into the other with
- * cp.async, so the SM keeps loads in flight through the reduction, the
- * cluster barrier and the write phase, which a cluster per row (one row's
- * blocks, then exit) leaves without loads.
+ * if fewer), cluster k taking rows k, k + nclusters, ...  Each block has
+ * `stages` slice buffers used in turn: one holds the row being worked on,
+ * one the previous row while its output drains to memory, and the others
+ * (stages - 2) the next rows, already streaming in.
  *
- * Per row: wait for this row's copies; each block reduces its slice to a
+ * Per row: wait for this row's slice; each block reduces its slice to a
  * partial statistic (Row::slice_stat) and publishes it in a shared slot;
  * one cluster barrier; every thread then merges the CL partials through
  * distributed shared memory in rank order, so that every block gets
- * bit-identical statistics, and writes its slice (Row::write).  The slot
+ * bit-identical statistics; each thread overwrites its part of the slice
+ * with the output (Row::finish), and the slice is stored.  The slot
  * alternates between two entries: a block writes row i+2's partial into
  * row i's entry only after row i+1's barrier, which every peer reaches
  * after it has read row i's partials, so one barrier per row suffices.  A
  * last barrier keeps shared memory alive while peers may still read it.
  *
- * x is read once and y written once.  Slices are a multiple of 4 floats:
- * with C % 4 == 0 every slice starts 16-byte aligned and moves as float4
- * (16-byte cp.async, 16-byte stores); other C move as scalars.
+ * With C % 4 == 0 every slice starts 16-byte aligned and moves as one bulk
+ * copy each way (the Tensor Memory Accelerator: cp.async.bulk): a load
+ * completing on the buffer's mbarrier, and a store that drains while the
+ * block goes on with the next row, so that the reduction and the cluster
+ * barrier overlap the previous row's writes as well as the next rows'
+ * reads.  Measured on H100, the first version of this loop, with per-thread
+ * 16-byte cp.async loads and the stores issued by the threads after the
+ * barrier, moved ~62% of the copy ceiling whether 1 or 2 rows were in
+ * flight: the stores, not the loads, waited on the reduction.  Other C
+ * (rows not 16-byte aligned) take per-thread 4-byte cp.async loads and
+ * plain stores.  x is read once and y written once.
  *
  * The Row policy (softmax and layernorm each define one) provides:
  *     using Stat = ...;                     the partial statistic
@@ -33,16 +40,17 @@
  *     template <int VEC> Stat slice_stat(const float *s, int n, float lead) const;
  *         the block's statistic of its n floats at s (shared memory), on
  *         every thread; a block reduction, so every thread must call it
- *     template <int VEC> void write(const float *s, int n, int col, float *y,
- *                                   Stat row, float lead) const;
- *         this thread's part of the output for the n floats at s, which
- *         sit at column col of the row; y is the slice's output
+ *     template <int VEC> void finish(float *s, int n, int col, Stat row, float lead) const;
+ *         replace this thread's packs of the n floats at s (which sit at
+ *         column col of the row) by the output: the packs at s + t * VEC +
+ *         k * KB_CLUSTER_ROWS_BLOCK * VEC for thread t
  * lead is the row's first element (layernorm shifts the row by it). */
 #ifndef KBENCH_CLUSTER_ROWS_CUH
 #define KBENCH_CLUSTER_ROWS_CUH
 
 #include <cooperative_groups.h>
 #include <math.h>
+#include <stdint.h>
 #include "kernels/cuda_util.h"
 #include "kernels/cp_async.cuh"
 
@@ -51,6 +59,80 @@
 #define KB_CLUSTER_ROWS_MIN_CLUSTER 2
 #define KB_CLUSTER_ROWS_MAX_PORTABLE 8
 #define KB_CLUSTER_ROWS_MAX_CLUSTER 16
+#define KB_CLUSTER_ROWS_MAX_STAGES 5 /* up to 3 rows in flight */
+
+/* ---- bulk copies and mbarriers (sm_90) ------------------------------------ */
+
+__device__ __forceinline__ unsigned kb_smem_addr(const void *p)
+{
+    return (unsigned)__cvta_generic_to_shared(p);
+}
+
+__device__ __forceinline__ void kb_mbar_init(uint64_t *bar, unsigned arrivals)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(kb_smem_addr(bar)), "r"(arrivals) : "memory");
+}
+
+/* Arrive, and have the current phase also wait for `bytes` of bulk copies. */
+__device__ __forceinline__ void kb_mbar_arrive_expect(uint64_t *bar, unsigned bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(kb_smem_addr(bar)), "r"(bytes)
+                 : "memory");
+}
+
+/* Wait for the phase of the given parity to complete. */
+__device__ __forceinline__ void kb_mbar_wait(uint64_t *bar, unsigned parity)
+{
+    unsigned done;
+    do {
+        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(done)
+                     : "r"(kb_smem_addr(bar)), "r"(parity)
+                     : "memory");
+    } while (!done);
+}
+
+/* bytes (a multiple of 16, both addresses 16-byte aligned) global -> this
+ * block's shared memory, completing on bar. */
+__device__ __forceinline__ void kb_bulk_load(void *dst, const float *src, unsigned bytes, uint64_t *bar)
+{
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+                     kb_smem_addr(dst)),
+                 "l"(src), "r"(bytes), "r"(kb_smem_addr(bar))
+                 : "memory");
+}
+
+/* bytes shared -> global as one bulk group of this thread.  The threads
+ * that wrote src must have run kb_fence_proxy_async and a barrier with
+ * this thread first. */
+__device__ __forceinline__ void kb_bulk_store(float *dst, const float *src, unsigned bytes)
+{
+    asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(dst), "r"(kb_smem_addr(src)),
+                 "r"(bytes)
+                 : "memory");
+    asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+}
+
+/* Until at most N of this thread's bulk stores still read shared memory. */
+template <int N>
+__device__ __forceinline__ void kb_bulk_wait_read()
+{
+    asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+}
+
+/* Until all of this thread's bulk stores are complete. */
+__device__ __forceinline__ void kb_bulk_wait_all()
+{
+    asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
+}
+
+/* This thread's shared-memory writes, ordered before later bulk copies. */
+__device__ __forceinline__ void kb_fence_proxy_async()
+{
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+/* ---- the pipeline ---------------------------------------------------------- */
 
 /* VEC floats of shared memory at s (16-byte aligned when VEC == 4). */
 template <int VEC>
@@ -64,28 +146,40 @@ __device__ __forceinline__ void kb_smem_pack(float (&v)[VEC], const float *s)
     }
 }
 
-/* Start copying this thread's packs of the n floats at src into dst. */
 template <int VEC>
-__device__ __forceinline__ void kb_slice_copy(float *dst, const float *src, int n)
+__device__ __forceinline__ void kb_smem_store_pack(float *s, const float (&v)[VEC])
 {
-    for (int col = (int)threadIdx.x * VEC; col < n; col += KB_CLUSTER_ROWS_BLOCK * VEC) {
-        if constexpr (VEC == 4)
-            cp_async16(dst + col, src + col, 16);
-        else
-            cp_async4(dst + col, src + col, 4);
+    if constexpr (VEC == 4)
+        *reinterpret_cast<float4 *>(s) = make_float4(v[0], v[1], v[2], v[3]);
+    else
+        *s = v[0];
+}
+
+/* Wait until at most `pending` (0..3) of this thread's cp.async groups are
+ * in flight; wait_group takes an immediate. */
+__device__ __forceinline__ void kb_cp_async_wait_pending(int pending)
+{
+    switch (pending) {
+    case 0: cp_async_wait<0>(); break;
+    case 1: cp_async_wait<1>(); break;
+    case 2: cp_async_wait<2>(); break;
+    default: cp_async_wait<3>(); break;
     }
 }
 
-/* The pipeline; the kernel is launched with gridDim.x = nclusters * CL,
- * nclusters <= R, a cluster of CL blocks along x, KB_CLUSTER_ROWS_BLOCK
- * threads and 2 * slice floats of dynamic shared memory. */
+/* The kernel is launched with gridDim.x = nclusters * CL, nclusters <= R, a
+ * cluster of CL blocks along x, KB_CLUSTER_ROWS_BLOCK threads and stages *
+ * slice floats of dynamic shared memory, 2 <= stages <=
+ * KB_CLUSTER_ROWS_MAX_STAGES. */
 template <int VEC, class Row>
-__device__ __forceinline__ void kb_cluster_rows(const Row &row, int R, int C, int slice,
+__device__ __forceinline__ void kb_cluster_rows(const Row &row, int R, int C, int slice, int stages,
                                                 const float *__restrict__ x, float *__restrict__ y)
 {
     using Stat = typename Row::Stat;
     extern __shared__ float4 kb_cluster_rows_smem[];
     __shared__ Stat partial[2];
+    __shared__ float4 leads[KB_CLUSTER_ROWS_MAX_STAGES]; /* .x: the first element of buffer b's row */
+    __shared__ uint64_t loaded[KB_CLUSTER_ROWS_MAX_STAGES]; /* bulk loads into buffer b (VEC == 4) */
 
     cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
     const int cl = (int)cluster.num_blocks();
@@ -93,28 +187,58 @@ __device__ __forceinline__ void kb_cluster_rows(const Row &row, int R, int C, in
     const int nclusters = (int)gridDim.x / cl;
     const int begin = rank * slice;
     const int n = max(0, min(slice, C - begin)); /* the last slices may be short or empty */
+    const int ahead = stages - 2;                /* rows in flight beyond the current one */
     float *const buffers = reinterpret_cast<float *>(kb_cluster_rows_smem);
 
-    int r = (int)blockIdx.x / cl; /* this cluster's first row: < R, as nclusters <= R */
-    kb_slice_copy<VEC>(buffers, x + (size_t)r * C + begin, n);
-    cp_async_commit();
-    float lead = __ldg(x + (size_t)r * C);
-    for (int i = 0; r < R; ++i, r += nclusters) {
-        float *const cur = buffers + (i & 1) * slice;
-
-        /* Row i+1 into the other buffer, whose last reader (row i-1's write
-         * phase) ended at the __syncthreads closing the previous iteration.
-         * The group is committed even when empty, so that waiting for all
-         * groups but the newest always means this row's. */
-        const int next = r + nclusters;
-        float next_lead = 0.0f;
-        if (next < R) {
-            kb_slice_copy<VEC>(buffers + ((i + 1) & 1) * slice, x + (size_t)next * C + begin, n);
-            next_lead = __ldg(x + (size_t)next * C);
+    if constexpr (VEC == 4) {
+        if (threadIdx.x == 0) {
+            for (int b = 0; b < stages; ++b)
+                kb_mbar_init(&loaded[b], 1);
+            asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
         }
-        cp_async_commit();
-        cp_async_wait<1>();
         __syncthreads();
+    }
+
+    /* Start loading row r (if there is one) into buffer b, whose previous
+     * row was the one before last: its store, the older of this thread's
+     * two newest, must have read the buffer out first.  The cp.async path
+     * commits a group per call, even an empty one, so that the row due
+     * next is always the oldest group but `ahead`. */
+    auto start = [&](int r, int b) {
+        const float *src = x + (size_t)r * C;
+        if constexpr (VEC == 4) {
+            if (threadIdx.x == 0 && r < R) {
+                kb_bulk_wait_read<1>();
+                kb_mbar_arrive_expect(&loaded[b], (unsigned)n * 4u + 16u);
+                if (n > 0)
+                    kb_bulk_load(buffers + (size_t)b * slice, src + begin, (unsigned)n * 4u, &loaded[b]);
+                kb_bulk_load(&leads[b], src, 16u, &loaded[b]);
+            }
+        } else {
+            if (r < R) {
+                for (int col = (int)threadIdx.x; col < n; col += KB_CLUSTER_ROWS_BLOCK)
+                    cp_async4(buffers + (size_t)b * slice + col, src + begin + col, 4);
+                if (threadIdx.x == 0)
+                    cp_async4(&leads[b].x, src, 4);
+            }
+            cp_async_commit();
+        }
+    };
+
+    int r = (int)blockIdx.x / cl; /* this cluster's first row: < R, as nclusters <= R */
+    for (int s = 0; s < ahead; ++s)
+        start(r + s * nclusters, s);
+    unsigned parity = 0; /* of buffer b's current load: flips each round of the buffers */
+    for (int i = 0, b = 0; r < R; ++i, r += nclusters) {
+        start(r + ahead * nclusters, (b + ahead) % stages);
+        if constexpr (VEC == 4) {
+            kb_mbar_wait(&loaded[b], parity);
+        } else {
+            kb_cp_async_wait_pending(ahead);
+            __syncthreads();
+        }
+        float *const cur = buffers + (size_t)b * slice;
+        const float lead = leads[b].x;
 
         const Stat part = row.template slice_stat<VEC>(cur, n, lead);
         if (threadIdx.x == 0)
@@ -134,9 +258,26 @@ __device__ __forceinline__ void kb_cluster_rows(const Row &row, int R, int C, in
             if (q < cl)
                 total = row.merge(total, parts[q]);
 
-        row.template write<VEC>(cur, n, begin, y + (size_t)r * C + begin, total, lead);
-        __syncthreads(); /* cur is refilled next iteration */
-        lead = next_lead;
+        row.template finish<VEC>(cur, n, begin, total, lead);
+        float *const out = y + (size_t)r * C + begin;
+        if constexpr (VEC == 4) {
+            kb_fence_proxy_async();
+            __syncthreads();
+            if (threadIdx.x == 0 && n > 0)
+                kb_bulk_store(out, cur, (unsigned)n * 4u);
+        } else {
+            for (int col = (int)threadIdx.x; col < n; col += KB_CLUSTER_ROWS_BLOCK)
+                out[col] = cur[col]; /* written by this thread in finish */
+            __syncthreads();         /* buffer b is refilled two rows from now */
+        }
+        if (++b == stages) {
+            b = 0;
+            parity ^= 1u;
+        }
+    }
+    if constexpr (VEC == 4) {
+        if (threadIdx.x == 0)
+            kb_bulk_wait_all();
     }
     cluster.sync(); /* peers may still be reading this block's partials */
 }
@@ -147,8 +288,10 @@ __device__ __forceinline__ void kb_cluster_rows(const Row &row, int R, int C, in
 struct KbClusterRowsPlan {
     int cluster;   /* CL: blocks per cluster */
     int slice;     /* floats per block */
+    int stages;    /* slice buffers per block: rows in flight + the one being worked on */
     int nclusters; /* clusters launched: min(R, resident clusters) */
 };
+
 
 static inline cudaLaunchConfig_t kb_cluster_rows_config(const KbClusterRowsPlan *p, cudaStream_t stream,
                                                         cudaLaunchAttribute *attr)
@@ -156,7 +299,7 @@ static inline cudaLaunchConfig_t kb_cluster_rows_config(const KbClusterRowsPlan 
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3((unsigned)p->nclusters * (unsigned)p->cluster);
     cfg.blockDim = dim3(KB_CLUSTER_ROWS_BLOCK);
-    cfg.dynamicSmemBytes = 2 * (size_t)p->slice * sizeof(float);
+    cfg.dynamicSmemBytes = (size_t)p->stages * (size_t)p->slice * sizeof(float);
     cfg.stream = stream;
     attr->id = cudaLaunchAttributeClusterDimension;
     attr->val.clusterDim.x = (unsigned)p->cluster;
@@ -167,21 +310,12 @@ static inline cudaLaunchConfig_t kb_cluster_rows_config(const KbClusterRowsPlan 
     return cfg;
 }
 
-/* Slice length for a cluster size: a multiple of 4 so float4 slices stay aligned. */
-static inline int kb_cluster_rows_slice(int C, int cluster)
-{
-    return (KB_CEIL_DIV(C, cluster) + 3) / 4 * 4;
-}
-
 /* Clusters of this plan's shape that can be resident at once (0: none, or
  * the device refused the shared memory or the cluster size). */
 template <class Kernel>
-static int kb_cluster_rows_resident(Kernel kernel, KbClusterRowsPlan *p, size_t smem_optin)
+static int kb_cluster_rows_resident(Kernel kernel, KbClusterRowsPlan *p)
 {
-    cudaFuncAttributes fa;
-    const size_t dynamic = 2 * (size_t)p->slice * sizeof(float);
-    if (cudaFuncGetAttributes(&fa, kernel) != cudaSuccess || fa.sharedSizeBytes + dynamic > smem_optin)
-        return 0;
+    const size_t dynamic = (size_t)p->stages * (size_t)p->slice * sizeof(float);
     if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)dynamic) != cudaSuccess)
         return 0;
     if (p->cluster > KB_CLUSTER_ROWS_MAX_PORTABLE &&
@@ -197,23 +331,32 @@ static int kb_cluster_rows_resident(Kernel kernel, KbClusterRowsPlan *p, size_t 
 }
 
 /* Fill *p for R rows of C columns: the smallest power-of-two cluster whose
- * slices are at most KB_CLUSTER_ROWS_SLICE floats (up to 16 blocks), or, if
- * the device cannot hold that cluster, smaller clusters with longer slices.
- * Returns NULL, or why no cluster of 2..16 blocks can run these rows. */
+ * slices are at most KB_CLUSTER_ROWS_SLICE floats (up to 16 blocks), with as
+ * many slice buffers as a block's shared memory holds (up to
+ * KB_CLUSTER_ROWS_MAX_STAGES); if the device cannot hold two buffers of that
+ * cluster's slices, smaller clusters with longer slices.  Returns NULL, or
+ * why no cluster of 2..16 blocks can run these rows. */
 template <class Kernel>
 static const char *kb_cluster_rows_plan(Kernel kernel, int R, int C, KbClusterRowsPlan *p)
 {
     int dev = 0, smem_optin = 0;
+    cudaFuncAttributes fa;
     if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess)
+        cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess ||
+        cudaFuncGetAttributes(&fa, kernel) != cudaSuccess)
         return "cannot query the device";
+    const size_t smem_free = (size_t)smem_optin - fa.sharedSizeBytes;
     int cluster = KB_CLUSTER_ROWS_MIN_CLUSTER;
     while (cluster < KB_CLUSTER_ROWS_MAX_CLUSTER && KB_CEIL_DIV(C, cluster) > KB_CLUSTER_ROWS_SLICE)
         cluster *= 2;
     for (; cluster >= KB_CLUSTER_ROWS_MIN_CLUSTER; cluster /= 2) {
         p->cluster = cluster;
-        p->slice = kb_cluster_rows_slice(C, cluster);
-        const int resident = kb_cluster_rows_resident(kernel, p, (size_t)smem_optin);
+        p->slice = (KB_CEIL_DIV(C, cluster) + 3) / 4 * 4; /* float4 slices stay aligned */
+        const size_t stages = smem_free / ((size_t)p->slice * sizeof(float));
+        if (stages < 2)
+            continue;
+        p->stages = stages < KB_CLUSTER_ROWS_MAX_STAGES ? (int)stages : KB_CLUSTER_ROWS_MAX_STAGES;
+        const int resident = kb_cluster_rows_resident(kernel, p);
         if (resident > 0) {
             p->nclusters = resident < R ? resident : R;
             return NULL;

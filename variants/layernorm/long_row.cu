@@ -72,7 +72,7 @@ struct LayernormRow {
     }
 
     template <int VEC>
-    __device__ __forceinline__ void write(const float *s, int n, int col0, float *y, Stat row, float lead) const
+    __device__ __forceinline__ void finish(float *s, int n, int col0, Stat row, float lead) const
     {
         const float rstd = kb_welford_rstd(row, C, eps);
 #pragma unroll 4
@@ -84,21 +84,21 @@ struct LayernormRow {
 #pragma unroll
             for (int j = 0; j < VEC; ++j)
                 v[j] = fmaf(((v[j] - lead) - row.mean) * rstd, g[j], b[j]);
-            kb_store_once(y + col, v);
+            kb_smem_store_pack(s + col, v);
         }
     }
 };
 
 template <int VEC>
 __global__ void __launch_bounds__(KB_CLUSTER_ROWS_BLOCK, 1)
-    layernorm_long_row_kernel(int R, int C, int slice, float eps, const float *__restrict__ x,
+    layernorm_long_row_kernel(int R, int C, int slice, int stages, float eps, const float *__restrict__ x,
                               const float *__restrict__ gamma, const float *__restrict__ beta,
                               float *__restrict__ y)
 {
-    kb_cluster_rows<VEC>(LayernormRow{C, eps, gamma, beta}, R, C, slice, x, y);
+    kb_cluster_rows<VEC>(LayernormRow{C, eps, gamma, beta}, R, C, slice, stages, x, y);
 }
 
-typedef void (*long_row_kernel_t)(int, int, int, float, const float *, const float *, const float *, float *);
+typedef void (*long_row_kernel_t)(int, int, int, int, float, const float *, const float *, const float *, float *);
 
 typedef struct {
     long_row_kernel_t kernel;
@@ -137,7 +137,7 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
     const long_row_ctx *c = (const long_row_ctx *)ctx;
     cudaLaunchAttribute attr;
     cudaLaunchConfig_t cfg = kb_cluster_rows_config(&c->plan, stream, &attr);
-    return kb_cuda_status(cudaLaunchKernelEx(&cfg, c->kernel, a->R, a->C, c->plan.slice, a->eps, a->x, a->gamma,
+    return kb_cuda_status(cudaLaunchKernelEx(&cfg, c->kernel, a->R, a->C, c->plan.slice, c->plan.stages, a->eps, a->x, a->gamma,
                                              a->beta, a->y));
 }
 

@@ -48,7 +48,7 @@ struct SoftmaxRow {
 
     /* An all -inf row has {-inf, 0}: write zeros, not NaN. */
     template <int VEC>
-    __device__ __forceinline__ void write(const float *s, int n, int, float *y, Stat row, float) const
+    __device__ __forceinline__ void finish(float *s, int n, int, Stat row, float) const
     {
         const float mx = row.m == -INFINITY ? 0.0f : row.m;
         const float inv = row.s > 0.0f ? 1.0f / row.s : 0.0f;
@@ -59,19 +59,19 @@ struct SoftmaxRow {
 #pragma unroll
             for (int j = 0; j < VEC; ++j)
                 v[j] = expf(v[j] - mx) * inv;
-            kb_store_once(y + col, v);
+            kb_smem_store_pack(s + col, v);
         }
     }
 };
 
 template <int VEC>
 __global__ void __launch_bounds__(KB_CLUSTER_ROWS_BLOCK, 1)
-    softmax_long_row_kernel(int R, int C, int slice, const float *__restrict__ x, float *__restrict__ y)
+    softmax_long_row_kernel(int R, int C, int slice, int stages, const float *__restrict__ x, float *__restrict__ y)
 {
-    kb_cluster_rows<VEC>(SoftmaxRow{}, R, C, slice, x, y);
+    kb_cluster_rows<VEC>(SoftmaxRow{}, R, C, slice, stages, x, y);
 }
 
-typedef void (*long_row_kernel_t)(int, int, int, const float *, float *);
+typedef void (*long_row_kernel_t)(int, int, int, int, const float *, float *);
 
 typedef struct {
     long_row_kernel_t kernel;
@@ -110,7 +110,7 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
     const long_row_ctx *c = (const long_row_ctx *)ctx;
     cudaLaunchAttribute attr;
     cudaLaunchConfig_t cfg = kb_cluster_rows_config(&c->plan, stream, &attr);
-    return kb_cuda_status(cudaLaunchKernelEx(&cfg, c->kernel, a->R, a->C, c->plan.slice, a->x, a->y));
+    return kb_cuda_status(cudaLaunchKernelEx(&cfg, c->kernel, a->R, a->C, c->plan.slice, c->plan.stages, a->x, a->y));
 }
 
 extern "C" const kb_variant softmax_long_row = {
