@@ -1,6 +1,8 @@
 /* Long rows through thread-block clusters (sm_90): a persistent, pipelined
- * row loop shared by softmax/long_row and layernorm/long_row, for rows too
- * long for one SM's registers.
+ * row loop for rows too long for one SM's registers, used by
+ * layernorm/long_row (a policy object supplies the row statistic and the
+ * output, so another row op can reuse it; softmax measured slower on it
+ * than its cluster-per-row long_row, see variants/softmax/long_row.cu).
  *
  * A cluster of CL blocks (2..16) owns one row at a time; block `rank` owns
  * the slice of `slice` floats at column rank * slice, held in its shared
@@ -26,14 +28,26 @@
  * completing on the buffer's mbarrier, and a store that drains while the
  * block goes on with the next row, so that the reduction and the cluster
  * barrier overlap the previous row's writes as well as the next rows'
- * reads.  Measured on H100, the first version of this loop, with per-thread
- * 16-byte cp.async loads and the stores issued by the threads after the
- * barrier, moved ~62% of the copy ceiling whether 1 or 2 rows were in
- * flight: the stores, not the loads, waited on the reduction.  Other C
- * (rows not 16-byte aligned) take per-thread 4-byte cp.async loads and
- * plain stores.  x is read once and y written once.
+ * reads.  Other C (rows not 16-byte aligned) take per-thread 4-byte
+ * cp.async loads and plain stores.  x is read once and y written once.
  *
- * The Row policy (softmax and layernorm each define one) provides:
+ * What was measured on H100 (% of the copy ceiling at 1024x32768, cold
+ * L2; variants/layernorm/long_row.cu has the other shapes): with per-thread
+ * 16-byte cp.async loads and the threads storing after the barrier,
+ * layernorm moved ~62% whether 1 or 2 rows were in flight; bulk stores made
+ * it 72%, and the same without the prefetch (2 stages) 59%.  Twice the
+ * cluster size with 32 KiB slices (up to 3 rows in flight): 50%.  Against
+ * this loop in one build (layernorm / softmax, points): thread stores with
+ * 2 rows in flight +3 / -7; each slice as 4 bulk copies from 4 warps +1 /
+ * -3; 1024 threads -4 / -11; 2 blocks of 256 threads per SM with 32 KiB
+ * slices -10 / -18; row k's cluster barrier overlapped with row k+1's slice
+ * statistic -8 / -32 (row k then also waits for row k+1's load).  Each row
+ * costs roughly 2.5 us beyond its bytes at the memory's rate (fitted from
+ * the 64 and 32 KiB slices) that none of these hid; presumably the block
+ * reduction, the cluster barrier and the merge, with one block per SM and
+ * nothing else for it to issue meanwhile.
+ *
+ * The Row policy provides:
  *     using Stat = ...;                     the partial statistic
  *     static Stat identity();               the empty statistic
  *     Stat merge(Stat a, Stat b) const;     associative, for the cluster
