@@ -14,6 +14,7 @@
 
 #include <stddef.h>
 #include "kernels/cuda_util.h"
+#include "kernels/cp_async.cuh"
 
 /* ---- epilogues ------------------------------------------------------------ */
 
@@ -57,39 +58,6 @@ struct DbConfig {
 
 /* The configuration tuned on H100 (see double_buffered.cu). */
 using DbFlagship = DbConfig<128, 256, 32, 2, 4, 3, 16>;
-
-/* ---- cp.async (sm_80+) ---------------------------------------------------- */
-
-/* Copy 16 bytes global -> shared; src_bytes (0 or 16) are read, the rest of
- * the destination is zero-filled.  .cg: cached in L2 only. */
-__device__ __forceinline__ void cp_async16(float *dst, const float *src, int src_bytes)
-{
-    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src),
-                 "r"(src_bytes)
-                 : "memory");
-}
-
-/* Same for one float (src_bytes 0 or 4); copies under 16 bytes must use .ca. */
-__device__ __forceinline__ void cp_async4(float *dst, const float *src, int src_bytes)
-{
-    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(d), "l"(src),
-                 "r"(src_bytes)
-                 : "memory");
-}
-
-__device__ __forceinline__ void cp_async_commit()
-{
-    asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-
-/* Wait until at most `Pending` committed groups are still in flight. */
-template <int Pending>
-__device__ __forceinline__ void cp_async_wait()
-{
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending) : "memory");
-}
 
 /* ---- global -> shared copies of one BK step ------------------------------ */
 
