@@ -1,0 +1,176 @@
+/* Long rows split over several ordinary blocks that trade their partial
+ * statistics through global memory, shared by softmax/split_row and
+ * layernorm/split_row.
+ *
+ * A row of C floats is cut into S = ceil(C / KB_SPLIT_ROW_CHUNK) chunks, one
+ * block per chunk, each chunk held in its block's registers (32 floats per
+ * thread).  A block reduces its chunk to a partial statistic, publishes it
+ * (a store, then a release add to the row's `published` counter), waits
+ * until the row's S partials are all there, merges them in chunk order with
+ * one warp (so that every block of the row gets bit-identical statistics)
+ * and writes its chunk's output from its registers: x read once, y written
+ * once, with no cluster: the blocks are small, several share an SM, and one
+ * block's wait overlaps the others' loads and stores.
+ *
+ * Waiting on other blocks is safe only if they run.  Each block takes a
+ * ticket (an atomic counter) when it starts and works on chunk ticket % S of
+ * row ticket / S, so tickets go out in the order blocks actually run: every
+ * row but the newest has all of its chunks held by running blocks, which
+ * never wait on a later row, and the newest row's missing chunks go to the
+ * next blocks to start.  This needs only more resident blocks than S (the
+ * host checks it), not any launch order.
+ *
+ * The counters return to zero inside each launch: the last block of a row
+ * to read its partials clears the row's two counters, and the last block of
+ * the grid clears the ticket counters, so back-to-back launches (and graph
+ * replays) need no memset. */
+#ifndef KBENCH_SPLIT_ROW_CUH
+#define KBENCH_SPLIT_ROW_CUH
+
+#include <stdint.h>
+#include <cuda_runtime.h>
+#include "kernels/reduce.cuh"
+
+#define KB_SPLIT_ROW_BLOCK 256
+#define KB_SPLIT_ROW_ITEMS 32 /* floats per thread */
+#define KB_SPLIT_ROW_CHUNK (KB_SPLIT_ROW_BLOCK * KB_SPLIT_ROW_ITEMS)
+
+/* Device memory of one shape: counters, then R * S partials. */
+typedef struct {
+    unsigned *counters; /* ticket, finished, then published[R], consumed[R] */
+    void *partials;
+    int R, S;
+} KbSplitRow;
+
+static inline int kb_split_row_chunks(int64_t C)
+{
+    return (int)((C + KB_SPLIT_ROW_CHUNK - 1) / KB_SPLIT_ROW_CHUNK);
+}
+
+static inline void kb_split_row_free(KbSplitRow *s)
+{
+    cudaFree(s->counters);
+    cudaFree(s->partials);
+}
+
+/* Allocates and zeroes the counters and partials (in setup, outside the
+ * timed launches) after checking that more than S blocks of `kernel` can be
+ * resident; NULL or a reason. */
+static inline const char *kb_split_row_alloc(const void *kernel, int64_t R, int64_t C, size_t stat_bytes,
+                                             KbSplitRow *s)
+{
+    int dev = 0, sms = 0, per_sm = 0;
+    s->R = (int)R;
+    s->S = kb_split_row_chunks(C);
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, KB_SPLIT_ROW_BLOCK, 0) != cudaSuccess)
+        return "cannot query the device";
+    if ((int64_t)sms * per_sm <= s->S)
+        return "too few resident blocks for the chunks of one row";
+    const size_t counter_bytes = (2 + 2 * (size_t)R) * sizeof(unsigned);
+    const size_t partial_bytes = (size_t)R * (size_t)s->S * stat_bytes;
+    if (cudaMalloc((void **)&s->counters, counter_bytes) != cudaSuccess) {
+        cudaGetLastError();
+        return "out of device memory for the split-row counters";
+    }
+    if (cudaMalloc(&s->partials, partial_bytes) != cudaSuccess) {
+        cudaGetLastError();
+        cudaFree(s->counters);
+        return "out of device memory for the split-row partials";
+    }
+    if (cudaMemset(s->counters, 0, counter_bytes) != cudaSuccess) {
+        kb_split_row_free(s);
+        return "cudaMemset of the split-row counters failed";
+    }
+    return NULL;
+}
+
+/* ---- device side ----------------------------------------------------------- */
+
+__device__ __forceinline__ unsigned kb_load_acquire(const unsigned *p)
+{
+    unsigned v;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+
+__device__ __forceinline__ void kb_add_release(unsigned *p, unsigned v)
+{
+    asm volatile("red.release.gpu.global.add.u32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
+}
+
+/* A partial another SM wrote: through L2, never a stale L1 line. */
+template <class T>
+__device__ __forceinline__ T kb_load_l2(const T *p)
+{
+    static_assert(sizeof(T) % sizeof(float) == 0, "a struct of floats");
+    T v;
+    const float *src = reinterpret_cast<const float *>(p);
+    float *dst = reinterpret_cast<float *>(&v);
+#pragma unroll
+    for (int i = 0; i < (int)(sizeof(T) / sizeof(float)); ++i)
+        dst[i] = __ldcg(src + i);
+    return v;
+}
+
+/* This block's ticket, on every thread: chunk t % S of row t / S. */
+__device__ __forceinline__ int kb_split_row_ticket(const KbSplitRow &s)
+{
+    __shared__ int ticket;
+    if (threadIdx.x == 0)
+        ticket = (int)atomicAdd(s.counters, 1u);
+    __syncthreads();
+    return ticket;
+}
+
+/* Publishes this block's partial `mine` (the same on every thread) and
+ * returns the row's statistic, merged in chunk order, on every thread. */
+template <class Stat, class Merge>
+__device__ Stat kb_split_row_exchange(const KbSplitRow &s, int row, int chunk, Stat mine, Merge merge, Stat identity)
+{
+    __shared__ Stat row_stat;
+    unsigned *published = s.counters + 2 + row, *consumed = s.counters + 2 + s.R + row;
+    Stat *part = reinterpret_cast<Stat *>(s.partials) + (size_t)row * s.S;
+    if (threadIdx.x < 32) {
+        if (threadIdx.x == 0) {
+            part[chunk] = mine;
+            kb_add_release(published, 1u); /* the partial is visible before the count */
+            while (kb_load_acquire(published) < (unsigned)s.S)
+                __nanosleep(64);
+        }
+        __syncwarp();
+        Stat acc = identity;
+        for (int i = (int)threadIdx.x; i < s.S; i += 32)
+            acc = merge(acc, kb_load_l2(part + i));
+        acc = kb_warp_allreduce<32>(acc, merge);
+        if (threadIdx.x == 0) {
+            row_stat = acc;
+            if (atomicAdd(consumed, 1u) == (unsigned)s.S - 1) { /* every block of the row is past its wait */
+                *published = 0;
+                *consumed = 0;
+            }
+        }
+    }
+    __syncthreads();
+    return row_stat;
+}
+
+/* The grid's last block clears the tickets for the next launch. */
+__device__ __forceinline__ void kb_split_row_retire(const KbSplitRow &s)
+{
+    if (threadIdx.x == 0 && atomicAdd(s.counters + 1, 1u) == gridDim.x - 1) {
+        s.counters[0] = 0;
+        s.counters[1] = 0;
+    }
+}
+
+/* Column of pack k of this thread in its chunk: packs of consecutive
+ * threads are adjacent, so each load instruction is coalesced. */
+template <int VEC>
+__device__ __forceinline__ int kb_split_row_col(int k)
+{
+    return (k * KB_SPLIT_ROW_BLOCK + (int)threadIdx.x) * VEC;
+}
+
+#endif

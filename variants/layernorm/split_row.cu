@@ -1,0 +1,136 @@
+/* layernorm split_row: for C >= 32768, a row cut into chunks of 8192
+ * floats, one 256-thread block per chunk, each chunk in its block's
+ * registers (32 floats per thread, float4 loads).  Values are shifted by the
+ * row's first element (d = x - x[0], as in welford, so that a row with mean
+ * 1e4 and variance 1e-2 keeps its digits); each thread takes the exact mean
+ * of its own d and then their squared deviations from it (two passes over
+ * registers), the threads' (n, mean, M2) triples merge by Chan's formula in
+ * a block reduction, and the blocks of a row trade their triples through
+ * global memory (kernels/split_row.cuh).  y = (d - mean) * rstd * gamma +
+ * beta is then written from the registers, gamma and beta through the
+ * read-only path (the same columns for every row: L2-resident).  x read
+ * once, y written once.
+ *
+ * Idea over welford (one block per row, the row in its registers up to
+ * C = 32768, two reads of x past it) and long_row (persistent clusters, the
+ * row in their shared memory): several small blocks per SM in different
+ * phases, so that one block's reduction and wait overlap the others' loads,
+ * and a single read of x at any C.
+ * Prediction: ~85-90% of the copy ceiling from 1024x32768 to 128x262144
+ * (welford 84.7/64.2/58.0/57.8%, long_row 72.1/67.1/59.0/45.6%).
+ * Measured: not yet. */
+#include <stdlib.h>
+#include "kernels/layernorm.h"
+#include "kernels/cuda_util.h"
+#include "kernels/split_row.cuh"
+
+#define MIN_C 32768
+
+template <int VEC>
+__global__ void __launch_bounds__(KB_SPLIT_ROW_BLOCK) layernorm_split_row_kernel(
+    int C, float eps, KbSplitRow s, const float *__restrict__ x, const float *__restrict__ gamma,
+    const float *__restrict__ beta, float *__restrict__ y)
+{
+    constexpr int PACKS = KB_SPLIT_ROW_ITEMS / VEC;
+    const int ticket = kb_split_row_ticket(s);
+    const int row = ticket / s.S, chunk = ticket % s.S;
+    const int begin = chunk * KB_SPLIT_ROW_CHUNK, n = min(KB_SPLIT_ROW_CHUNK, C - begin);
+    const float *in = x + (size_t)row * C;
+    const float lead = __ldg(in);
+    in += begin;
+
+    float d[PACKS][VEC];
+    float sum = 0.0f, count = 0.0f;
+#pragma unroll
+    for (int k = 0; k < PACKS; ++k)
+        if (kb_split_row_col<VEC>(k) < n) {
+            kb_load_once(d[k], in + kb_split_row_col<VEC>(k));
+#pragma unroll
+            for (int j = 0; j < VEC; ++j) {
+                d[k][j] -= lead;
+                sum += d[k][j];
+            }
+            count += VEC;
+        }
+    const float mean = count > 0.0f ? sum / count : 0.0f;
+    float m2 = 0.0f;
+#pragma unroll
+    for (int k = 0; k < PACKS; ++k)
+        if (kb_split_row_col<VEC>(k) < n)
+#pragma unroll
+            for (int j = 0; j < VEC; ++j)
+                m2 = fmaf(d[k][j] - mean, d[k][j] - mean, m2);
+    const KbWelford empty = {0.0f, 0.0f, 0.0f};
+    KbWelford w = kb_block_allreduce(KbWelford{count, mean, m2}, KbWelfordMerge{}, empty);
+    w = kb_split_row_exchange(s, row, chunk, w, KbWelfordMerge{}, empty);
+
+    const float rstd = kb_welford_rstd(w, C, eps);
+    float *out = y + (size_t)row * C + begin;
+#pragma unroll
+    for (int k = 0; k < PACKS; ++k) {
+        const int col = kb_split_row_col<VEC>(k);
+        if (col < n) {
+            float g[VEC], b[VEC];
+            kb_load_cached(g, gamma + begin + col);
+            kb_load_cached(b, beta + begin + col);
+#pragma unroll
+            for (int j = 0; j < VEC; ++j)
+                d[k][j] = fmaf((d[k][j] - w.mean) * rstd, g[j], b[j]);
+            kb_store_once(out + col, d[k]);
+        }
+    }
+    kb_split_row_retire(s);
+}
+
+typedef void (*split_row_kernel_t)(int, float, KbSplitRow, const float *, const float *, const float *, float *);
+
+static split_row_kernel_t kernel_for(int C)
+{
+    return C % 4 == 0 ? layernorm_split_row_kernel<4> : layernorm_split_row_kernel<1>;
+}
+
+static const char *unsupported(const kb_shape *s)
+{
+    return s->d[1] < MIN_C ? "split_row is for C >= 32768 (shorter rows fit one block: see welford)" : NULL;
+}
+
+static const char *setup(const void *args, void **ctx)
+{
+    const kb_layernorm_args *a = (const kb_layernorm_args *)args;
+    if (a->C < MIN_C)
+        return "split_row is for C >= 32768";
+    KbSplitRow *s = (KbSplitRow *)calloc(1, sizeof *s);
+    const char *why = kb_split_row_alloc((const void *)kernel_for(a->C), a->R, a->C, sizeof(KbWelford), s);
+    if (why) {
+        free(s);
+        return why;
+    }
+    *ctx = s;
+    return NULL;
+}
+
+static void teardown(void *ctx)
+{
+    kb_split_row_free((KbSplitRow *)ctx);
+    free(ctx);
+}
+
+static const char *launch(const void *args, void *ctx, cudaStream_t stream)
+{
+    const kb_layernorm_args *a = (const kb_layernorm_args *)args;
+    const KbSplitRow *s = (const KbSplitRow *)ctx;
+    kernel_for(a->C)<<<(unsigned)((int64_t)s->R * s->S), KB_SPLIT_ROW_BLOCK, 0, stream>>>(
+        a->C, a->eps, *s, a->x, a->gamma, a->beta, a->y);
+    KB_LAUNCHED();
+}
+
+extern "C" const kb_variant layernorm_split_row = {
+    .name = "split_row",
+    .summary = "C >= 32768: chunks of 8192 in registers, one block each, Welford triples traded through global memory",
+    .dtype = KB_F32,
+    .math = KB_MATH_F32,
+    .unsupported = unsupported,
+    .setup = setup,
+    .teardown = teardown,
+    .launch = launch,
+};

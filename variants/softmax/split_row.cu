@@ -1,0 +1,114 @@
+/* softmax split_row: for C >= 32768, a row cut into chunks of 8192 floats,
+ * one 256-thread block per chunk, each chunk in its block's registers (32
+ * floats per thread, float4 loads).  A block folds its chunk into a running
+ * (max, sum), merges the threads' pairs, and trades its pair with the row's
+ * other blocks through global memory (kernels/split_row.cuh: tickets in
+ * start order, so waiting on the row's other chunks cannot deadlock).  With
+ * the row's (max, sum) it writes exp(x - max) / sum from its registers: x
+ * read once and y written once, 8 bytes per element.
+ *
+ * Idea over long_row (a cluster of blocks per row, the row in their shared
+ * memory): no cluster.  long_row runs one or two 64 KiB slices per SM, each
+ * idle through its reduction and cluster barrier, and clusters of 16 fit
+ * only 7 at a time; here four or more small blocks share each SM in
+ * different phases, so one block's wait overlaps the others' loads.
+ * Prediction: ~85-90% of the copy ceiling from 1024x32768 to 128x262144
+ * (long_row: 80/75/64% at 512x65536 .. 128x262144).
+ * Measured: not yet. */
+#include <stdlib.h>
+#include "kernels/softmax.h"
+#include "kernels/cuda_util.h"
+#include "kernels/split_row.cuh"
+
+#define MIN_C 32768
+
+template <int VEC>
+__global__ void __launch_bounds__(KB_SPLIT_ROW_BLOCK) softmax_split_row_kernel(int C, KbSplitRow s,
+                                                                               const float *__restrict__ x,
+                                                                               float *__restrict__ y)
+{
+    constexpr int PACKS = KB_SPLIT_ROW_ITEMS / VEC;
+    const int ticket = kb_split_row_ticket(s);
+    const int row = ticket / s.S, chunk = ticket % s.S;
+    const int begin = chunk * KB_SPLIT_ROW_CHUNK, n = min(KB_SPLIT_ROW_CHUNK, C - begin);
+    const float *in = x + (size_t)row * C + begin;
+    float *out = y + (size_t)row * C + begin;
+
+    float v[PACKS][VEC];
+#pragma unroll
+    for (int k = 0; k < PACKS; ++k)
+        if (kb_split_row_col<VEC>(k) < n)
+            kb_load_once(v[k], in + kb_split_row_col<VEC>(k));
+    KbSoftmaxStat st = {-INFINITY, 0.0f};
+#pragma unroll
+    for (int k = 0; k < PACKS; ++k)
+        if (kb_split_row_col<VEC>(k) < n)
+            kb_softmax_stat_push(st, v[k]);
+    const KbSoftmaxStat empty = {-INFINITY, 0.0f};
+    st = kb_block_allreduce(st, KbSoftmaxMerge{}, empty);
+    st = kb_split_row_exchange(s, row, chunk, st, KbSoftmaxMerge{}, empty);
+
+    const float mx = st.m == -INFINITY ? 0.0f : st.m; /* an all -inf row: zeros */
+    const float inv = st.s > 0.0f ? 1.0f / st.s : 0.0f;
+#pragma unroll
+    for (int k = 0; k < PACKS; ++k)
+        if (kb_split_row_col<VEC>(k) < n) {
+#pragma unroll
+            for (int j = 0; j < VEC; ++j)
+                v[k][j] = expf(v[k][j] - mx) * inv;
+            kb_store_once(out + kb_split_row_col<VEC>(k), v[k]);
+        }
+    kb_split_row_retire(s);
+}
+
+typedef void (*split_row_kernel_t)(int, KbSplitRow, const float *, float *);
+
+static split_row_kernel_t kernel_for(int C)
+{
+    return C % 4 == 0 ? softmax_split_row_kernel<4> : softmax_split_row_kernel<1>;
+}
+
+static const char *unsupported(const kb_shape *s)
+{
+    return s->d[1] < MIN_C ? "split_row is for C >= 32768 (shorter rows fit one block: see vectorized)" : NULL;
+}
+
+static const char *setup(const void *args, void **ctx)
+{
+    const kb_softmax_args *a = (const kb_softmax_args *)args;
+    if (a->C < MIN_C)
+        return "split_row is for C >= 32768";
+    KbSplitRow *s = (KbSplitRow *)calloc(1, sizeof *s);
+    const char *why = kb_split_row_alloc((const void *)kernel_for(a->C), a->R, a->C, sizeof(KbSoftmaxStat), s);
+    if (why) {
+        free(s);
+        return why;
+    }
+    *ctx = s;
+    return NULL;
+}
+
+static void teardown(void *ctx)
+{
+    kb_split_row_free((KbSplitRow *)ctx);
+    free(ctx);
+}
+
+static const char *launch(const void *args, void *ctx, cudaStream_t stream)
+{
+    const kb_softmax_args *a = (const kb_softmax_args *)args;
+    const KbSplitRow *s = (const KbSplitRow *)ctx;
+    kernel_for(a->C)<<<(unsigned)((int64_t)s->R * s->S), KB_SPLIT_ROW_BLOCK, 0, stream>>>(a->C, *s, a->x, a->y);
+    KB_LAUNCHED();
+}
+
+extern "C" const kb_variant softmax_split_row = {
+    .name = "split_row",
+    .summary = "C >= 32768: chunks of 8192 in registers, one block each, (max, sum) traded through global memory",
+    .dtype = KB_F32,
+    .math = KB_MATH_F32,
+    .unsupported = unsupported,
+    .setup = setup,
+    .teardown = teardown,
+    .launch = launch,
+};
