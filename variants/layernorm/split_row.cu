@@ -26,57 +26,74 @@
 
 #define MIN_C 32768
 
+/* This thread's packs of the chunk at x + at, minus the row's first element. */
+template <int VEC, bool FIRST_READ>
+__device__ __forceinline__ void load_shifted(float (&d)[KB_SPLIT_ROW_ITEMS / VEC][VEC], const float *x, int n,
+                                             float lead)
+{
+#pragma unroll
+    for (int k = 0; k < KB_SPLIT_ROW_ITEMS / VEC; ++k)
+        if (kb_split_row_col<VEC>(k) < n) {
+            if constexpr (FIRST_READ)
+                kb_load_once(d[k], x + kb_split_row_col<VEC>(k)); /* stays in L2 for the second */
+            else
+                kb_load_stream(d[k], x + kb_split_row_col<VEC>(k));
+#pragma unroll
+            for (int j = 0; j < VEC; ++j)
+                d[k][j] -= lead;
+        }
+}
+
 template <int VEC>
-__global__ void __launch_bounds__(KB_SPLIT_ROW_BLOCK) layernorm_split_row_kernel(
+__global__ void __launch_bounds__(KB_SPLIT_ROW_BLOCK, 4) layernorm_split_row_kernel(
     int C, float eps, KbSplitRow s, const float *__restrict__ x, const float *__restrict__ gamma,
     const float *__restrict__ beta, float *__restrict__ y)
 {
     constexpr int PACKS = KB_SPLIT_ROW_ITEMS / VEC;
-    const int ticket = kb_split_row_ticket(s);
-    const int row = ticket / s.S, chunk = ticket % s.S;
-    const int begin = chunk * KB_SPLIT_ROW_CHUNK, n = min(KB_SPLIT_ROW_CHUNK, C - begin);
-    const float *in = x + (size_t)row * C;
-    const float lead = __ldg(in);
-    in += begin;
-
-    float d[PACKS][VEC];
-    float sum = 0.0f, count = 0.0f;
+    const KbSplitRowWork w = kb_split_row_work(s);
+    if (w.kind != KB_SPLIT_ROW_IDLE) {
+        const int begin = w.chunk * KB_SPLIT_ROW_CHUNK, n = min(KB_SPLIT_ROW_CHUNK, C - begin);
+        const float lead = __ldg(x + (size_t)w.row * C);
+        const size_t at = (size_t)w.row * C + begin;
+        const KbWelford empty = {0.0f, 0.0f, 0.0f};
+        float d[PACKS][VEC];
+        if (w.kind == KB_SPLIT_ROW_STATS) {
+            load_shifted<VEC, true>(d, x + at, n, lead);
+            float sum = 0.0f, count = 0.0f;
 #pragma unroll
-    for (int k = 0; k < PACKS; ++k)
-        if (kb_split_row_col<VEC>(k) < n) {
-            kb_load_once(d[k], in + kb_split_row_col<VEC>(k));
+            for (int k = 0; k < PACKS; ++k)
+                if (kb_split_row_col<VEC>(k) < n) {
 #pragma unroll
-            for (int j = 0; j < VEC; ++j) {
-                d[k][j] -= lead;
-                sum += d[k][j];
+                    for (int j = 0; j < VEC; ++j)
+                        sum += d[k][j];
+                    count += VEC;
+                }
+            const float mean = count > 0.0f ? sum / count : 0.0f;
+            float m2 = 0.0f;
+#pragma unroll
+            for (int k = 0; k < PACKS; ++k)
+                if (kb_split_row_col<VEC>(k) < n)
+#pragma unroll
+                    for (int j = 0; j < VEC; ++j)
+                        m2 = fmaf(d[k][j] - mean, d[k][j] - mean, m2);
+            kb_split_row_publish(s, w, kb_block_allreduce(KbWelford{count, mean, m2}, KbWelfordMerge{}, empty));
+        } else {
+            const KbWelford st = kb_split_row_collect(s, w, KbWelfordMerge{}, empty);
+            const float rstd = kb_welford_rstd(st, C, eps);
+            load_shifted<VEC, false>(d, x + at, n, lead);
+#pragma unroll
+            for (int k = 0; k < PACKS; ++k) {
+                const int col = kb_split_row_col<VEC>(k);
+                if (col < n) {
+                    float g[VEC], b[VEC];
+                    kb_load_cached(g, gamma + begin + col);
+                    kb_load_cached(b, beta + begin + col);
+#pragma unroll
+                    for (int j = 0; j < VEC; ++j)
+                        d[k][j] = fmaf((d[k][j] - st.mean) * rstd, g[j], b[j]);
+                    kb_store_stream(y + at + col, d[k]);
+                }
             }
-            count += VEC;
-        }
-    const float mean = count > 0.0f ? sum / count : 0.0f;
-    float m2 = 0.0f;
-#pragma unroll
-    for (int k = 0; k < PACKS; ++k)
-        if (kb_split_row_col<VEC>(k) < n)
-#pragma unroll
-            for (int j = 0; j < VEC; ++j)
-                m2 = fmaf(d[k][j] - mean, d[k][j] - mean, m2);
-    const KbWelford empty = {0.0f, 0.0f, 0.0f};
-    KbWelford w = kb_block_allreduce(KbWelford{count, mean, m2}, KbWelfordMerge{}, empty);
-    w = kb_split_row_exchange(s, row, chunk, w, KbWelfordMerge{}, empty);
-
-    const float rstd = kb_welford_rstd(w, C, eps);
-    float *out = y + (size_t)row * C + begin;
-#pragma unroll
-    for (int k = 0; k < PACKS; ++k) {
-        const int col = kb_split_row_col<VEC>(k);
-        if (col < n) {
-            float g[VEC], b[VEC];
-            kb_load_cached(g, gamma + begin + col);
-            kb_load_cached(b, beta + begin + col);
-#pragma unroll
-            for (int j = 0; j < VEC; ++j)
-                d[k][j] = fmaf((d[k][j] - w.mean) * rstd, g[j], b[j]);
-            kb_store_once(out + col, d[k]);
         }
     }
     kb_split_row_retire(s);
@@ -100,7 +117,7 @@ static const char *setup(const void *args, void **ctx)
     if (a->C < MIN_C)
         return "split_row is for C >= 32768";
     KbSplitRow *s = (KbSplitRow *)calloc(1, sizeof *s);
-    const char *why = kb_split_row_alloc((const void *)kernel_for(a->C), a->R, a->C, sizeof(KbWelford), s);
+    const char *why = kb_split_row_alloc(a->R, a->C, sizeof(KbWelford), s);
     if (why) {
         free(s);
         return why;
@@ -119,7 +136,7 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
 {
     const kb_layernorm_args *a = (const kb_layernorm_args *)args;
     const KbSplitRow *s = (const KbSplitRow *)ctx;
-    kernel_for(a->C)<<<(unsigned)((int64_t)s->R * s->S), KB_SPLIT_ROW_BLOCK, 0, stream>>>(
+    kernel_for(a->C)<<<kb_split_row_blocks(s), KB_SPLIT_ROW_BLOCK, 0, stream>>>(
         a->C, a->eps, *s, a->x, a->gamma, a->beta, a->y);
     KB_LAUNCHED();
 }

@@ -23,41 +23,48 @@
 #define MIN_C 32768
 
 template <int VEC>
-__global__ void __launch_bounds__(KB_SPLIT_ROW_BLOCK) softmax_split_row_kernel(int C, KbSplitRow s,
+__global__ void __launch_bounds__(KB_SPLIT_ROW_BLOCK, 4) softmax_split_row_kernel(int C, KbSplitRow s,
                                                                                const float *__restrict__ x,
                                                                                float *__restrict__ y)
 {
     constexpr int PACKS = KB_SPLIT_ROW_ITEMS / VEC;
-    const int ticket = kb_split_row_ticket(s);
-    const int row = ticket / s.S, chunk = ticket % s.S;
-    const int begin = chunk * KB_SPLIT_ROW_CHUNK, n = min(KB_SPLIT_ROW_CHUNK, C - begin);
-    const float *in = x + (size_t)row * C + begin;
-    float *out = y + (size_t)row * C + begin;
-
-    float v[PACKS][VEC];
+    const KbSplitRowWork w = kb_split_row_work(s);
+    if (w.kind != KB_SPLIT_ROW_IDLE) {
+        const int begin = w.chunk * KB_SPLIT_ROW_CHUNK, n = min(KB_SPLIT_ROW_CHUNK, C - begin);
+        const size_t at = (size_t)w.row * C + begin;
+        const KbSoftmaxStat empty = {-INFINITY, 0.0f};
+        float v[PACKS][VEC];
+        if (w.kind == KB_SPLIT_ROW_STATS) {
+            /* first read: a plain load, so that the chunk stays in L2 */
 #pragma unroll
-    for (int k = 0; k < PACKS; ++k)
-        if (kb_split_row_col<VEC>(k) < n)
-            kb_load_once(v[k], in + kb_split_row_col<VEC>(k));
-    KbSoftmaxStat st = {-INFINITY, 0.0f};
+            for (int k = 0; k < PACKS; ++k)
+                if (kb_split_row_col<VEC>(k) < n)
+                    kb_load_once(v[k], x + at + kb_split_row_col<VEC>(k));
+            KbSoftmaxStat st = empty;
 #pragma unroll
-    for (int k = 0; k < PACKS; ++k)
-        if (kb_split_row_col<VEC>(k) < n)
-            kb_softmax_stat_push(st, v[k]);
-    const KbSoftmaxStat empty = {-INFINITY, 0.0f};
-    st = kb_block_allreduce(st, KbSoftmaxMerge{}, empty);
-    st = kb_split_row_exchange(s, row, chunk, st, KbSoftmaxMerge{}, empty);
-
-    const float mx = st.m == -INFINITY ? 0.0f : st.m; /* an all -inf row: zeros */
-    const float inv = st.s > 0.0f ? 1.0f / st.s : 0.0f;
+            for (int k = 0; k < PACKS; ++k)
+                if (kb_split_row_col<VEC>(k) < n)
+                    kb_softmax_stat_push(st, v[k]);
+            kb_split_row_publish(s, w, kb_block_allreduce(st, KbSoftmaxMerge{}, empty));
+        } else {
+            const KbSoftmaxStat st = kb_split_row_collect(s, w, KbSoftmaxMerge{}, empty);
+            const float mx = st.m == -INFINITY ? 0.0f : st.m; /* an all -inf row: zeros */
+            const float inv = st.s > 0.0f ? 1.0f / st.s : 0.0f;
+            /* second read (from L2) and y: evict-first, the last use of both */
 #pragma unroll
-    for (int k = 0; k < PACKS; ++k)
-        if (kb_split_row_col<VEC>(k) < n) {
+            for (int k = 0; k < PACKS; ++k)
+                if (kb_split_row_col<VEC>(k) < n)
+                    kb_load_stream(v[k], x + at + kb_split_row_col<VEC>(k));
 #pragma unroll
-            for (int j = 0; j < VEC; ++j)
-                v[k][j] = expf(v[k][j] - mx) * inv;
-            kb_store_once(out + kb_split_row_col<VEC>(k), v[k]);
+            for (int k = 0; k < PACKS; ++k)
+                if (kb_split_row_col<VEC>(k) < n) {
+#pragma unroll
+                    for (int j = 0; j < VEC; ++j)
+                        v[k][j] = expf(v[k][j] - mx) * inv;
+                    kb_store_stream(y + at + kb_split_row_col<VEC>(k), v[k]);
+                }
         }
+    }
     kb_split_row_retire(s);
 }
 
@@ -79,7 +86,7 @@ static const char *setup(const void *args, void **ctx)
     if (a->C < MIN_C)
         return "split_row is for C >= 32768";
     KbSplitRow *s = (KbSplitRow *)calloc(1, sizeof *s);
-    const char *why = kb_split_row_alloc((const void *)kernel_for(a->C), a->R, a->C, sizeof(KbSoftmaxStat), s);
+    const char *why = kb_split_row_alloc(a->R, a->C, sizeof(KbSoftmaxStat), s);
     if (why) {
         free(s);
         return why;
@@ -98,7 +105,7 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
 {
     const kb_softmax_args *a = (const kb_softmax_args *)args;
     const KbSplitRow *s = (const KbSplitRow *)ctx;
-    kernel_for(a->C)<<<(unsigned)((int64_t)s->R * s->S), KB_SPLIT_ROW_BLOCK, 0, stream>>>(a->C, *s, a->x, a->y);
+    kernel_for(a->C)<<<kb_split_row_blocks(s), KB_SPLIT_ROW_BLOCK, 0, stream>>>(a->C, *s, a->x, a->y);
     KB_LAUNCHED();
 }
 
