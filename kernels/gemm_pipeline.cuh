@@ -98,7 +98,7 @@ struct CopyA {
 #pragma unroll
         for (int p = 0; p < kPasses; ++p) {
             const bool ok = k_ok && (rows_ok >> p & 1);
-            cp_async4(dst + p * kRowsPerPass, ok ? A + o : A, ok ? 4 : 0);
+            kb_cp_async4(dst + p * kRowsPerPass, ok ? A + o : A, ok ? 4 : 0);
             o += (size_t)kRowsPerPass * K;
         }
     }
@@ -137,9 +137,9 @@ struct CopyB {
         for (int p = 0; p < kPasses; ++p) {
             const bool ok = col_ok && k0 + r + p * kRowsPerPass < K;
             if constexpr (Vec)
-                cp_async16(dst + p * kRowsPerPass * Cfg::kLdB, ok ? B + o : B, ok ? 16 : 0);
+                kb_cp_async16(dst + p * kRowsPerPass * Cfg::kLdB, ok ? B + o : B, ok ? 16 : 0);
             else
-                cp_async4(dst + p * kRowsPerPass * Cfg::kLdB, ok ? B + o : B, ok ? 4 : 0);
+                kb_cp_async4(dst + p * kRowsPerPass * Cfg::kLdB, ok ? B + o : B, ok ? 4 : 0);
             o += (size_t)kRowsPerPass * N;
         }
     }
@@ -257,23 +257,23 @@ gemm_pipeline_kernel(int M, int N, int K, const float *__restrict__ A,
     for (int t = 0; t < Cfg::kStages - 1; ++t) {
         if (t < k_tiles)
             copy_tile(t);
-        cp_async_commit();
+        kb_cp_async_commit();
     }
 
     float acc[Cfg::kTM][Cfg::kTN] = {};
     for (int t = 0; t < k_tiles; ++t) {
-        cp_async_wait<Cfg::kStages - 2>();  /* this thread's copies of tile t landed */
+        kb_cp_async_wait<Cfg::kStages - 2>();  /* this thread's copies of tile t landed */
         /* Now everyone's copies of tile t are visible, and everyone has
          * finished tile t - 1, whose stage the copy below overwrites. */
         __syncthreads();
         const int next = t + Cfg::kStages - 1;
         if (next < k_tiles)
             copy_tile(next);
-        cp_async_commit();
+        kb_cp_async_commit();
         const int s = t % Cfg::kStages;
         multiply_stage<Cfg>(stage_a(s), stage_b(s), m_lane, n_lane, acc);
     }
-    cp_async_wait<0>();  /* only empty groups remain; leave nothing in flight */
+    kb_cp_async_wait<0>();  /* only empty groups remain; leave nothing in flight */
 
     store_c<Cfg, VecB>(C, M, N, row0, col0, m_lane, n_lane, acc, epi);
 }

@@ -2,8 +2,7 @@
  * variant): the score-matrix workspace of the unfused variants (naive,
  * cublas), sized and checked before the allocation so that a shape whose
  * scores do not fit becomes a SKIP with a reason instead of a sticky CUDA
- * error; cp.async copies (sm_80+) for the fused kernels; the block order of
- * the fused kernels. */
+ * error; the block order of the fused kernels. */
 #ifndef KBENCH_ATTENTION_COMMON_CUH
 #define KBENCH_ATTENTION_COMMON_CUH
 
@@ -12,6 +11,7 @@
 #include <cuda_runtime.h>
 #include "kernels/attention.h"
 #include "kernels/cuda_util.h"
+#include "kernels/cp_async.cuh"
 
 /* log2(e): the fused kernels use exp2 with it folded into the score scale. */
 #define KB_LOG2E 1.4426950408889634f
@@ -41,37 +41,6 @@ static inline const char *kb_attention_alloc_scores(const kb_attention_args *a, 
         return why;
     }
     return NULL;
-}
-
-/* ---- cp.async (sm_80+) ---------------------------------------------------- */
-
-/* 16 bytes global -> shared; src_bytes (0 or 16) are read, the rest of the
- * destination is zero-filled.  .cg: cached in L2 only. */
-__device__ __forceinline__ void kb_attn_cp_async16(void *dst, const void *src, int src_bytes)
-{
-    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(src_bytes)
-                 : "memory");
-}
-
-/* One float (src_bytes 0 or 4); copies under 16 bytes must use .ca. */
-__device__ __forceinline__ void kb_attn_cp_async4(void *dst, const void *src, int src_bytes)
-{
-    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(d), "l"(src), "r"(src_bytes)
-                 : "memory");
-}
-
-__device__ __forceinline__ void kb_attn_cp_async_commit()
-{
-    asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-
-/* Wait until at most `Pending` committed groups are still in flight. */
-template <int Pending>
-__device__ __forceinline__ void kb_attn_cp_async_wait()
-{
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending) : "memory");
 }
 
 /* ---- block order ------------------------------------------------------------ */

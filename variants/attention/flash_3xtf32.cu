@@ -151,7 +151,7 @@ __device__ __forceinline__ void tf32x3_copy_rows(float *dst, const float *head, 
         const int c = tid + it * Cfg::kThreads;
         const int r = c / kChunks, ch = c % kChunks;
         const bool ok = r0 + r < T;
-        kb_attn_cp_async16(dst + r * LD + ch * 4, ok ? head + (size_t)(r0 + r) * D + ch * 4 : head, ok ? 16 : 0);
+        kb_cp_async16(dst + r * LD + ch * 4, ok ? head + (size_t)(r0 + r) * D + ch * 4 : head, ok ? 16 : 0);
     }
 }
 
@@ -180,7 +180,7 @@ attention_flash_3xtf32_kernel(int Tq, int Tk, int causal, float sl2, int row_til
     const int warp_row0 = i0 + warp * 16;
 
     tf32x3_copy_rows<D, LQK>(Ks, k_head, 0, Tk);
-    kb_attn_cp_async_commit();
+    kb_cp_async_commit();
 
     /* Q, scaled by scale * log2(e) so that scores are ready for exp2; zero
      * past Tq.  The first barrier of the tile loop publishes it. */
@@ -217,10 +217,10 @@ attention_flash_3xtf32_kernel(int Tq, int Tk, int causal, float sl2, int row_til
 
     for (int t = 0; t < n_tiles; ++t) {
         const int j0 = t * BC;
-        kb_attn_cp_async_wait<0>(); /* K(t) is in (this thread's copies) */
+        kb_cp_async_wait<0>(); /* K(t) is in (this thread's copies) */
         __syncthreads();            /* everyone's K(t) (and Q) visible; everyone is done with V(t - 1) */
         tf32x3_copy_rows<D, LV>(Vs, v_head, j0, Tk);
-        kb_attn_cp_async_commit();
+        kb_cp_async_commit();
 
         /* S = Q K^T */
         float s[NS][4];
@@ -283,11 +283,11 @@ attention_flash_3xtf32_kernel(int Tq, int Tk, int causal, float sl2, int row_til
             l[h] = l[h] * alpha[h] + sum;
         }
 
-        kb_attn_cp_async_wait<0>(); /* V(t) is in */
+        kb_cp_async_wait<0>(); /* V(t) is in */
         __syncthreads();            /* everyone's V(t) visible; everyone is done with K(t) */
         if (t + 1 < n_tiles)
             tf32x3_copy_rows<D, LQK>(Ks, k_head, j0 + BC, Tk);
-        kb_attn_cp_async_commit();
+        kb_cp_async_commit();
 
         /* O_tile = P V(t): k-step kk is n tile kk of S, keys permuted (see
          * the top).  Groups of 4 n tiles of O keep the split V fragments of
@@ -315,7 +315,7 @@ attention_flash_3xtf32_kernel(int Tq, int Tk, int causal, float sl2, int row_til
             for (int e = 0; e < 4; ++e)
                 acc[dt][e] = fmaf(acc[dt][e], alpha[e >> 1], o_tile[dt][e]);
     }
-    kb_attn_cp_async_wait<0>(); /* only empty groups remain */
+    kb_cp_async_wait<0>(); /* only empty groups remain */
 
     /* Normalize and write: each quad writes 32 contiguous bytes of a row
      * per n tile (whole sectors). */

@@ -133,7 +133,7 @@ __device__ __forceinline__ void bf16_copy_rows(bf16 *dst, const bf16 *head, int 
 #pragma unroll
         for (int it = 0; it < ROWS / kRowsPerPass; ++it) {
             const bool ok = it * kRowsPerPass < left;
-            kb_attn_cp_async16(out + it * kRowsPerPass * Cfg::kLd, ok ? src + it * kRowsPerPass * D : head,
+            kb_cp_async16(out + it * kRowsPerPass * Cfg::kLd, ok ? src + it * kRowsPerPass * D : head,
                                ok ? 16 : 0);
         }
     } else {
@@ -143,7 +143,7 @@ __device__ __forceinline__ void bf16_copy_rows(bf16 *dst, const bf16 *head, int 
             const int r = c / kChunks, ch = c % kChunks;
             const bool ok = r0 + r < T;
             const bf16 *src = ok ? head + (size_t)(r0 + r) * D + ch * 8 : head;
-            kb_attn_cp_async16(dst + r * Cfg::kLd + ch * 8, src, ok ? 16 : 0);
+            kb_cp_async16(dst + r * Cfg::kLd + ch * 8, src, ok ? 16 : 0);
         }
     }
 }
@@ -175,7 +175,7 @@ attention_flash_bf16_kernel(int Tq, int Tk, int causal, float sl2, int row_tiles
     bf16_copy_rows<D, BR>(Qs, q + (size_t)tile.bh * Tq * D, i0, Tq);
     bf16_copy_rows<D, BC>(Ks, k_head, 0, Tk);
     bf16_copy_rows<D, BC>(Vs, v_head, 0, Tk);
-    kb_attn_cp_async_commit();
+    kb_cp_async_commit();
 
     /* ldmatrix row addresses of this lane: lanes 8m..8m+7 give the rows of
      * matrix m.  Q (A, m16k16): matrices (rows 0-7, k 0-7), (rows 8-15,
@@ -194,7 +194,7 @@ attention_flash_bf16_kernel(int Tq, int Tk, int causal, float sl2, int row_tiles
 
     uint32_t qf[MT][Cfg::kQInRegs ? KD : 1][4];
     if constexpr (Cfg::kQInRegs) {
-        kb_attn_cp_async_wait<0>();
+        kb_cp_async_wait<0>();
         __syncthreads();
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt)
@@ -225,14 +225,14 @@ attention_flash_bf16_kernel(int Tq, int Tk, int causal, float sl2, int row_tiles
     for (int t = 0; t < n_tiles; ++t) {
         const int j0 = t * BC;
         const uint32_t stage = (uint32_t)(t & 1) * kStageBytes;
-        kb_attn_cp_async_wait<0>(); /* tile t is in (this thread's copies) */
+        kb_cp_async_wait<0>(); /* tile t is in (this thread's copies) */
         __syncthreads();            /* everyone's copies visible; tile t - 1's stage is free */
         if (t + 1 < n_tiles) {
             const int next = (t + 1) & 1;
             bf16_copy_rows<D, BC>(Ks + next * Cfg::kKVElems, k_head, j0 + BC, Tk);
             bf16_copy_rows<D, BC>(Vs + next * Cfg::kKVElems, v_head, j0 + BC, Tk);
         }
-        kb_attn_cp_async_commit();
+        kb_cp_async_commit();
 
         if (causal && j0 > warp_row0 + 31) /* above every row of this warp (never tile 0) */
             continue;
@@ -346,7 +346,7 @@ attention_flash_bf16_kernel(int Tq, int Tk, int causal, float sl2, int row_tiles
             }
         }
     }
-    kb_attn_cp_async_wait<0>(); /* only empty groups remain */
+    kb_cp_async_wait<0>(); /* only empty groups remain */
 
     /* Normalize and stage this warp's 32 rows in its own rows of Qs (no
      * other warp reads them), then write 16-byte chunks of whole rows. */

@@ -93,9 +93,9 @@ __device__ __forceinline__ void f32_copy_tile(float *dst, int ld, const float *h
     for (int it = 0; it < kIters; ++it) {
         const bool ok = d_ok && j0 + r0 + it * kRowsPerPass < Tk;
         if constexpr (VEC)
-            kb_attn_cp_async16(out, ok ? src : head, ok ? 16 : 0);
+            kb_cp_async16(out, ok ? src : head, ok ? 16 : 0);
         else
-            kb_attn_cp_async4(out, ok ? src : head, ok ? 4 : 0);
+            kb_cp_async4(out, ok ? src : head, ok ? 4 : 0);
         src += (size_t)kRowsPerPass * D;
         out += kRowsPerPass * ld;
     }
@@ -126,9 +126,9 @@ attention_flash_f32_kernel(int Tq, int Tk, int D, int causal, float sl2, int row
     const int n_tiles = causal ? last_row / BC + 1 : KB_CEIL_DIV(Tk, BC);
 
     f32_copy_tile<Cfg, DP, VEC>(Ks, Cfg::kLdK, k_head, 0, Tk, D);
-    kb_attn_cp_async_commit();
+    kb_cp_async_commit();
     f32_copy_tile<Cfg, DP, VEC>(Vs, Cfg::kLdV, v_head, 0, Tk, D);
-    kb_attn_cp_async_commit();
+    kb_cp_async_commit();
 
     /* Q, scaled, zero past Tq and past D. */
     {
@@ -167,7 +167,7 @@ attention_flash_f32_kernel(int Tq, int Tk, int D, int causal, float sl2, int row
 
     for (int t = 0; t < n_tiles; ++t) {
         const int j0 = t * BC;
-        kb_attn_cp_async_wait<1>(); /* K(t) is in; V(t) may still be in flight */
+        kb_cp_async_wait<1>(); /* K(t) is in; V(t) may still be in flight */
         __syncthreads();
 
         /* S = (Q * sl2) K^T for this thread's 4 x 8 tile */
@@ -235,11 +235,11 @@ attention_flash_f32_kernel(int Tq, int Tk, int D, int causal, float sl2, int row
             }
         }
 
-        kb_attn_cp_async_wait<0>(); /* V(t) is in */
+        kb_cp_async_wait<0>(); /* V(t) is in */
         __syncthreads();            /* P and V(t) visible; everyone is done with K(t) */
         if (t + 1 < n_tiles)
             f32_copy_tile<Cfg, DP, VEC>(Ks, Cfg::kLdK, k_head, j0 + BC, Tk, D);
-        kb_attn_cp_async_commit();
+        kb_cp_async_commit();
 
         /* O += P V */
 #pragma unroll 4
@@ -268,9 +268,9 @@ attention_flash_f32_kernel(int Tq, int Tk, int D, int causal, float sl2, int row
         __syncthreads(); /* everyone is done with P and V(t) */
         if (t + 1 < n_tiles)
             f32_copy_tile<Cfg, DP, VEC>(Vs, Cfg::kLdV, v_head, j0 + BC, Tk, D);
-        kb_attn_cp_async_commit();
+        kb_cp_async_commit();
     }
-    kb_attn_cp_async_wait<0>(); /* only empty groups remain */
+    kb_cp_async_wait<0>(); /* only empty groups remain */
 
     float *o_head = o + (size_t)tile.bh * Tq * D;
 #pragma unroll

@@ -10,7 +10,17 @@
  * and reads longer rows twice): a cluster's registers hold rows of up to
  * 262144, and its blocks are as small as short rows' (two per SM).
  * Prediction: ~85-90% of the copy ceiling from 512x65536 to 128x262144.
- * Measured: not yet.
+ * Measured on H100 (cold L2, % of the 3009 GB/s copy ceiling, one session
+ * with vectorized and split_row): 2,567 GB/s (85.3%) at 1024x32768
+ * (vectorized 90.0%); 2,486 (82.6%) at 512x65536, the best softmax there
+ * (split_row 80.0%); 2,275 (75.6%) at 256x131072 and 1,885 (62.6%) at
+ * 128x262144, where split_row is ahead (78.8%, 79.7%).
+ * Gap to the limit: clusters of 2 (C = 32768) cost ~5 points against the
+ * same row in one block (vectorized); clusters of 8 and 16 lose more, since
+ * all of a cluster's blocks must be placed in one GPC at once (with two
+ * blocks per SM, a GPC of 16-18 SMs takes two or four clusters of 16 and
+ * leaves SMs idle), and every block of a row waits at the barrier for the
+ * slowest one's loads.
  * History: the row in the cluster's shared memory (64 KiB slices, a cluster
  * per row) measured 79.6/75.1/63.7% at 512x65536 / 256x131072 /
  * 128x262144; a persistent, double-buffered cluster pipeline (now

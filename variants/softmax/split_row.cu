@@ -1,20 +1,30 @@
-/* softmax split_row: for C >= 32768, a row cut into chunks of 8192 floats,
- * one 256-thread block per chunk, each chunk in its block's registers (32
- * floats per thread, float4 loads).  A block folds its chunk into a running
- * (max, sum), merges the threads' pairs, and trades its pair with the row's
- * other blocks through global memory (kernels/split_row.cuh: tickets in
- * start order, so waiting on the row's other chunks cannot deadlock).  With
- * the row's (max, sum) it writes exp(x - max) / sum from its registers: x
- * read once and y written once, 8 bytes per element.
+/* softmax split_row: for C >= 32768, several ordinary blocks per row and
+ * two sweeps, the second from L2 (kernels/split_row.cuh).  The row is cut
+ * into chunks of 8192 floats (256 threads x 32 floats, float4 loads); a
+ * statistics block folds its chunk into a running (max, sum), merges the
+ * threads' pairs and publishes its pair in global memory; an output block,
+ * started 256 chunks (8 MiB) later, merges the row's pairs, reads the chunk
+ * again (an L2 hit, evict-first) and writes exp(x - max) / sum (evict-
+ * first).  Memory sees x read once and y written once, 8 bytes per element.
  *
- * Idea over long_row (a cluster of blocks per row, the row in their shared
- * memory): no cluster.  long_row runs one or two 64 KiB slices per SM, each
- * idle through its reduction and cluster barrier, and clusters of 16 fit
- * only 7 at a time; here four or more small blocks share each SM in
- * different phases, so one block's wait overlaps the others' loads.
+ * Idea over long_row (a cluster per row, the row in its registers): no
+ * cluster to place, so the longest rows lose nothing to GPC packing, and no
+ * block holds a chunk while it waits for others.
  * Prediction: ~85-90% of the copy ceiling from 1024x32768 to 128x262144
- * (long_row: 80/75/64% at 512x65536 .. 128x262144).
- * Measured: not yet. */
+ * (long_row then: 80/75/64% at 512x65536 .. 128x262144).
+ * Measured on H100 (cold L2, % of the 3009 GB/s copy ceiling, one session
+ * with vectorized and long_row): 2,415 GB/s (80.3%) at 1024x32768; 2,406
+ * (80.0%) at 512x65536; 2,370 (78.8%) at 256x131072; 2,400 (79.7%) at
+ * 128x262144, the best softmax at the two longest rows.  Flat in C, since
+ * every block is the same chunk, but short of the prediction.
+ * Tried (same shapes, points against this version): each block keeping its
+ * chunk in registers through the wait for the row's partials (one read, no
+ * lag) measured the same, +-2; blocks numbered by blockIdx instead of a
+ * ticket (unsafe: it relies on launch order) +2; 512-thread blocks (16384
+ * floats) -8; 128-thread blocks -6 to -11; a lag of 1024 chunks -10.
+ * Gap to the limit: unexplained ~10 points; a block lives only ~6 us, and
+ * a block's start (the ticket's atomic round trip) and its reduction leave
+ * its SM share idle. */
 #include <stdlib.h>
 #include "kernels/softmax.h"
 #include "kernels/cuda_util.h"
