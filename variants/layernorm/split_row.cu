@@ -32,24 +32,6 @@
 
 #define MIN_C 32768
 
-/* This thread's packs of the chunk at x + at, minus the row's first element. */
-template <int VEC, bool FIRST_READ>
-__device__ __forceinline__ void load_shifted(float (&d)[KB_SPLIT_ROW_ITEMS / VEC][VEC], const float *x, int n,
-                                             float lead)
-{
-#pragma unroll
-    for (int k = 0; k < KB_SPLIT_ROW_ITEMS / VEC; ++k)
-        if (kb_split_row_col<VEC>(k) < n) {
-            if constexpr (FIRST_READ)
-                kb_load_once(d[k], x + kb_split_row_col<VEC>(k)); /* stays in L2 for the second */
-            else
-                kb_load_stream(d[k], x + kb_split_row_col<VEC>(k));
-#pragma unroll
-            for (int j = 0; j < VEC; ++j)
-                d[k][j] -= lead;
-        }
-}
-
 template <int VEC>
 __global__ void __launch_bounds__(KB_SPLIT_ROW_BLOCK, 4) layernorm_split_row_kernel(
     int C, float eps, KbSplitRow s, const float *__restrict__ x, const float *__restrict__ gamma,
@@ -64,14 +46,19 @@ __global__ void __launch_bounds__(KB_SPLIT_ROW_BLOCK, 4) layernorm_split_row_ker
         const KbWelford empty = {0.0f, 0.0f, 0.0f};
         float d[PACKS][VEC];
         if (w.kind == KB_SPLIT_ROW_STATS) {
-            load_shifted<VEC, true>(d, x + at, n, lead);
             float sum = 0.0f, count = 0.0f;
+#pragma unroll
+            for (int k = 0; k < PACKS; ++k)
+                if (kb_split_row_col<VEC>(k) < n)
+                    kb_load_once(d[k], x + at + kb_split_row_col<VEC>(k)); /* stays in L2 for the second */
 #pragma unroll
             for (int k = 0; k < PACKS; ++k)
                 if (kb_split_row_col<VEC>(k) < n) {
 #pragma unroll
-                    for (int j = 0; j < VEC; ++j)
+                    for (int j = 0; j < VEC; ++j) {
+                        d[k][j] -= lead;
                         sum += d[k][j];
+                    }
                     count += VEC;
                 }
             const float mean = count > 0.0f ? sum / count : 0.0f;
@@ -84,9 +71,13 @@ __global__ void __launch_bounds__(KB_SPLIT_ROW_BLOCK, 4) layernorm_split_row_ker
                         m2 = fmaf(d[k][j] - mean, d[k][j] - mean, m2);
             kb_split_row_publish(s, w, kb_block_allreduce(KbWelford{count, mean, m2}, KbWelfordMerge{}, empty));
         } else {
+            /* second read (from L2), in flight while the row's triples are gathered */
+#pragma unroll
+            for (int k = 0; k < PACKS; ++k)
+                if (kb_split_row_col<VEC>(k) < n)
+                    kb_load_stream(d[k], x + at + kb_split_row_col<VEC>(k));
             const KbWelford st = kb_split_row_collect(s, w, KbWelfordMerge{}, empty);
             const float rstd = kb_welford_rstd(st, C, eps);
-            load_shifted<VEC, false>(d, x + at, n, lead);
 #pragma unroll
             for (int k = 0; k < PACKS; ++k) {
                 const int col = kb_split_row_col<VEC>(k);
@@ -96,7 +87,7 @@ __global__ void __launch_bounds__(KB_SPLIT_ROW_BLOCK, 4) layernorm_split_row_ker
                     kb_load_cached(b, beta + begin + col);
 #pragma unroll
                     for (int j = 0; j < VEC; ++j)
-                        d[k][j] = fmaf((d[k][j] - st.mean) * rstd, g[j], b[j]);
+                        d[k][j] = fmaf(((d[k][j] - lead) - st.mean) * rstd, g[j], b[j]);
                     kb_store_stream(y + at + col, d[k]);
                 }
             }

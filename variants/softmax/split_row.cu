@@ -57,14 +57,15 @@ __global__ void __launch_bounds__(KB_SPLIT_ROW_BLOCK, 4) softmax_split_row_kerne
                     kb_softmax_stat_push(st, v[k]);
             kb_split_row_publish(s, w, kb_block_allreduce(st, KbSoftmaxMerge{}, empty));
         } else {
-            const KbSoftmaxStat st = kb_split_row_collect(s, w, KbSoftmaxMerge{}, empty);
-            const float mx = st.m == -INFINITY ? 0.0f : st.m; /* an all -inf row: zeros */
-            const float inv = st.s > 0.0f ? 1.0f / st.s : 0.0f;
-            /* second read (from L2) and y: evict-first, the last use of both */
+            /* second read (from L2) and y: evict-first, the last use of both;
+             * the loads are in flight while the row's pairs are gathered */
 #pragma unroll
             for (int k = 0; k < PACKS; ++k)
                 if (kb_split_row_col<VEC>(k) < n)
                     kb_load_stream(v[k], x + at + kb_split_row_col<VEC>(k));
+            const KbSoftmaxStat st = kb_split_row_collect(s, w, KbSoftmaxMerge{}, empty);
+            const float mx = st.m == -INFINITY ? 0.0f : st.m; /* an all -inf row: zeros */
+            const float inv = st.s > 0.0f ? 1.0f / st.s : 0.0f;
 #pragma unroll
             for (int k = 0; k < PACKS; ++k)
                 if (kb_split_row_col<VEC>(k) < n) {
