@@ -31,6 +31,7 @@
 #include <stdint.h>
 #include <cuda_runtime.h>
 #include "kernels/reduce.cuh"
+#include "kernels/cp_async.cuh"
 
 #define KB_SPLIT_ROW_BLOCK 256
 #define KB_SPLIT_ROW_ITEMS 32 /* floats per thread */
@@ -187,6 +188,39 @@ template <int VEC>
 __device__ __forceinline__ int kb_split_row_col(int k)
 {
     return (k * KB_SPLIT_ROW_BLOCK + (int)threadIdx.x) * VEC;
+}
+
+/* This thread's packs of the n floats at src into the same columns of buf
+ * (shared memory), by cp.async: in flight without holding registers, so
+ * that more blocks fit on an SM. */
+template <int VEC>
+__device__ __forceinline__ void kb_split_row_fetch(float *buf, const float *src, int n)
+{
+#pragma unroll
+    for (int k = 0; k < KB_SPLIT_ROW_ITEMS / VEC; ++k) {
+        const int col = kb_split_row_col<VEC>(k);
+        if (col < n) {
+            if constexpr (VEC == 4)
+                kb_cp_async16(buf + col, src + col, 16);
+            else
+                kb_cp_async4(buf + col, src + col, 4);
+        }
+    }
+    kb_cp_async_commit();
+}
+
+/* Pack k of this thread from buf, once its copies are in (kb_cp_async_wait:
+ * a thread reads back only what it copied, so no barrier is needed). */
+template <int VEC>
+__device__ __forceinline__ void kb_split_row_pack(float (&v)[VEC], const float *buf, int k)
+{
+    const int col = kb_split_row_col<VEC>(k);
+    if constexpr (VEC == 4) {
+        const float4 t = *reinterpret_cast<const float4 *>(buf + col);
+        v[0] = t.x, v[1] = t.y, v[2] = t.z, v[3] = t.w;
+    } else {
+        v[0] = buf[col];
+    }
 }
 
 #endif

@@ -1,16 +1,18 @@
 /* layernorm split_row: for C >= 32768, several ordinary blocks per row and
  * two sweeps, the second from L2 (kernels/split_row.cuh).  The row is cut
- * into chunks of 8192 floats (256 threads x 32 floats, float4 loads).
- * Values are shifted by the row's first element (d = x - x[0], as in
- * welford, so that a row with mean 1e4 and variance 1e-2 keeps its digits).
- * A statistics block takes each thread's exact mean of its own d and then
- * their squared deviations from it (two passes over registers), merges the
- * threads' (n, mean, M2) triples by Chan's formula and publishes the
- * chunk's triple in global memory; an output block, started 256 chunks
- * (8 MiB) later, merges the row's triples in chunk order, reads the chunk
- * again (an L2 hit) and writes y = (d - mean) * rstd * gamma + beta, gamma
- * and beta through the read-only path (the same columns for every row:
- * L2-resident).  Memory sees x read once and y written once.
+ * into chunks of 8192 floats (256 threads x 32 floats), each copied into
+ * the block's shared memory by 16-byte cp.async (in flight without holding
+ * registers: 40 per thread, six blocks per SM).  Values are shifted by the
+ * row's first element (d = x - x[0], as in welford, so that a row with mean
+ * 1e4 and variance 1e-2 keeps its digits).  A statistics block takes each
+ * thread's exact mean of its own d and then their squared deviations from
+ * it (two passes over shared memory), merges the threads' (n, mean, M2)
+ * triples by Chan's formula and publishes the chunk's triple in global
+ * memory; an output block, started 256 chunks (8 MiB) later, copies the
+ * chunk again (an L2 hit) while it merges the row's triples in chunk order,
+ * then writes y = (d - mean) * rstd * gamma + beta (evict-first stores),
+ * gamma and beta through the read-only path (the same columns for every
+ * row: L2-resident).  Memory sees x read once and y written once.
  *
  * Idea over welford (one block per row, the row in its registers up to
  * C = 32768, two reads of x from memory past it) and long_row (a cluster per
@@ -18,13 +20,15 @@
  * construction, and there is no cluster to place.
  * Prediction: ~85-90% of the copy ceiling from 1024x32768 to 128x262144
  * (welford 84.7/64.2/58.0/57.8%).
- * Measured on H100 (cold L2, % of the 3009 GB/s copy ceiling, one session
- * with welford and long_row): 2,156 GB/s (71.6%) at 1024x32768; 2,168
- * (72.1%) at 512x65536; 2,145 (71.3%) at 256x131072; 2,209 (73.4%) at
- * 128x262144, the best layernorm at the two longest rows.
+ * Measured on H100 (cold L2, % of the ~3005 GB/s copy ceiling, two runs):
+ * 2,421-2,433 GB/s (80.5-81.0%) at 1024x32768; 2,374-2,385 (79.0-79.4%)
+ * at 512x65536; 2,321 (77.2%) at 256x131072; 2,299-2,307 (76.5-76.8%) at
+ * 128x262144, the best layernorm from 512x65536 on.  The output block's
+ * loads issued before it gathers the triples, instead of after, gave +5-6
+ * points; chunks in registers instead of shared memory -1 to -3.
  * Gap to the limit: as for softmax split_row (whose header lists what was
- * tried), plus the statistics' second pass over registers and the gamma
- * and beta loads: ~8 points below softmax. */
+ * tried), plus the second pass over the chunk and the gamma and beta
+ * loads: 2-4 points below softmax. */
 #include <stdlib.h>
 #include "kernels/layernorm.h"
 #include "kernels/cuda_util.h"
@@ -33,7 +37,7 @@
 #define MIN_C 32768
 
 template <int VEC>
-__global__ void __launch_bounds__(KB_SPLIT_ROW_BLOCK, 4) layernorm_split_row_kernel(
+__global__ void __launch_bounds__(KB_SPLIT_ROW_BLOCK, 6) layernorm_split_row_kernel(
     int C, float eps, KbSplitRow s, const float *__restrict__ x, const float *__restrict__ gamma,
     const float *__restrict__ beta, float *__restrict__ y)
 {
@@ -44,51 +48,50 @@ __global__ void __launch_bounds__(KB_SPLIT_ROW_BLOCK, 4) layernorm_split_row_ker
         const float lead = __ldg(x + (size_t)w.row * C);
         const size_t at = (size_t)w.row * C + begin;
         const KbWelford empty = {0.0f, 0.0f, 0.0f};
-        float d[PACKS][VEC];
+        __shared__ __align__(16) float buf[KB_SPLIT_ROW_CHUNK];
+        kb_split_row_fetch<VEC>(buf, x + at, n); /* an output block's is an L2 hit */
         if (w.kind == KB_SPLIT_ROW_STATS) {
+            kb_cp_async_wait<0>();
             float sum = 0.0f, count = 0.0f;
-#pragma unroll
-            for (int k = 0; k < PACKS; ++k)
-                if (kb_split_row_col<VEC>(k) < n)
-                    kb_load_once(d[k], x + at + kb_split_row_col<VEC>(k)); /* stays in L2 for the second */
-#pragma unroll
+#pragma unroll 4
             for (int k = 0; k < PACKS; ++k)
                 if (kb_split_row_col<VEC>(k) < n) {
+                    float v[VEC];
+                    kb_split_row_pack(v, buf, k);
 #pragma unroll
-                    for (int j = 0; j < VEC; ++j) {
-                        d[k][j] -= lead;
-                        sum += d[k][j];
-                    }
+                    for (int j = 0; j < VEC; ++j)
+                        sum += v[j] - lead;
                     count += VEC;
                 }
             const float mean = count > 0.0f ? sum / count : 0.0f;
             float m2 = 0.0f;
-#pragma unroll
+#pragma unroll 4
             for (int k = 0; k < PACKS; ++k)
-                if (kb_split_row_col<VEC>(k) < n)
+                if (kb_split_row_col<VEC>(k) < n) {
+                    float v[VEC];
+                    kb_split_row_pack(v, buf, k);
 #pragma unroll
                     for (int j = 0; j < VEC; ++j)
-                        m2 = fmaf(d[k][j] - mean, d[k][j] - mean, m2);
+                        m2 = fmaf((v[j] - lead) - mean, (v[j] - lead) - mean, m2);
+                }
             kb_split_row_publish(s, w, kb_block_allreduce(KbWelford{count, mean, m2}, KbWelfordMerge{}, empty));
         } else {
-            /* second read (from L2), in flight while the row's triples are gathered */
-#pragma unroll
-            for (int k = 0; k < PACKS; ++k)
-                if (kb_split_row_col<VEC>(k) < n)
-                    kb_load_stream(d[k], x + at + kb_split_row_col<VEC>(k));
+            /* the chunk is in flight while the row's triples are gathered */
             const KbWelford st = kb_split_row_collect(s, w, KbWelfordMerge{}, empty);
             const float rstd = kb_welford_rstd(st, C, eps);
-#pragma unroll
+            kb_cp_async_wait<0>();
+#pragma unroll 4
             for (int k = 0; k < PACKS; ++k) {
                 const int col = kb_split_row_col<VEC>(k);
                 if (col < n) {
-                    float g[VEC], b[VEC];
+                    float v[VEC], g[VEC], b[VEC];
+                    kb_split_row_pack(v, buf, k);
                     kb_load_cached(g, gamma + begin + col);
                     kb_load_cached(b, beta + begin + col);
 #pragma unroll
                     for (int j = 0; j < VEC; ++j)
-                        d[k][j] = fmaf(((d[k][j] - lead) - st.mean) * rstd, g[j], b[j]);
-                    kb_store_stream(y + at + col, d[k]);
+                        v[j] = fmaf(((v[j] - lead) - st.mean) * rstd, g[j], b[j]);
+                    kb_store_stream(y + at + col, v);
                 }
             }
         }

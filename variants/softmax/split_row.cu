@@ -1,30 +1,36 @@
 /* softmax split_row: for C >= 32768, several ordinary blocks per row and
  * two sweeps, the second from L2 (kernels/split_row.cuh).  The row is cut
- * into chunks of 8192 floats (256 threads x 32 floats, float4 loads); a
- * statistics block folds its chunk into a running (max, sum), merges the
- * threads' pairs and publishes its pair in global memory; an output block,
- * started 256 chunks (8 MiB) later, merges the row's pairs, reads the chunk
- * again (an L2 hit, evict-first) and writes exp(x - max) / sum (evict-
- * first).  Memory sees x read once and y written once, 8 bytes per element.
+ * into chunks of 8192 floats (256 threads x 32 floats), each copied into
+ * the block's shared memory by 16-byte cp.async (in flight without holding
+ * registers: 40 per thread, six blocks per SM).  A statistics block folds
+ * its chunk into a running (max, sum), merges the threads' pairs and
+ * publishes its pair in global memory; an output block, started 256 chunks
+ * (8 MiB) later, copies the chunk again (an L2 hit) while it gathers the
+ * row's pairs, then writes exp(x - max) / sum (evict-first stores).  Memory
+ * sees x read once and y written once, 8 bytes per element.
  *
  * Idea over long_row (a cluster per row, the row in its registers): no
  * cluster to place, so the longest rows lose nothing to GPC packing, and no
  * block holds a chunk while it waits for others.
  * Prediction: ~85-90% of the copy ceiling from 1024x32768 to 128x262144
  * (long_row then: 80/75/64% at 512x65536 .. 128x262144).
- * Measured on H100 (cold L2, % of the 3009 GB/s copy ceiling, one session
- * with vectorized and long_row): 2,415 GB/s (80.3%) at 1024x32768; 2,406
- * (80.0%) at 512x65536; 2,370 (78.8%) at 256x131072; 2,400 (79.7%) at
+ * Measured on H100 (cold L2, % of the ~3005 GB/s copy ceiling, two runs):
+ * 2,492-2,507 GB/s (82.9-83.4%) at 1024x32768; 2,430-2,446 (80.9-81.4%) at
+ * 512x65536; 2,403 (80.0%) at 256x131072; 2,410-2,416 (80.2-80.4%) at
  * 128x262144, the best softmax at the two longest rows.  Flat in C, since
  * every block is the same chunk, but short of the prediction.
- * Tried (same shapes, points against this version): each block keeping its
- * chunk in registers through the wait for the row's partials (one read, no
- * lag) measured the same, +-2; blocks numbered by blockIdx instead of a
- * ticket (unsafe: it relies on launch order) +2; 512-thread blocks (16384
- * floats) -8; 128-thread blocks -6 to -11; a lag of 1024 chunks -10.
- * Gap to the limit: unexplained ~10 points; a block lives only ~6 us, and
- * a block's start (the ticket's atomic round trip) and its reduction leave
- * its SM share idle. */
+ * Tried (same shapes, points against the version noted): chunks landing in
+ * registers (64 registers, four blocks per SM) -1 to -2 against shared
+ * memory; there, the output block's loads issued only after gathering the
+ * pairs -2; each block keeping its chunk in registers through a wait for
+ * the row's partials (one read, no lag) about the same; blocks numbered by
+ * blockIdx instead of a ticket (unsafe: it relies on launch order) +2;
+ * 512-thread blocks (16384 floats) -8; 128-thread blocks -6 to -11; a lag
+ * of 1024 chunks -10, of 64 or 128 chunks -1 to -4.
+ * Gap to the limit: ~10 points that neither more blocks per SM nor a
+ * shorter lag moved; each block's life is a chain of dependent round trips
+ * (its ticket, the loads, and for an output block the count and the
+ * partials) for only 32 KiB of data. */
 #include <stdlib.h>
 #include "kernels/softmax.h"
 #include "kernels/cuda_util.h"
@@ -33,7 +39,7 @@
 #define MIN_C 32768
 
 template <int VEC>
-__global__ void __launch_bounds__(KB_SPLIT_ROW_BLOCK, 4) softmax_split_row_kernel(int C, KbSplitRow s,
+__global__ void __launch_bounds__(KB_SPLIT_ROW_BLOCK, 6) softmax_split_row_kernel(int C, KbSplitRow s,
                                                                                const float *__restrict__ x,
                                                                                float *__restrict__ y)
 {
@@ -43,36 +49,34 @@ __global__ void __launch_bounds__(KB_SPLIT_ROW_BLOCK, 4) softmax_split_row_kerne
         const int begin = w.chunk * KB_SPLIT_ROW_CHUNK, n = min(KB_SPLIT_ROW_CHUNK, C - begin);
         const size_t at = (size_t)w.row * C + begin;
         const KbSoftmaxStat empty = {-INFINITY, 0.0f};
-        float v[PACKS][VEC];
+        __shared__ __align__(16) float buf[KB_SPLIT_ROW_CHUNK];
+        kb_split_row_fetch<VEC>(buf, x + at, n); /* an output block's is an L2 hit */
         if (w.kind == KB_SPLIT_ROW_STATS) {
-            /* first read: a plain load, so that the chunk stays in L2 */
-#pragma unroll
-            for (int k = 0; k < PACKS; ++k)
-                if (kb_split_row_col<VEC>(k) < n)
-                    kb_load_once(v[k], x + at + kb_split_row_col<VEC>(k));
+            kb_cp_async_wait<0>();
             KbSoftmaxStat st = empty;
-#pragma unroll
+#pragma unroll 4
             for (int k = 0; k < PACKS; ++k)
-                if (kb_split_row_col<VEC>(k) < n)
-                    kb_softmax_stat_push(st, v[k]);
+                if (kb_split_row_col<VEC>(k) < n) {
+                    float v[VEC];
+                    kb_split_row_pack(v, buf, k);
+                    kb_softmax_stat_push(st, v);
+                }
             kb_split_row_publish(s, w, kb_block_allreduce(st, KbSoftmaxMerge{}, empty));
         } else {
-            /* second read (from L2) and y: evict-first, the last use of both;
-             * the loads are in flight while the row's pairs are gathered */
-#pragma unroll
-            for (int k = 0; k < PACKS; ++k)
-                if (kb_split_row_col<VEC>(k) < n)
-                    kb_load_stream(v[k], x + at + kb_split_row_col<VEC>(k));
+            /* the chunk is in flight while the row's pairs are gathered */
             const KbSoftmaxStat st = kb_split_row_collect(s, w, KbSoftmaxMerge{}, empty);
             const float mx = st.m == -INFINITY ? 0.0f : st.m; /* an all -inf row: zeros */
             const float inv = st.s > 0.0f ? 1.0f / st.s : 0.0f;
-#pragma unroll
+            kb_cp_async_wait<0>();
+#pragma unroll 4
             for (int k = 0; k < PACKS; ++k)
                 if (kb_split_row_col<VEC>(k) < n) {
+                    float v[VEC];
+                    kb_split_row_pack(v, buf, k);
 #pragma unroll
                     for (int j = 0; j < VEC; ++j)
-                        v[k][j] = expf(v[k][j] - mx) * inv;
-                    kb_store_stream(y + at + kb_split_row_col<VEC>(k), v[k]);
+                        v[j] = expf(v[j] - mx) * inv;
+                    kb_store_stream(y + at + kb_split_row_col<VEC>(k), v); /* the last use of y's lines */
                 }
         }
     }
