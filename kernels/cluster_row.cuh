@@ -25,6 +25,7 @@
 #define KB_CLUSTER_ROW_ITEMS 32 /* floats per thread */
 #define KB_CLUSTER_ROW_CHUNK (KB_CLUSTER_ROW_BLOCK * KB_CLUSTER_ROW_ITEMS)
 #define KB_CLUSTER_ROW_MAX 16
+#define KB_CLUSTER_ROW_MIN_C 32768 /* shorter rows fit one block's registers */
 #define KB_CLUSTER_ROW_MAX_PORTABLE 8
 
 /* Column of pack k of this thread in its chunk: packs of consecutive
@@ -90,13 +91,24 @@ static inline cudaLaunchConfig_t kb_cluster_row_config(int64_t R, int64_t C, cud
     return cfg;
 }
 
+/* Why rows of C floats are not for a cluster, or NULL. */
+static inline const char *kb_cluster_row_unsupported(int64_t C)
+{
+    if (C < KB_CLUSTER_ROW_MIN_C)
+        return "long_row is for C >= 32768 (shorter rows fit one block's registers)";
+    if (kb_cluster_row_size(C) > KB_CLUSTER_ROW_MAX)
+        return "long_row holds rows of up to 262144 (16 blocks per cluster)";
+    return NULL;
+}
+
 /* In setup: allows a non-portable cluster where C needs one and checks that
  * a cluster fits; NULL or a reason. */
 static inline const char *kb_cluster_row_setup(const void *kernel, int64_t C)
 {
     const int cl = kb_cluster_row_size(C);
-    if (cl > KB_CLUSTER_ROW_MAX)
-        return "rows longer than 262144 need more than 16 blocks per cluster";
+    const char *why = kb_cluster_row_unsupported(C);
+    if (why)
+        return why;
     if (cl > KB_CLUSTER_ROW_MAX_PORTABLE &&
         cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess) {
         cudaGetLastError();

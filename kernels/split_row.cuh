@@ -29,6 +29,7 @@
 #define KBENCH_SPLIT_ROW_CUH
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <cuda_runtime.h>
 #include "kernels/reduce.cuh"
 #include "kernels/cp_async.cuh"
@@ -54,6 +55,13 @@ static inline void kb_split_row_free(KbSplitRow *s)
 {
     cudaFree(s->counters);
     cudaFree(s->partials);
+}
+
+/* A variant's teardown: frees what kb_split_row_setup made. */
+static inline void kb_split_row_teardown(void *ctx)
+{
+    kb_split_row_free((KbSplitRow *)ctx);
+    free(ctx);
 }
 
 /* Blocks to launch: two per chunk, and the lag's idle ones. */
@@ -84,6 +92,22 @@ static inline const char *kb_split_row_alloc(int64_t R, int64_t C, size_t stat_b
         kb_split_row_free(s);
         return "cudaMemset of the split-row counters failed";
     }
+    return NULL;
+}
+
+/* A variant's setup: the shape's counters and partials in *ctx, or a
+ * reason (and nothing allocated). */
+static inline const char *kb_split_row_setup(int64_t R, int64_t C, size_t stat_bytes, void **ctx)
+{
+    KbSplitRow *s = (KbSplitRow *)calloc(1, sizeof *s);
+    if (!s)
+        return "out of host memory";
+    const char *why = kb_split_row_alloc(R, C, stat_bytes, s);
+    if (why) {
+        free(s);
+        return why;
+    }
+    *ctx = s;
     return NULL;
 }
 

@@ -218,7 +218,7 @@ attention_flash_3xtf32_kernel(int Tq, int Tk, int causal, float sl2, int row_til
     for (int t = 0; t < n_tiles; ++t) {
         const int j0 = t * BC;
         kb_cp_async_wait<0>(); /* K(t) is in (this thread's copies) */
-        __syncthreads();            /* everyone's K(t) (and Q) visible; everyone is done with V(t - 1) */
+        __syncthreads();       /* everyone's K(t) (and Q) visible; everyone is done with V(t - 1) */
         tf32x3_copy_rows<D, LV>(Vs, v_head, j0, Tk);
         kb_cp_async_commit();
 
@@ -284,7 +284,7 @@ attention_flash_3xtf32_kernel(int Tq, int Tk, int causal, float sl2, int row_til
         }
 
         kb_cp_async_wait<0>(); /* V(t) is in */
-        __syncthreads();            /* everyone's V(t) visible; everyone is done with K(t) */
+        __syncthreads();       /* everyone's V(t) visible; everyone is done with K(t) */
         if (t + 1 < n_tiles)
             tf32x3_copy_rows<D, LQK>(Ks, k_head, j0 + BC, Tk);
         kb_cp_async_commit();

@@ -226,7 +226,7 @@ attention_flash_bf16_kernel(int Tq, int Tk, int causal, float sl2, int row_tiles
         const int j0 = t * BC;
         const uint32_t stage = (uint32_t)(t & 1) * kStageBytes;
         kb_cp_async_wait<0>(); /* tile t is in (this thread's copies) */
-        __syncthreads();            /* everyone's copies visible; tile t - 1's stage is free */
+        __syncthreads();       /* everyone's copies visible; tile t - 1's stage is free */
         if (t + 1 < n_tiles) {
             const int next = (t + 1) & 1;
             bf16_copy_rows<D, BC>(Ks + next * Cfg::kKVElems, k_head, j0 + BC, Tk);

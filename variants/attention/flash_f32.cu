@@ -236,7 +236,7 @@ attention_flash_f32_kernel(int Tq, int Tk, int D, int causal, float sl2, int row
         }
 
         kb_cp_async_wait<0>(); /* V(t) is in */
-        __syncthreads();            /* P and V(t) visible; everyone is done with K(t) */
+        __syncthreads();       /* P and V(t) visible; everyone is done with K(t) */
         if (t + 1 < n_tiles)
             f32_copy_tile<Cfg, DP, VEC>(Ks, Cfg::kLdK, k_head, j0 + BC, Tk, D);
         kb_cp_async_commit();

@@ -29,12 +29,9 @@
  * memory (bulk copies in and out, the next row prefetched) measured
  * 72.1/67.1/59.0/45.6%: about 2.5 us per row of reduction and cluster
  * barrier that the pipeline did not hide. */
-#include <stdlib.h>
 #include "kernels/layernorm.h"
 #include "kernels/cuda_util.h"
 #include "kernels/cluster_row.cuh"
-
-#define MIN_C 32768
 
 template <int VEC>
 __global__ void __launch_bounds__(KB_CLUSTER_ROW_BLOCK, 2)
@@ -95,17 +92,13 @@ static long_row_kernel_t kernel_for(int C)
 
 static const char *unsupported(const kb_shape *s)
 {
-    if (s->d[1] < MIN_C)
-        return "long_row is for C >= 32768 (shorter rows fit one block: see welford)";
-    return kb_cluster_row_size(s->d[1]) > KB_CLUSTER_ROW_MAX ? "long_row holds rows of up to 262144" : NULL;
+    return kb_cluster_row_unsupported(s->d[1]);
 }
 
 static const char *setup(const void *args, void **ctx)
 {
     const kb_layernorm_args *a = (const kb_layernorm_args *)args;
     *ctx = NULL;
-    if (a->C < MIN_C)
-        return "long_row is for C >= 32768";
     return kb_cluster_row_setup((const void *)kernel_for(a->C), a->C);
 }
 

@@ -29,7 +29,6 @@
  * Gap to the limit: as for softmax split_row (whose header lists what was
  * tried), plus the second pass over the chunk and the gamma and beta
  * loads: 2-4 points below softmax. */
-#include <stdlib.h>
 #include "kernels/layernorm.h"
 #include "kernels/cuda_util.h"
 #include "kernels/split_row.cuh"
@@ -116,20 +115,7 @@ static const char *setup(const void *args, void **ctx)
     const kb_layernorm_args *a = (const kb_layernorm_args *)args;
     if (a->C < MIN_C)
         return "split_row is for C >= 32768";
-    KbSplitRow *s = (KbSplitRow *)calloc(1, sizeof *s);
-    const char *why = kb_split_row_alloc(a->R, a->C, sizeof(KbWelford), s);
-    if (why) {
-        free(s);
-        return why;
-    }
-    *ctx = s;
-    return NULL;
-}
-
-static void teardown(void *ctx)
-{
-    kb_split_row_free((KbSplitRow *)ctx);
-    free(ctx);
+    return kb_split_row_setup(a->R, a->C, sizeof(KbWelford), ctx);
 }
 
 static const char *launch(const void *args, void *ctx, cudaStream_t stream)
@@ -148,6 +134,6 @@ extern "C" const kb_variant layernorm_split_row = {
     .math = KB_MATH_F32,
     .unsupported = unsupported,
     .setup = setup,
-    .teardown = teardown,
+    .teardown = kb_split_row_teardown,
     .launch = launch,
 };

@@ -25,12 +25,9 @@
  * per row) measured 79.6/75.1/63.7% at 512x65536 / 256x131072 /
  * 128x262144; a persistent, double-buffered cluster pipeline (now
  * layernorm's long_row) 60.2/56.6/41.9%. */
-#include <stdlib.h>
 #include "kernels/softmax.h"
 #include "kernels/cuda_util.h"
 #include "kernels/cluster_row.cuh"
-
-#define MIN_C 32768
 
 template <int VEC>
 __global__ void __launch_bounds__(KB_CLUSTER_ROW_BLOCK, 2) softmax_long_row_kernel(int C, const float *__restrict__ x,
@@ -74,17 +71,13 @@ static long_row_kernel_t kernel_for(int C)
 
 static const char *unsupported(const kb_shape *s)
 {
-    if (s->d[1] < MIN_C)
-        return "long_row is for C >= 32768 (shorter rows fit one block: see vectorized)";
-    return kb_cluster_row_size(s->d[1]) > KB_CLUSTER_ROW_MAX ? "long_row holds rows of up to 262144" : NULL;
+    return kb_cluster_row_unsupported(s->d[1]);
 }
 
 static const char *setup(const void *args, void **ctx)
 {
     const kb_softmax_args *a = (const kb_softmax_args *)args;
     *ctx = NULL;
-    if (a->C < MIN_C)
-        return "long_row is for C >= 32768";
     return kb_cluster_row_setup((const void *)kernel_for(a->C), a->C);
 }
 

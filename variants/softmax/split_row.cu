@@ -31,7 +31,6 @@
  * shorter lag moved; each block's life is a chain of dependent round trips
  * (its ticket, the loads, and for an output block the count and the
  * partials) for only 32 KiB of data. */
-#include <stdlib.h>
 #include "kernels/softmax.h"
 #include "kernels/cuda_util.h"
 #include "kernels/split_row.cuh"
@@ -100,20 +99,7 @@ static const char *setup(const void *args, void **ctx)
     const kb_softmax_args *a = (const kb_softmax_args *)args;
     if (a->C < MIN_C)
         return "split_row is for C >= 32768";
-    KbSplitRow *s = (KbSplitRow *)calloc(1, sizeof *s);
-    const char *why = kb_split_row_alloc(a->R, a->C, sizeof(KbSoftmaxStat), s);
-    if (why) {
-        free(s);
-        return why;
-    }
-    *ctx = s;
-    return NULL;
-}
-
-static void teardown(void *ctx)
-{
-    kb_split_row_free((KbSplitRow *)ctx);
-    free(ctx);
+    return kb_split_row_setup(a->R, a->C, sizeof(KbSoftmaxStat), ctx);
 }
 
 static const char *launch(const void *args, void *ctx, cudaStream_t stream)
@@ -131,6 +117,6 @@ extern "C" const kb_variant softmax_split_row = {
     .math = KB_MATH_F32,
     .unsupported = unsupported,
     .setup = setup,
-    .teardown = teardown,
+    .teardown = kb_split_row_teardown,
     .launch = launch,
 };
