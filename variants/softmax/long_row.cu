@@ -20,7 +20,9 @@
  * all of a cluster's blocks must be placed in one GPC at once (with two
  * blocks per SM, a GPC of 16-18 SMs takes two or four clusters of 16 and
  * leaves SMs idle), and every block of a row waits at the barrier for the
- * slowest one's loads.
+ * slowest one's loads.  Tried: 1024-thread blocks (32768 floats, clusters
+ * half as large) -4 points at 1024x32768 and 512x65536, +8 at 128x262144
+ * (70.2%), still under split_row there.
  * History: the row in the cluster's shared memory (64 KiB slices, a cluster
  * per row) measured 79.6/75.1/63.7% at 512x65536 / 256x131072 /
  * 128x262144; a persistent, double-buffered cluster pipeline (now

@@ -26,7 +26,8 @@
  * the row's partials (one read, no lag) about the same; blocks numbered by
  * blockIdx instead of a ticket (unsafe: it relies on launch order) +2;
  * 512-thread blocks (16384 floats) -8; 128-thread blocks -6 to -11; a lag
- * of 1024 chunks -10, of 64 or 128 chunks -1 to -4.
+ * of 1024 chunks -10, of 64 or 128 chunks -1 to -4; plain stores of y
+ * instead of evict-first -1 (layernorm: -8).
  * Gap to the limit: ~10 points that neither more blocks per SM nor a
  * shorter lag moved; each block's life is a chain of dependent round trips
  * (its ticket, the loads, and for an output block the count and the
