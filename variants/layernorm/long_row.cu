@@ -16,11 +16,11 @@
  * to 262144, in blocks half that size (two per SM).
  * Prediction: ~85-90% of the copy ceiling from 1024x32768 to 128x262144
  * (welford 84.7/64.2/58.0/57.8%).
- * Measured on H100 (cold L2, % of the 3009 GB/s copy ceiling, one session
- * with welford and split_row): 2,403 GB/s (79.9%) at 1024x32768 (welford
- * 81.2%); 2,295 (76.3%) at 512x65536, the best layernorm there (welford
- * 64.4%, split_row 72.1%); 1,995 (66.3%) at 256x131072 and 1,414 (47.0%)
- * at 128x262144, where split_row is ahead (71.3%, 73.4%).
+ * Measured on H100 (cold L2, % of the copy ceiling; the reference run
+ * results/h100/kbench-20261122-rowwise-final.csv): 2,441 GB/s (81.2%) at
+ * 1024x32768 (welford 82.8%); 2,253 (74.9%) at 512x65536, 1,978 (65.8%)
+ * at 256x131072 and 1,426 (47.4%) at 128x262144, where split_row is ahead
+ * (80.1%, 78.7%, 77.2%).
  * Gap to the limit: as for softmax long_row, the clusters of 8 and 16 of
  * the longest rows cannot all be placed and wait for their slowest block;
  * layernorm's two register passes and gamma/beta loads add ~6 points to

@@ -23,9 +23,11 @@
  * Measured on H100 (cold L2, % of the ~3005 GB/s copy ceiling, two runs):
  * 2,421-2,433 GB/s (80.5-81.0%) at 1024x32768; 2,374-2,385 (79.0-79.4%)
  * at 512x65536; 2,321 (77.2%) at 256x131072; 2,299-2,307 (76.5-76.8%) at
- * 128x262144, the best layernorm from 512x65536 on.  The output block's
- * loads issued before it gathers the triples, instead of after, gave +5-6
- * points; chunks in registers instead of shared memory -1 to -3.
+ * 128x262144.  The reference run (kbench-20261122-rowwise-final.csv):
+ * 81.1 / 80.1 / 78.7 / 77.2% at 1024x32768 .. 128x262144, the best
+ * layernorm from 512x65536 on (welford 82.8% at 1024x32768).  The output
+ * block's loads issued before it gathers the triples, instead of after,
+ * gave +5-6 points; chunks in registers instead of shared memory -1 to -3.
  * Gap to the limit: as for softmax split_row (whose header lists what was
  * tried), plus the second pass over the chunk and the gamma and beta
  * loads: 2-4 points below softmax. */

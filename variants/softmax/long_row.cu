@@ -10,11 +10,12 @@
  * and reads longer rows twice): a cluster's registers hold rows of up to
  * 262144, and its blocks are as small as short rows' (two per SM).
  * Prediction: ~85-90% of the copy ceiling from 512x65536 to 128x262144.
- * Measured on H100 (cold L2, % of the 3009 GB/s copy ceiling, one session
- * with vectorized and split_row): 2,567 GB/s (85.3%) at 1024x32768
- * (vectorized 90.0%); 2,486 (82.6%) at 512x65536, the best softmax there
- * (split_row 80.0%); 2,275 (75.6%) at 256x131072 and 1,885 (62.6%) at
- * 128x262144, where split_row is ahead (78.8%, 79.7%).
+ * Measured on H100 (cold L2, % of the copy ceiling; the reference run
+ * results/h100/kbench-20261122-rowwise-final.csv): 2,572 GB/s (85.6%) at
+ * 1024x32768 (vectorized 89.8%); 2,455 (81.6%) at 512x65536, level with
+ * split_row (82.5% there, 80.0-82.6% over four sessions against this
+ * variant's 81.6-83.0%); 2,320 (77.2%) at 256x131072 and 1,873 (62.3%) at
+ * 128x262144, where split_row is ahead (81.9%, 80.0%).
  * Gap to the limit: clusters of 2 (C = 32768) cost ~5 points against the
  * same row in one block (vectorized); clusters of 8 and 16 lose more, since
  * all of a cluster's blocks must be placed in one GPC at once (with two

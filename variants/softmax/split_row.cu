@@ -17,7 +17,9 @@
  * Measured on H100 (cold L2, % of the ~3005 GB/s copy ceiling, two runs):
  * 2,492-2,507 GB/s (82.9-83.4%) at 1024x32768; 2,430-2,446 (80.9-81.4%) at
  * 512x65536; 2,403 (80.0%) at 256x131072; 2,410-2,416 (80.2-80.4%) at
- * 128x262144, the best softmax at the two longest rows.  Flat in C, since
+ * 128x262144.  The reference run (kbench-20261122-rowwise-final.csv):
+ * 83.2 / 82.5 / 81.9 / 80.0% at 1024x32768 .. 128x262144, the best softmax
+ * from 512x65536 on (level with long_row there).  Flat in C, since
  * every block is the same chunk, but short of the prediction.
  * Tried (same shapes, points against the version noted): chunks landing in
  * registers (64 registers, four blocks per SM) -1 to -2 against shared
