@@ -1,7 +1,8 @@
 /* attention flash_bf16: FlashAttention-2 on the tensor cores with
  * mma.sync.m16n8k16 (bf16 in, fp32 accumulate).  A block of 4 warps owns
  * 128 query rows of one head, 32 per warp (two m16 tiles, so every K and V
- * fragment a warp loads from shared memory feeds two MMAs); it streams keys
+ * fragment a warp loads from shared memory feeds two MMAs: rows 32w.. at
+ * D = 128, rows 16w.. and 64+16w.. at D <= 64, see Causal); it streams keys
  * in tiles of 64 rows of K and V.  Per tile and warp:
  *   S = Q K^T: Q fragments by ldmatrix.x4 (kept in registers for D <= 64),
  *     K fragments by ldmatrix.x4 (K rows are the B operand's columns);
@@ -18,15 +19,18 @@
  * ldmatrix fall in 8 different 16-byte bank groups: no conflicts.  O is
  * staged through the block's Q rows and written in 16-byte stores; rows
  * past Tq are not written.
- * Causal: key tiles above the block's last row are never loaded, a warp
- * skips a tile above all of its rows, and only tiles that cross a warp's
+ * Causal: key tiles above the block's last row are never loaded, work
+ * wholly above the diagonal is skipped, and only tiles that cross a warp's
  * diagonal are masked.  Row tiles run longest first across all heads.
- * Tried: rows 16w.. and 64+16w.. per warp, so that on the diagonal every
- * warp skips one m tile of the last key tile instead of warps 0 and 1
- * sitting it out while 2 and 3 do all of it (1.5 tile times instead of 2).
- * Causal at T = 2048 moved +2% at D = 64 and -2% at D = 128 (two
- * instances of the tile body, one without m tile 0), within the noise of
- * two runs of each: not kept.
+ * With 32 consecutive rows per warp, warps 0 and 1 sit out the block's
+ * last key tile while 2 and 3 do all of it: two tile times on the
+ * diagonal.  With rows 16w.. and 64+16w.. every warp skips its m tile 0
+ * there and does m tile 1: 1.5 tile times.  Measured (two runs each, one
+ * session): causal/non-causal at 4x16x2048x2048x64 0.885-0.888 -> 0.904-
+ * 0.914, 4x16x1024x1024x64c +2-3%, non-causal unchanged; at D = 128 it
+ * measured -2% on causal rows (the second instance of the tile's work,
+ * without m tile 0, adds code to a kernel at 255 registers), so D = 128
+ * keeps consecutive rows and skips whole warps.
  * Resources: 104 KiB of shared memory at D = 128 (+2 KiB for the running
  * sums, kept there because in registers they tip D = 128 over 255 and into
  * spills), up to 255 registers: two blocks (8 warps) per SM.  Computing S
@@ -46,6 +50,7 @@
  * (~990 TFLOP/s dense bf16); the softmax's FP32/MUFU work and the ldmatrix
  * traffic compete with it for issue slots. */
 #include <stdint.h>
+#include <type_traits>
 #include <cuda_bf16.h>
 #include "kernels/attention.h"
 #include "kernels/cuda_util.h"
@@ -67,6 +72,10 @@ struct Bf16Cfg {
     static constexpr int kMainBytes = (kQElems + 4 * kKVElems) * (int)sizeof(bf16); /* Q, 2 x (K, V) */
     static constexpr int kSmemBytes = kMainBytes + 4 * kThreads * (int)sizeof(float); /* + l */
     static constexpr bool kQInRegs = D <= 64;
+    /* A warp's rows: with kSplitRows its m tile mt holds rows 16w + 64mt ..
+     * of the block (see the top), otherwise rows 32w + 16mt .. */
+    static constexpr bool kSplitRows = D <= 64;
+    static constexpr int kWarpRows = kSplitRows ? 16 : 32, kMtRows = kSplitRows ? 64 : 16;
     static_assert(D % 16 == 0 && D <= 128, "D: a multiple of 16 up to 128");
 };
 
@@ -170,7 +179,7 @@ attention_flash_bf16_kernel(int Tq, int Tk, int causal, float sl2, int row_tiles
     const int g = lane / 4, tq = lane % 4; /* the MMA's group and thread-in-group */
     const int last_row = min(i0 + BR, Tq) - 1;
     const int n_tiles = causal ? last_row / BC + 1 : KB_CEIL_DIV(Tk, BC);
-    const int warp_row0 = i0 + warp * 32;
+    const int warp_row0 = i0 + warp * Cfg::kWarpRows;
 
     bf16_copy_rows<D, BR>(Qs, q + (size_t)tile.bh * Tq * D, i0, Tq);
     bf16_copy_rows<D, BC>(Ks, k_head, 0, Tk);
@@ -186,7 +195,7 @@ attention_flash_bf16_kernel(int Tq, int Tk, int causal, float sl2, int row_tiles
      * d 8-15), (keys 8-15, d 8-15): b0, b1 of d tile 2dp, then of 2dp + 1. */
     const int mi = lane / 8, lr = lane % 8;
     const uint32_t q_addr = (uint32_t)__cvta_generic_to_shared(Qs) +
-                            ((warp * 32 + (mi & 1) * 8 + lr) * LD + (mi >> 1) * 8) * (uint32_t)sizeof(bf16);
+                            ((warp * Cfg::kWarpRows + (mi & 1) * 8 + lr) * LD + (mi >> 1) * 8) * (uint32_t)sizeof(bf16);
     const uint32_t k_addr = (uint32_t)__cvta_generic_to_shared(Ks) +
                             (((mi >> 1) * 8 + lr) * LD + (mi & 1) * 8) * (uint32_t)sizeof(bf16);
     const uint32_t v_addr = (uint32_t)__cvta_generic_to_shared(Vs) +
@@ -200,7 +209,7 @@ attention_flash_bf16_kernel(int Tq, int Tk, int causal, float sl2, int row_tiles
         for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
             for (int kd = 0; kd < KD; ++kd)
-                ldsm_x4(qf[mt][kd], q_addr + mt * 16 * kRowBytes + kd * 32);
+                ldsm_x4(qf[mt][kd], q_addr + mt * Cfg::kMtRows * kRowBytes + kd * 32);
     }
 
     /* The running sums l live in shared memory, one slot per thread and
@@ -234,117 +243,138 @@ attention_flash_bf16_kernel(int Tq, int Tk, int causal, float sl2, int row_tiles
         }
         kb_cp_async_commit();
 
-        if (causal && j0 > warp_row0 + 31) /* above every row of this warp (never tile 0) */
+        if (!Cfg::kSplitRows && causal && j0 > warp_row0 + 31) /* above every row of this warp (never tile 0) */
             continue;
-        const uint32_t k_tile = k_addr + stage, v_tile = v_addr + stage;
-        /* S = Q K^T */
-        float s[MT][NS][4];
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-            for (int nt = 0; nt < NS; ++nt)
-#pragma unroll
-                for (int e = 0; e < 4; ++e)
-                    s[mt][nt][e] = 0.0f;
-#pragma unroll
-        for (int kd = 0; kd < KD; ++kd) {
-            uint32_t qa[MT][4];
-#pragma unroll
-            for (int mt = 0; mt < MT; ++mt) {
-                if constexpr (Cfg::kQInRegs) {
-#pragma unroll
-                    for (int e = 0; e < 4; ++e)
-                        qa[mt][e] = qf[mt][kd][e];
-                } else {
-                    ldsm_x4(qa[mt], q_addr + mt * 16 * kRowBytes + kd * 32);
-                }
-            }
-#pragma unroll
-            for (int np = 0; np < NS / 2; ++np) {
-                uint32_t kb[4];
-                ldsm_x4(kb, k_tile + np * 16 * kRowBytes + kd * 32);
-#pragma unroll
-                for (int mt = 0; mt < MT; ++mt) {
-                    mma_bf16(s[mt][2 * np], qa[mt], kb[0], kb[1]);
-                    mma_bf16(s[mt][2 * np + 1], qa[mt], kb[2], kb[3]);
-                }
-            }
-        }
-
-        /* Keys past Tk, and keys above the diagonal when causal.  C
-         * layout: element e of n tile nt is row g + 8 (e / 2), key
-         * 8 nt + 2 tq + e % 2. */
-        if (j0 + BC > Tk || (causal && j0 + BC - 1 > warp_row0)) {
+        /* With kSplitRows, m tile 0 of the last key tile lies wholly above the
+         * diagonal (never in tile 0, so its m is finite by then) and is
+         * skipped; m tile 1 always reaches the tile.  F, the first m tile
+         * computed, is a constant in each instance of the tile's work (a
+         * run-time bound in the loops measured 15% slower everywhere). */
+        const bool skip_mt0 = Cfg::kSplitRows && causal && j0 > warp_row0 + 15;
+        auto tile_work = [&](auto first) {
+            constexpr int F = decltype(first)::value;
+            const uint32_t k_tile = k_addr + stage, v_tile = v_addr + stage;
+            /* S = Q K^T */
+            float s[MT][NS][4];
 #pragma unroll
             for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
                 for (int nt = 0; nt < NS; ++nt)
 #pragma unroll
-                    for (int e = 0; e < 4; ++e) {
-                        const int row = warp_row0 + mt * 16 + g + (e >> 1) * 8;
-                        const int col = j0 + nt * 8 + 2 * tq + (e & 1);
-                        if (col >= Tk || (causal && col > row))
-                            s[mt][nt][e] = -INFINITY;
-                    }
-        }
-
-        /* Online softmax, rows g (h = 0) and g + 8 (h = 1) of each m
-         * tile.  Tile 0 holds key 0, which every row sees, so m is finite
-         * from the first tile on. */
+                    for (int e = 0; e < 4; ++e)
+                        s[mt][nt][e] = 0.0f;
 #pragma unroll
-        for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                float mx = fmaxf(s[mt][0][2 * h], s[mt][0][2 * h + 1]);
-#pragma unroll
-                for (int nt = 1; nt < NS; ++nt)
-                    mx = fmaxf(mx, fmaxf(s[mt][nt][2 * h], s[mt][nt][2 * h + 1]));
-                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-                const float m_new = fmaxf(m[mt][h], mx);
-                const float alpha = ex2((m[mt][h] - m_new) * sl2); /* m = -inf: 0 */
-                const float msl = m_new * sl2;
-                m[mt][h] = m_new;
-                float sum = 0.0f;
-#pragma unroll
-                for (int nt = 0; nt < NS; ++nt)
-#pragma unroll
-                    for (int e = 2 * h; e < 2 * h + 2; ++e) {
-                        const float p = ex2(fmaf(s[mt][nt][e], sl2, -msl));
-                        s[mt][nt][e] = p;
-                        sum += p;
-                    }
-                float &l = l_s[(mt * 2 + h) * Cfg::kThreads];
-                l = l * alpha + sum;
-#pragma unroll
-                for (int dt = 0; dt < ND; ++dt) {
-                    acc[mt][dt][2 * h] *= alpha;
-                    acc[mt][dt][2 * h + 1] *= alpha;
-                }
-            }
-
-        /* O += P V: A fragment kk = n tiles 2kk and 2kk + 1 of P, in bf16. */
-#pragma unroll
-        for (int kk = 0; kk < KP; ++kk) {
-            uint32_t pa[MT][4];
-#pragma unroll
-            for (int mt = 0; mt < MT; ++mt) {
-                pa[mt][0] = pack_bf16(s[mt][2 * kk][0], s[mt][2 * kk][1]);
-                pa[mt][1] = pack_bf16(s[mt][2 * kk][2], s[mt][2 * kk][3]);
-                pa[mt][2] = pack_bf16(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
-                pa[mt][3] = pack_bf16(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
-            }
-#pragma unroll
-            for (int dp = 0; dp < ND / 2; ++dp) {
-                uint32_t vb[4];
-                ldsm_x4_trans(vb, v_tile + kk * 16 * kRowBytes + dp * 32);
+            for (int kd = 0; kd < KD; ++kd) {
+                uint32_t qa[MT][4];
 #pragma unroll
                 for (int mt = 0; mt < MT; ++mt) {
-                    mma_bf16(acc[mt][2 * dp], pa[mt], vb[0], vb[1]);
-                    mma_bf16(acc[mt][2 * dp + 1], pa[mt], vb[2], vb[3]);
+                    if (mt < F)
+                        continue;
+                    if constexpr (Cfg::kQInRegs) {
+#pragma unroll
+                        for (int e = 0; e < 4; ++e)
+                            qa[mt][e] = qf[mt][kd][e];
+                    } else {
+                        ldsm_x4(qa[mt], q_addr + mt * Cfg::kMtRows * kRowBytes + kd * 32);
+                    }
+                }
+#pragma unroll
+                for (int np = 0; np < NS / 2; ++np) {
+                    uint32_t kb[4];
+                    ldsm_x4(kb, k_tile + np * 16 * kRowBytes + kd * 32);
+#pragma unroll
+                    for (int mt = 0; mt < MT; ++mt) {
+                        if (mt < F)
+                            continue;
+                        mma_bf16(s[mt][2 * np], qa[mt], kb[0], kb[1]);
+                        mma_bf16(s[mt][2 * np + 1], qa[mt], kb[2], kb[3]);
+                    }
                 }
             }
-        }
+
+            /* Keys past Tk, and keys above the diagonal when causal.  C
+             * layout: element e of n tile nt is row g + 8 (e / 2), key
+             * 8 nt + 2 tq + e % 2. */
+            if (j0 + BC > Tk || (causal && j0 + BC - 1 > warp_row0)) {
+#pragma unroll
+                for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+                    for (int nt = 0; nt < NS; ++nt)
+#pragma unroll
+                        for (int e = 0; e < 4; ++e) {
+                            const int row = warp_row0 + mt * Cfg::kMtRows + g + (e >> 1) * 8;
+                            const int col = j0 + nt * 8 + 2 * tq + (e & 1);
+                            if (col >= Tk || (causal && col > row))
+                                s[mt][nt][e] = -INFINITY;
+                        }
+            }
+
+            /* Online softmax, rows g (h = 0) and g + 8 (h = 1) of each m
+             * tile.  Tile 0 holds key 0, which every row sees, so m is finite
+             * from the first tile on. */
+#pragma unroll
+            for (int mt = F; mt < MT; ++mt)
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    float mx = fmaxf(s[mt][0][2 * h], s[mt][0][2 * h + 1]);
+#pragma unroll
+                    for (int nt = 1; nt < NS; ++nt)
+                        mx = fmaxf(mx, fmaxf(s[mt][nt][2 * h], s[mt][nt][2 * h + 1]));
+                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+                    const float m_new = fmaxf(m[mt][h], mx);
+                    const float alpha = ex2((m[mt][h] - m_new) * sl2); /* m = -inf: 0 */
+                    const float msl = m_new * sl2;
+                    m[mt][h] = m_new;
+                    float sum = 0.0f;
+#pragma unroll
+                    for (int nt = 0; nt < NS; ++nt)
+#pragma unroll
+                        for (int e = 2 * h; e < 2 * h + 2; ++e) {
+                            const float p = ex2(fmaf(s[mt][nt][e], sl2, -msl));
+                            s[mt][nt][e] = p;
+                            sum += p;
+                        }
+                    float &l = l_s[(mt * 2 + h) * Cfg::kThreads];
+                    l = l * alpha + sum;
+#pragma unroll
+                    for (int dt = 0; dt < ND; ++dt) {
+                        acc[mt][dt][2 * h] *= alpha;
+                        acc[mt][dt][2 * h + 1] *= alpha;
+                    }
+                }
+
+            /* O += P V: A fragment kk = n tiles 2kk and 2kk + 1 of P, in bf16. */
+#pragma unroll
+            for (int kk = 0; kk < KP; ++kk) {
+                uint32_t pa[MT][4];
+#pragma unroll
+                for (int mt = 0; mt < MT; ++mt) {
+                    if (mt < F)
+                        continue;
+                    pa[mt][0] = pack_bf16(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+                    pa[mt][1] = pack_bf16(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+                    pa[mt][2] = pack_bf16(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+                    pa[mt][3] = pack_bf16(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+                }
+#pragma unroll
+                for (int dp = 0; dp < ND / 2; ++dp) {
+                    uint32_t vb[4];
+                    ldsm_x4_trans(vb, v_tile + kk * 16 * kRowBytes + dp * 32);
+#pragma unroll
+                    for (int mt = 0; mt < MT; ++mt) {
+                        if (mt < F)
+                            continue;
+                        mma_bf16(acc[mt][2 * dp], pa[mt], vb[0], vb[1]);
+                        mma_bf16(acc[mt][2 * dp + 1], pa[mt], vb[2], vb[3]);
+                    }
+                }
+            }
+        };
+        if (skip_mt0)
+            tile_work(std::integral_constant<int, 1>{});
+        else
+            tile_work(std::integral_constant<int, 0>{});
     }
     kb_cp_async_wait<0>(); /* only empty groups remain */
 
@@ -358,7 +388,7 @@ attention_flash_bf16_kernel(int Tq, int Tk, int causal, float sl2, int row_tiles
             sum += __shfl_xor_sync(0xffffffffu, sum, 1);
             sum += __shfl_xor_sync(0xffffffffu, sum, 2);
             const float inv = 1.0f / sum;
-            bf16 *row = Qs + (warp * 32 + mt * 16 + g + 8 * h) * LD + 2 * tq;
+            bf16 *row = Qs + (warp * Cfg::kWarpRows + mt * Cfg::kMtRows + g + 8 * h) * LD + 2 * tq;
 #pragma unroll
             for (int dt = 0; dt < ND; ++dt)
                 *reinterpret_cast<uint32_t *>(row + dt * 8) =
@@ -370,10 +400,11 @@ attention_flash_bf16_kernel(int Tq, int Tk, int causal, float sl2, int row_tiles
     for (int it = 0; it < 32 * Cfg::kChunks / 32; ++it) {
         const int c = lane + it * 32;
         const int r = c / Cfg::kChunks, ch = c % Cfg::kChunks;
-        const int row = warp_row0 + r;
+        const int local = (r / 16) * Cfg::kMtRows + r % 16; /* from the warp's first row */
+        const int row = warp_row0 + local;
         if (row < Tq)
             *reinterpret_cast<int4 *>(o_head + (size_t)row * D + ch * 8) =
-                *reinterpret_cast<const int4 *>(Qs + (warp * 32 + r) * LD + ch * 8);
+                *reinterpret_cast<const int4 *>(Qs + (warp * Cfg::kWarpRows + local) * LD + ch * 8);
     }
 }
 
