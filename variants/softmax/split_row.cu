@@ -30,10 +30,14 @@
  * 512-thread blocks (16384 floats) -8; 128-thread blocks -6 to -11; a lag
  * of 1024 chunks -10, of 64 or 128 chunks -1 to -4; plain stores of y
  * instead of evict-first -1 (layernorm: -8).
- * Gap to the limit: ~10 points that neither more blocks per SM nor a
- * shorter lag moved; each block's life is a chain of dependent round trips
- * (its ticket, the loads, and for an output block the count and the
- * partials) for only 32 KiB of data. */
+ * Gap to the limit: L2 bandwidth.  Nsight Compute at 512x65536 (one
+ * launch): DRAM reads 135.6 MB (x once: the second read hits L2), DRAM
+ * throughput 67% of peak, but L2 (lts) throughput 86% of peak: L2 carries
+ * 12 bytes per element (the fill, the second read, y) against 8 for a
+ * one-read kernel (softmax vectorized at 4096x32768: L2 79%, DRAM 87%).
+ * The two-sweep design cannot pass ~80-83%; above that needs one read with
+ * a cheaper exchange than a cluster's (long_row at 512x65536: DRAM 63%, L2
+ * 71%, SM 53%, 47% of warps active: latency-bound). */
 #include "kernels/softmax.h"
 #include "kernels/cuda_util.h"
 #include "kernels/split_row.cuh"
