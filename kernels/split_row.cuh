@@ -1,25 +1,24 @@
-/* Long rows in two sweeps, the second from L2, shared by softmax/split_row
- * and layernorm/split_row.
+/* Long rows split over several ordinary blocks that trade their partial
+ * statistics through global memory, shared by softmax/split_row and
+ * layernorm/split_row.
  *
- * A row of C floats is cut into S = ceil(C / KB_SPLIT_ROW_CHUNK) chunks, N =
- * R * S chunks in all, and every chunk gets two blocks: a statistics block
- * reads it (from memory), reduces it to a partial statistic and publishes
- * it (a store, then a release add to the row's `published` counter); an
- * output block, started `lag` chunks later, waits until the row's S partials
- * are all there (by then they nearly always are), merges them in chunk order
- * with one warp (so that every block of the row gets bit-identical
- * statistics), reads the chunk again and writes its output.  Between the
- * two reads of a chunk only `lag` chunks (8 MiB) are read, so the second
- * read hits L2: memory sees x read once and y written once.  No block holds
- * a chunk while it waits, and statistics blocks never wait at all.
+ * A row of C floats is cut into S = ceil(C / KB_SPLIT_ROW_CHUNK) chunks, one
+ * 256-thread block per chunk.  A block copies its chunk into its shared
+ * memory by cp.async (in flight without holding registers, so six blocks
+ * fit on an SM), reduces it to a partial statistic and publishes it (a
+ * store, then a release add to the row's `published` counter); it then
+ * waits until the row's S partials are all there, merges them in chunk
+ * order with one warp (so that every block of the row gets bit-identical
+ * statistics) and writes its chunk's output from shared memory: x read once
+ * and y written once, with no cluster to place.
  *
  * Waiting on other blocks is safe only if they run.  Each block takes a
- * ticket (an atomic counter) when it starts, so tickets go out in the order
- * blocks actually run; even tickets 2k are statistics of chunk k, odd ones
- * 2k + 1 the output of chunk k - lag.  The partials an output block needs
- * come from chunks below k - lag + S <= k, whose tickets are lower than its
- * own: those blocks have started, and they finish without waiting.  Tickets
- * past the ends (statistics of chunk >= N, output of chunk < 0) exit at once.
+ * ticket (an atomic counter) when it starts and works on chunk ticket % S of
+ * row ticket / S, so tickets go out in the order blocks actually run: every
+ * row but the newest has all of its chunks held by running blocks, which
+ * wait on nothing later, and the newest row's missing chunks go to the next
+ * blocks to start.  This needs only more resident blocks than S (the host
+ * checks it), not any launch order.
  *
  * The counters return to zero inside each launch: the last block of a row
  * to read its partials clears the row's two counters, and the last block of
@@ -37,13 +36,12 @@
 #define KB_SPLIT_ROW_BLOCK 256
 #define KB_SPLIT_ROW_ITEMS 32 /* floats per thread */
 #define KB_SPLIT_ROW_CHUNK (KB_SPLIT_ROW_BLOCK * KB_SPLIT_ROW_ITEMS)
-#define KB_SPLIT_ROW_LAG 256 /* chunks between a chunk's two reads: 8 MiB, well inside L2 */
 
 /* Device memory of one shape: counters, then R * S partials. */
 typedef struct {
     unsigned *counters; /* ticket, finished, then published[R], consumed[R] */
     void *partials;
-    int R, S, lag;
+    int R, S;
 } KbSplitRow;
 
 static inline int kb_split_row_chunks(int64_t C)
@@ -64,19 +62,29 @@ static inline void kb_split_row_teardown(void *ctx)
     free(ctx);
 }
 
-/* Blocks to launch: two per chunk, and the lag's idle ones. */
+/* Blocks to launch: one per chunk. */
 static inline unsigned kb_split_row_blocks(const KbSplitRow *s)
 {
-    return (unsigned)(2 * ((int64_t)s->R * s->S + s->lag));
+    return (unsigned)((int64_t)s->R * s->S);
 }
 
 /* Allocates and zeroes the counters and partials (in setup, outside the
- * timed launches); NULL or a reason. */
-static inline const char *kb_split_row_alloc(int64_t R, int64_t C, size_t stat_bytes, KbSplitRow *s)
+ * timed launches) after checking that more than S blocks of `kernel` can be
+ * resident; NULL or a reason. */
+static inline const char *kb_split_row_alloc(const void *kernel, int64_t R, int64_t C, size_t stat_bytes,
+                                             KbSplitRow *s)
 {
+    int dev = 0, sms = 0, per_sm = 0;
     s->R = (int)R;
     s->S = kb_split_row_chunks(C);
-    s->lag = s->S > KB_SPLIT_ROW_LAG ? s->S : KB_SPLIT_ROW_LAG;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, KB_SPLIT_ROW_BLOCK, 0) != cudaSuccess) {
+        cudaGetLastError();
+        return "cannot query the device";
+    }
+    if ((int64_t)sms * per_sm <= s->S)
+        return "too few resident blocks for the chunks of one row";
     const size_t counter_bytes = (2 + 2 * (size_t)R) * sizeof(unsigned);
     const size_t partial_bytes = (size_t)R * (size_t)s->S * stat_bytes;
     if (cudaMalloc((void **)&s->counters, counter_bytes) != cudaSuccess) {
@@ -97,12 +105,13 @@ static inline const char *kb_split_row_alloc(int64_t R, int64_t C, size_t stat_b
 
 /* A variant's setup: the shape's counters and partials in *ctx, or a
  * reason (and nothing allocated). */
-static inline const char *kb_split_row_setup(int64_t R, int64_t C, size_t stat_bytes, void **ctx)
+static inline const char *kb_split_row_setup(const void *kernel, int64_t R, int64_t C, size_t stat_bytes,
+                                             void **ctx)
 {
     KbSplitRow *s = (KbSplitRow *)calloc(1, sizeof *s);
     if (!s)
         return "out of host memory";
-    const char *why = kb_split_row_alloc(R, C, stat_bytes, s);
+    const char *why = kb_split_row_alloc(kernel, R, C, stat_bytes, s);
     if (why) {
         free(s);
         return why;
@@ -139,47 +148,36 @@ __device__ __forceinline__ T kb_load_l2(const T *p)
     return v;
 }
 
-enum { KB_SPLIT_ROW_IDLE, KB_SPLIT_ROW_STATS, KB_SPLIT_ROW_OUTPUT };
-
+/* This block's chunk. */
 struct KbSplitRowWork {
-    int kind, row, chunk;
+    int row, chunk;
 };
 
-/* This block's work, on every thread, from its ticket. */
+/* This block's chunk, on every thread, from its ticket. */
 __device__ __forceinline__ KbSplitRowWork kb_split_row_work(const KbSplitRow &s)
 {
     __shared__ int ticket;
     if (threadIdx.x == 0)
         ticket = (int)atomicAdd(s.counters, 1u);
     __syncthreads();
-    const int64_t n = (int64_t)s.R * s.S, k = ticket / 2;
-    const int64_t item = ticket % 2 == 0 ? k : k - s.lag;
-    if (item < 0 || item >= n)
-        return {KB_SPLIT_ROW_IDLE, 0, 0};
-    return {ticket % 2 == 0 ? KB_SPLIT_ROW_STATS : KB_SPLIT_ROW_OUTPUT, (int)(item / s.S), (int)(item % s.S)};
+    return {ticket / s.S, ticket % s.S};
 }
 
-/* A statistics block publishes its partial (thread 0's copy). */
-template <class Stat>
-__device__ __forceinline__ void kb_split_row_publish(const KbSplitRow &s, KbSplitRowWork w, Stat mine)
-{
-    if (threadIdx.x == 0) {
-        reinterpret_cast<Stat *>(s.partials)[(size_t)w.row * s.S + w.chunk] = mine;
-        kb_add_release(s.counters + 2 + w.row, 1u); /* the partial is visible before the count */
-    }
-}
-
-/* An output block's row statistic, merged in chunk order, on every thread. */
+/* Publishes this block's partial `mine` (the same on every thread) and
+ * returns the row's statistic, merged in chunk order, on every thread. */
 template <class Stat, class Merge>
-__device__ Stat kb_split_row_collect(const KbSplitRow &s, KbSplitRowWork w, Merge merge, Stat identity)
+__device__ Stat kb_split_row_exchange(const KbSplitRow &s, KbSplitRowWork w, Stat mine, Merge merge, Stat identity)
 {
     __shared__ Stat row_stat;
     unsigned *published = s.counters + 2 + w.row, *consumed = s.counters + 2 + s.R + w.row;
-    const Stat *part = reinterpret_cast<const Stat *>(s.partials) + (size_t)w.row * s.S;
+    Stat *part = reinterpret_cast<Stat *>(s.partials) + (size_t)w.row * s.S;
     if (threadIdx.x < 32) {
-        if (threadIdx.x == 0)
+        if (threadIdx.x == 0) {
+            part[w.chunk] = mine;
+            kb_add_release(published, 1u); /* the partial is visible before the count */
             while (kb_load_acquire(published) < (unsigned)s.S)
                 __nanosleep(64);
+        }
         __syncwarp();
         Stat acc = identity;
         for (int i = (int)threadIdx.x; i < s.S; i += 32)
