@@ -23,7 +23,9 @@
  * Measured on H100 (cold L2, % of the ~3005 GB/s copy ceiling, one session
  * beside the version below): 2,484 GB/s (82.7%) at 1024x32768; 2,440
  * (81.2%) at 512x65536; 2,379 (79.2%) at 256x131072; 2,326 (77.4%) at
- * 128x262144, the best layernorm from 512x65536 on.
+ * 128x262144, the best layernorm from 512x65536 on.  The reference run
+ * (results/h100/kbench-20261122-longrows-final.csv): 82.1 / 81.9 / 79.9 /
+ * 80.2% (welford 83.0% at 1024x32768).
  * History: two sweeps, the second from L2, measured 77-81%, bound by L2
  * throughput (84% of peak at 512x65536, DRAM 66%); there, issuing the
  * output block's loads before it gathered the triples gave +5-6 points,

@@ -17,7 +17,9 @@
  * Measured on H100 (cold L2, % of the ~3005 GB/s copy ceiling, one session
  * beside the version below): 2,633 GB/s (87.6%) at 1024x32768; 2,598
  * (86.5%) at 512x65536; 2,560 (85.2%) at 256x131072; 2,521 (83.9%) at
- * 128x262144, the best softmax from 512x65536 on.
+ * 128x262144, the best softmax from 512x65536 on.  The reference run
+ * (results/h100/kbench-20261122-longrows-final.csv): 89.8 / 86.7 / 84.2 /
+ * 84.0% (vectorized 90.5% at 1024x32768, long_row 84.2% at 512x65536).
  * History: two sweeps, the second from L2 (a statistics block per chunk,
  * an output block 256 chunks later re-reading it), measured 80-83%: Nsight
  * Compute at 512x65536 showed L2 throughput at 86% of peak against DRAM's
