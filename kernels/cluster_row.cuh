@@ -25,15 +25,17 @@
 #define KB_CLUSTER_ROW_ITEMS 32 /* floats per thread */
 #define KB_CLUSTER_ROW_CHUNK (KB_CLUSTER_ROW_BLOCK * KB_CLUSTER_ROW_ITEMS)
 #define KB_CLUSTER_ROW_MAX 16
-#define KB_CLUSTER_ROW_MIN_C 32768 /* shorter rows fit one block's registers */
 #define KB_CLUSTER_ROW_MAX_PORTABLE 8
 
-/* Column of pack k of this thread in its chunk: packs of consecutive
- * threads are adjacent, so each load instruction is coalesced. */
+/* A block's chunk as a register-resident row of reduce.cuh (thread t holds
+ * packs at columns (k * 512 + t) * VEC), so its row helpers apply. */
+template <int VEC>
+using KbClusterRowCfg = KbRowCfg<VEC, KB_CLUSTER_ROW_ITEMS / VEC, KB_CLUSTER_ROW_BLOCK>;
+
 template <int VEC>
 __device__ __forceinline__ int kb_cluster_row_col(int k)
 {
-    return (k * KB_CLUSTER_ROW_BLOCK + (int)threadIdx.x) * VEC;
+    return kb_pack_col<KbClusterRowCfg<VEC>>(k, (int)threadIdx.x);
 }
 
 /* This block's place: the row, and its chunk's first column and length. */
@@ -94,7 +96,7 @@ static inline cudaLaunchConfig_t kb_cluster_row_config(int64_t R, int64_t C, cud
 /* Why rows of C floats are not for a cluster, or NULL. */
 static inline const char *kb_cluster_row_unsupported(int64_t C)
 {
-    if (C < KB_CLUSTER_ROW_MIN_C)
+    if (C < KB_LONG_ROW_MIN_C)
         return "long_row is for C >= 32768 (shorter rows fit one block's registers)";
     if (kb_cluster_row_size(C) > KB_CLUSTER_ROW_MAX)
         return "long_row holds rows of up to 262144 (16 blocks per cluster)";

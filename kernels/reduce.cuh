@@ -347,6 +347,10 @@ inline bool kb_row_dispatch(int C, F &&f)
 /* Block size of the two-read paths, for rows kb_row_dispatch refuses. */
 #define KB_TWO_READ_BLOCK 1024
 
+/* Rows from this length on are the long-row variants' (cluster_row.cuh,
+ * split_row.cuh): shorter ones fit one block's registers. */
+#define KB_LONG_ROW_MIN_C 32768
+
 /* ------------------------------------------------------------------------ */
 /* LayerNorm rows (layernorm/welford, add_layernorm/unfused and /fused)       */
 

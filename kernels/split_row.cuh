@@ -103,15 +103,24 @@ static inline const char *kb_split_row_alloc(const void *kernel, int64_t R, int6
     return NULL;
 }
 
+/* Why rows of C floats are not for split_row, or NULL. */
+static inline const char *kb_split_row_unsupported(int64_t C)
+{
+    return C < KB_LONG_ROW_MIN_C ? "split_row is for C >= 32768 (shorter rows fit one block's registers)" : NULL;
+}
+
 /* A variant's setup: the shape's counters and partials in *ctx, or a
  * reason (and nothing allocated). */
 static inline const char *kb_split_row_setup(const void *kernel, int64_t R, int64_t C, size_t stat_bytes,
                                              void **ctx)
 {
+    const char *why = kb_split_row_unsupported(C);
+    if (why)
+        return why;
     KbSplitRow *s = (KbSplitRow *)calloc(1, sizeof *s);
     if (!s)
         return "out of host memory";
-    const char *why = kb_split_row_alloc(kernel, R, C, stat_bytes, s);
+    why = kb_split_row_alloc(kernel, R, C, stat_bytes, s);
     if (why) {
         free(s);
         return why;
@@ -204,12 +213,12 @@ __device__ __forceinline__ void kb_split_row_retire(const KbSplitRow &s)
     }
 }
 
-/* Column of pack k of this thread in its chunk: packs of consecutive
- * threads are adjacent, so each load instruction is coalesced. */
+/* Column of pack k of this thread in its chunk, laid out as a
+ * register-resident row of reduce.cuh: each load instruction is coalesced. */
 template <int VEC>
 __device__ __forceinline__ int kb_split_row_col(int k)
 {
-    return (k * KB_SPLIT_ROW_BLOCK + (int)threadIdx.x) * VEC;
+    return kb_pack_col<KbRowCfg<VEC, KB_SPLIT_ROW_ITEMS / VEC, KB_SPLIT_ROW_BLOCK>>(k, (int)threadIdx.x);
 }
 
 /* This thread's packs of the n floats at src into the same columns of buf

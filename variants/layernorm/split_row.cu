@@ -1,10 +1,10 @@
 /* layernorm split_row: for C >= 32768, several ordinary blocks per row
  * (kernels/split_row.cuh).  The row is cut into chunks of 8192 floats, one
  * 256-thread block each; a block copies its chunk into shared memory by
- * 16-byte cp.async (in flight without holding registers: 40 per thread, six
- * blocks per SM).  Values are shifted by the row's first element
- * (d = x - x[0], as in welford, so that a row with mean 1e4 and variance
- * 1e-2 keeps its digits).  Each thread takes the exact mean of its own d
+ * 16-byte cp.async (in flight without holding registers: 40 per thread,
+ * with 8-16 bytes spilled, six blocks per SM).  Values are shifted by the
+ * row's first element (d = x - x[0], as in welford, so that a row with mean
+ * 1e4 and variance 1e-2 keeps its digits).  Each thread takes the exact mean of its own d
  * and then their squared deviations from it (two passes over shared
  * memory); the threads' (n, mean, M2) triples merge by Chan's formula, and
  * the block publishes its chunk's triple in global memory and waits for the
@@ -35,8 +35,6 @@
 #include "kernels/layernorm.h"
 #include "kernels/cuda_util.h"
 #include "kernels/split_row.cuh"
-
-#define MIN_C 32768
 
 template <int VEC>
 __global__ void __launch_bounds__(KB_SPLIT_ROW_BLOCK, 6) layernorm_split_row_kernel(
@@ -105,14 +103,12 @@ static split_row_kernel_t kernel_for(int C)
 
 static const char *unsupported(const kb_shape *s)
 {
-    return s->d[1] < MIN_C ? "split_row is for C >= 32768 (shorter rows fit one block: see welford)" : NULL;
+    return kb_split_row_unsupported(s->d[1]);
 }
 
 static const char *setup(const void *args, void **ctx)
 {
     const kb_layernorm_args *a = (const kb_layernorm_args *)args;
-    if (a->C < MIN_C)
-        return "split_row is for C >= 32768";
     return kb_split_row_setup((const void *)kernel_for(a->C), a->R, a->C, sizeof(KbWelford), ctx);
 }
 
@@ -127,7 +123,7 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
 
 extern "C" const kb_variant layernorm_split_row = {
     .name = "split_row",
-    .summary = "C >= 32768: chunks of 8192 in registers, one block each, Welford triples traded through global memory",
+    .summary = "C >= 32768: chunks of 8192 in shared memory, one block each, Welford triples traded through global memory",
     .dtype = KB_F32,
     .math = KB_MATH_F32,
     .unsupported = unsupported,

@@ -35,8 +35,6 @@
 #include "kernels/cuda_util.h"
 #include "kernels/split_row.cuh"
 
-#define MIN_C 32768
-
 template <int VEC>
 __global__ void __launch_bounds__(KB_SPLIT_ROW_BLOCK, 6) softmax_split_row_kernel(int C, KbSplitRow s,
                                                                                const float *__restrict__ x,
@@ -85,14 +83,12 @@ static split_row_kernel_t kernel_for(int C)
 
 static const char *unsupported(const kb_shape *s)
 {
-    return s->d[1] < MIN_C ? "split_row is for C >= 32768 (shorter rows fit one block: see vectorized)" : NULL;
+    return kb_split_row_unsupported(s->d[1]);
 }
 
 static const char *setup(const void *args, void **ctx)
 {
     const kb_softmax_args *a = (const kb_softmax_args *)args;
-    if (a->C < MIN_C)
-        return "split_row is for C >= 32768";
     return kb_split_row_setup((const void *)kernel_for(a->C), a->R, a->C, sizeof(KbSoftmaxStat), ctx);
 }
 
@@ -106,7 +102,7 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
 
 extern "C" const kb_variant softmax_split_row = {
     .name = "split_row",
-    .summary = "C >= 32768: chunks of 8192 in registers, one block each, (max, sum) traded through global memory",
+    .summary = "C >= 32768: chunks of 8192 in shared memory, one block each, (max, sum) traded through global memory",
     .dtype = KB_F32,
     .math = KB_MATH_F32,
     .unsupported = unsupported,
