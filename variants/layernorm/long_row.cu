@@ -3,13 +3,13 @@
  * C / 16384 blocks of 512 threads, 32 floats per thread (float4 loads).
  * Values are shifted by the row's first element (d = x - x[0], as in
  * welford, so that a row with mean 1e4 and variance 1e-2 keeps its digits);
- * a block's chunk is a register-resident row of kernels/reduce.cuh, so
- * welford's own code takes its statistics (kb_row_welford: Welford per
- * thread, Chan's formula across the block) and writes y = (d - mean) * rstd
- * * gamma + beta (kb_row_layernorm_store, gamma and beta through the
- * read-only path).  The CL blocks' (n, mean, M2) triples merge by Chan's
- * formula through distributed shared memory after one cluster barrier.
- * x read once, y written once.
+ * each thread takes the exact mean of its own d and then their squared
+ * deviations from it (two passes over registers); the threads' (n, mean,
+ * M2) triples merge by Chan's formula in a block reduction, and the CL
+ * blocks' triples the same way through distributed shared memory after one
+ * cluster barrier.  y = (d - mean) * rstd * gamma + beta is written from the
+ * registers, gamma and beta through the read-only path (the same columns for
+ * every row: L2-resident).  x read once, y written once.
  *
  * Idea over welford (one 1024-thread block per row in registers up to
  * C = 32768, two reads of x past it): a cluster's registers hold rows of up
@@ -25,7 +25,10 @@
  * the longest rows cannot all be placed and wait for their slowest block;
  * layernorm's two register passes and gamma/beta loads add ~6 points to
  * softmax's loss.  Tried: 1024-thread blocks (32768 floats, clusters half
- * as large) -2 points at 1024x32768, +9 at 128x262144 (56.3%).
+ * as large) -2 points at 1024x32768, +9 at 128x262144 (56.3%); welford's
+ * kb_row_welford (a serial Welford update per element) instead of the
+ * two passes -2 to -5 points (77.5/70.9/61.2/46.1%), so the chunk keeps its
+ * own statistics code.
  * History: a persistent, pipelined cluster loop with the rows in shared
  * memory (bulk copies in and out, the next row prefetched) measured
  * 72.1/67.1/59.0/45.6%: about 2.5 us per row of reduction and cluster
@@ -39,25 +42,48 @@ __global__ void __launch_bounds__(KB_CLUSTER_ROW_BLOCK, 2)
     layernorm_long_row_kernel(int C, float eps, const float *__restrict__ x, const float *__restrict__ gamma,
                               const float *__restrict__ beta, float *__restrict__ y)
 {
-    using Cfg = KbClusterRowCfg<VEC>;
+    constexpr int PACKS = KB_CLUSTER_ROW_ITEMS / VEC;
     const KbClusterChunk c = kb_cluster_chunk(C);
     const float lead = __ldg(x + (size_t)c.row * C);
     const size_t at = (size_t)c.row * C + c.begin;
-    const int rank = (int)threadIdx.x;
-    float d[Cfg::PACKS][VEC];
+    float d[PACKS][VEC];
+    float sum = 0.0f, count = 0.0f;
 #pragma unroll
-    for (int k = 0; k < Cfg::PACKS; ++k) {
-        const int col = kb_pack_col<Cfg>(k, rank);
-        if (col < c.n)
-            kb_load_once(d[k], x + at + col);
+    for (int k = 0; k < PACKS; ++k)
+        if (kb_cluster_row_col<VEC>(k) < c.n) {
+            kb_load_once(d[k], x + at + kb_cluster_row_col<VEC>(k));
 #pragma unroll
-        for (int j = 0; j < VEC; ++j)
-            d[k][j] = col < c.n ? d[k][j] - lead : 0.0f; /* past the chunk: never pushed or stored */
-    }
+            for (int j = 0; j < VEC; ++j) {
+                d[k][j] -= lead;
+                sum += d[k][j];
+            }
+            count += VEC;
+        }
+    const float mean = count > 0.0f ? sum / count : 0.0f;
+    float m2 = 0.0f;
+#pragma unroll
+    for (int k = 0; k < PACKS; ++k)
+        if (kb_cluster_row_col<VEC>(k) < c.n)
+#pragma unroll
+            for (int j = 0; j < VEC; ++j)
+                m2 = fmaf(d[k][j] - mean, d[k][j] - mean, m2);
     const KbWelford empty = {0.0f, 0.0f, 0.0f};
-    kb_cluster_row_finish(kb_row_welford<Cfg>(d, c.n, rank), KbWelfordMerge{}, empty, [&](KbWelford row) {
-        kb_row_layernorm_store<Cfg>(d, row.mean, kb_welford_rstd(row, C, eps), gamma + c.begin, beta + c.begin,
-                                    y + at, c.n, rank);
+    const KbWelford w = kb_block_allreduce(KbWelford{count, mean, m2}, KbWelfordMerge{}, empty);
+    kb_cluster_row_finish(w, KbWelfordMerge{}, empty, [&](KbWelford row) {
+        const float rstd = kb_welford_rstd(row, C, eps);
+#pragma unroll
+        for (int k = 0; k < PACKS; ++k) {
+            const int col = kb_cluster_row_col<VEC>(k);
+            if (col < c.n) {
+                float g[VEC], b[VEC];
+                kb_load_cached(g, gamma + c.begin + col);
+                kb_load_cached(b, beta + c.begin + col);
+#pragma unroll
+                for (int j = 0; j < VEC; ++j)
+                    d[k][j] = fmaf((d[k][j] - row.mean) * rstd, g[j], b[j]);
+                kb_store_once(y + at + col, d[k]);
+            }
+        }
     });
 }
 
