@@ -1,0 +1,131 @@
+/* softmax persistent_row: for 32768 <= C <= 262144, one persistent block
+ * per SM streams 8192-float chunks through a six-deep ring of
+ * shared-memory buffers (kernels/persistent_row.cuh).  A thread turns its
+ * 16 floats into e = 2^(x log2(e) - m) in place (m: its own largest, in
+ * base 2; one FFMA and one ex2.approx each) and the block publishes its
+ * chunk's (max, sum); three rounds later, with the row's (M, S) merged
+ * from every chunk's pair, it writes e * 2^(m - M) / S from its buffer.
+ * x read once and y written once.  The chunks need not line up with the
+ * grid: a row may end in the next round, which LAG covers.
+ *
+ * Idea over split_row (a short-lived block per chunk that waits on its
+ * row with its shared memory idle): the loads run two rounds ahead of the
+ * statistics, and a partial costs a tagged store and a load issued a round
+ * early instead of a ticket, a release and an acquire.
+ * Prediction: >= 90% of the copy ceiling from 1024x32768 to 128x262144
+ * (split_row: 89.8 / 86.7 / 84.2 / 84.0%).
+ * Measured on H100 (cold L2, % of the ~3005 GB/s copy ceiling, the final
+ * A/B call): 87.4 / 89.0 / 88.3 / 88.4% at 1024x32768 / 512x65536 /
+ * 256x131072 / 128x262144 (split_row in the same session: 88.4 / 86.6 /
+ * 84.8 / 83.4), and 92.9% at 1024x65536 (512 MB).
+ * Gap to the limit: the steady state runs at 96-97% of the ceiling (the
+ * slope between 256 MB and 512 MB); a launch costs about 8 us beyond that
+ * (memcpy: 5.6 us), the pipeline's fill and its last LAG rounds of stores,
+ * which at 256 MB is the 3 points to 90%. */
+#include "kernels/softmax.h"
+#include "kernels/cuda_util.h"
+#include "kernels/persistent_row.cuh"
+
+__device__ __forceinline__ float ex2(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+}
+
+/* (max, sum) pairs in base 2: m = max(x) * log2(e), s = sum 2^(x log2(e) - m);
+ * {-inf, 0} is empty, and merging two empty pairs stays empty. */
+struct SoftmaxMerge2 {
+    __device__ KbSoftmaxStat operator()(KbSoftmaxStat a, KbSoftmaxStat b) const
+    {
+        const float m = fmaxf(a.m, b.m);
+        if (m == -INFINITY)
+            return {m, 0.0f};
+        return {m, a.s * ex2(a.m - m) + b.s * ex2(b.m - m)};
+    }
+};
+
+struct SoftmaxRowOp {
+    struct Args {
+        int C;
+        const float *x;
+        float *y;
+    };
+    using Stat = KbSoftmaxStat;
+    static constexpr bool LEAD = false, FIXED_CHUNK = false;
+    using Merge = SoftmaxMerge2;
+    static constexpr float LOG2E = 1.4426950408889634f;
+
+    __device__ static Stat identity() { return {-INFINITY, 0.0f}; }
+    __device__ static void to_words(Stat s, float &a, float &b) { a = s.m, b = s.s; }
+    __device__ Stat from_words(int, float a, float b) const { return {a, b}; }
+
+    template <class Cfg>
+    __device__ void init(const Args &, int)
+    {
+    }
+
+    /* e = 2^(x log2(e) - m) over the thread's columns, back in place (one
+     * FFMA and one ex2 each); keeps m, the thread's max in base 2. */
+    template <class Cfg>
+    __device__ Stat take(float *buf, int n, float, float &m) const
+    {
+        float e[KB_PERSIST_ITEMS];
+        kb_persist_read<Cfg>(e, buf, n, -INFINITY);
+        float mx = e[0];
+#pragma unroll
+        for (int i = 1; i < KB_PERSIST_ITEMS; ++i)
+            mx = fmaxf(mx, e[i]);
+        m = mx * LOG2E;
+        const float shift = mx == -INFINITY ? 0.0f : m; /* all -inf: every e is 2^-inf = 0 */
+        float s = 0.0f;
+#pragma unroll
+        for (int i = 0; i < KB_PERSIST_ITEMS; ++i) {
+            e[i] = ex2(fmaf(e[i], LOG2E, -shift));
+            s += e[i];
+        }
+        kb_persist_write<Cfg>(buf, e, n);
+        return {m, s};
+    }
+
+    template <class Cfg>
+    __device__ void store(const float *buf, int n, float m, Stat row, float *y) const
+    {
+        /* an all -inf row (row.m == -inf, then m too): zeros */
+        const float scale = m == -INFINITY ? 0.0f : ex2(m - row.m) / row.s;
+        float e[KB_PERSIST_ITEMS];
+        kb_persist_read<Cfg>(e, buf, n, 0.0f);
+#pragma unroll
+        for (int i = 0; i < KB_PERSIST_ITEMS; ++i)
+            e[i] *= scale;
+        kb_persist_store<Cfg>(y, e, n);
+    }
+};
+
+static const char *unsupported(const kb_shape *s)
+{
+    return kb_persist_row_unsupported(s->d[1]);
+}
+
+static const char *setup(const void *args, void **ctx)
+{
+    const kb_softmax_args *a = (const kb_softmax_args *)args;
+    return kb_persist_row_setup<SoftmaxRowOp>(a->R, a->C, ctx);
+}
+
+static const char *launch(const void *args, void *ctx, cudaStream_t stream)
+{
+    const kb_softmax_args *a = (const kb_softmax_args *)args;
+    return kb_persist_row_launch((KbPersistRow *)ctx, SoftmaxRowOp::Args{a->C, a->x, a->y}, stream);
+}
+
+extern "C" const kb_variant softmax_persistent_row = {
+    .name = "persistent_row",
+    .summary = "32768 <= C <= 262144: a persistent block per SM streams 8192-float chunks through six buffers",
+    .dtype = KB_F32,
+    .math = KB_MATH_F32,
+    .unsupported = unsupported,
+    .setup = setup,
+    .teardown = kb_persist_row_teardown,
+    .launch = launch,
+};
