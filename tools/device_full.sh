@@ -5,6 +5,11 @@
 #   BIN=.devbin OPS=copy,matmul,softmax SUITES=1 bash tools/device_full.sh
 #   BIN=.devbin OPS=attention,ffn MODEL=1 bash tools/device_full.sh
 #   BIN=.devbin SANITIZE=1 bash tools/device_full.sh
+#   BIN=.devbin OPS=softmax,layernorm SIZES=512x65536,128x262144 VARIANTS=split_row,persistent_row \
+#       VARIANTS_softmax=vectorized,persistent_row SANITIZE_VARIANTS=persistent_row bash tools/device_full.sh
+# SIZES runs each op on those shapes only, with the copy ceiling, and
+# VARIANTS_<op> (else VARIANTS, else all) picks that op's variants; SANITIZE_VARIANTS runs memcheck and racecheck on those variants
+# of OPS at the test shapes first.
 # BIN holds prebuilt kbench, test_gpu and test_model_gpu.  The CSV and logs
 # go to $OUT; the parts' CSVs are merged afterwards (tools/merge_csv.sh).
 set -uo pipefail
@@ -28,9 +33,28 @@ if [[ ${SUITES:-0} == 1 ]]; then
     timeout 120 "$bin/test_model_gpu" >"$out/test_model_gpu.log" 2>&1
     echo "== model GPU tests: exit $?"
 fi
-timeout "${SWEEP_S:-400}" "$bin/kbench" run --ceilings --op "$OPS" --dtype f32,bf16 --max-time "${ROW_S:-0.5}" \
-    --csv "$out/bench.csv" >"$out/bench.log" 2>&1
-echo "== sweep of $OPS: exit $?; $(grep -E '^[0-9]+ rows' "$out/bench.log" || tail -1 "$out/bench.log")"
+if [[ -n ${SANITIZE_VARIANTS:-} ]]; then
+    for tool in memcheck racecheck; do
+        timeout 240 compute-sanitizer --tool "$tool" --error-exitcode 99 "$bin/kbench" run --check --test-sizes \
+            --op "$OPS" --variant "$SANITIZE_VARIANTS" --out-dir "$out/sanitize" >"$out/$tool.log" 2>&1
+        echo "== $tool on $SANITIZE_VARIANTS: exit $?; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/$tool.log" | tail -1)"
+    done
+fi
+if [[ -n ${SIZES:-} ]]; then
+    parts=()
+    for op in ${OPS//,/ }; do
+        per_op="VARIANTS_$op"
+        timeout "${SWEEP_S:-400}" "$bin/kbench" run --ceilings --op "$op" --variant "${!per_op:-${VARIANTS:-*}}" --sizes "$SIZES" \
+            --max-time "${ROW_S:-0.5}" --csv "$out/bench-$op.csv" >>"$out/bench.log" 2>&1
+        echo "== $op at $SIZES: exit $?"
+        parts+=("$out/bench-$op.csv")
+    done
+    bash tools/merge_csv.sh "$out/bench.csv" "${parts[@]}"
+else
+    timeout "${SWEEP_S:-400}" "$bin/kbench" run --ceilings --op "$OPS" --dtype f32,bf16 --max-time "${ROW_S:-0.5}" \
+        --csv "$out/bench.csv" >"$out/bench.log" 2>&1
+    echo "== sweep of $OPS: exit $?; $(grep -E '^[0-9]+ rows' "$out/bench.log" || tail -1 "$out/bench.log")"
+fi
 grep -E ' FAIL ' "$out/bench.log" | head
 if [[ ${MODEL:-0} == 1 && -f $out/bench.csv ]]; then
     shape=(--batch 32 --src-len 128 --d-model 512 --heads 8 --d-ff 2048)
