@@ -17,8 +17,9 @@
  *   - in round r a block reduces chunk r and publishes the partial, then
  *     merges the partials of the row of round r - LAG (LAG = 3: they are
  *     published two rounds before their loads are issued, a round before
- *     they are needed) and writes that chunk from its buffer, which then takes round
- *     r - LAG + STAGES: two rounds of loads are always in flight;
+ *     they are needed) and writes that chunk from its buffer, which then
+ *     takes round r - LAG + STAGES: two rounds of loads are always in
+ *     flight; the last LAG rounds are stored after the loop;
  *   - a partial is two 64-bit words, each a float tagged with the launch's
  *     epoch, stored and loaded relaxed: a word with this launch's tag holds
  *     this launch's value, so there is no counter, no fence and nothing to
@@ -41,12 +42,13 @@
  * (whose latency under load exceeds a round), 87 / 77; every warp
  * gathering for itself and a fast Welford division, 87 / 84; positions
  * stepped instead of divided, 89 / 89; the publishing warp, about +1 for
- * layernorm.  LAG = 2 cost 5-10 points (the partials' loads wait), and no
+ * layernorm; the last LAG rounds stored without barriers, +0.5-1.5.
+ * LAG = 2 cost 5-10 points (the partials' loads wait), and no
  * barrier at all (an mbarrier to the publisher) 2-8 points: the warps
- * drift apart.  Stages 5-7 and LAG 4 were within a point.  At 1 GB the
- * same kernels reach 92-93%: a launch costs about 8 us more than its bytes
- * at the steady rate (memcpy: 5.6 us), mostly the pipeline's fill and the
- * LAG rounds of stores after the last load. */
+ * drift apart.  Stages 5-7 and LAG 4 were within a point.  At 512 MB the
+ * same kernels reach 92-93%: between 256 and 512 MB they run at about 96%
+ * of the ceiling, and a launch costs some 7 us more than its bytes at that
+ * rate (memcpy: 5.6 us), the pipeline's fill and drain. */
 #ifndef KBENCH_PERSISTENT_ROW_CUH
 #define KBENCH_PERSISTENT_ROW_CUH
 
@@ -221,7 +223,8 @@ __device__ __forceinline__ void kb_persist_write(float *buf, const float (&v)[KB
         const int col = kb_pack_col<Cfg>(k, (int)threadIdx.x);
         if (col < n) {
             if constexpr (Cfg::VEC == 4)
-                *reinterpret_cast<float4 *>(buf + col) = make_float4(v[4 * k], v[4 * k + 1], v[4 * k + 2], v[4 * k + 3]);
+                *reinterpret_cast<float4 *>(buf + col) =
+                    make_float4(v[4 * k], v[4 * k + 1], v[4 * k + 2], v[4 * k + 3]);
             else
                 buf[col] = v[k];
         }
@@ -325,7 +328,7 @@ __global__ void __launch_bounds__(KB_PERSIST_THREADS, 1) kb_persist_row_kernel(K
     KbPersistPos cur = at(0), done_at = at(-LAG), next_at = at(1 - LAG), fetch_at = at(STAGES);
     float kept[LAG]; /* take's float of rounds r - LAG .. r - 1 */
     ulonglong2 w = {0, 0}; /* this lane's partial of round r - LAG, loaded a round early */
-    for (int r = 0; r < p.rounds + LAG; ++r) {
+    for (int r = 0; r < p.rounds; ++r) {
         const int done = r - LAG;
         Stat row = Op::identity(); /* every warp merges the row's partials itself: no warp waits for another */
         if (owner && has_row(done, done_at))
@@ -333,7 +336,7 @@ __global__ void __launch_bounds__(KB_PERSIST_THREADS, 1) kb_persist_row_kernel(K
         if (owner && lane < p.S && has_row(done + 1, next_at))
             w = kb_load_pair(parts(next_at) + 2 * lane);
         float keep = 0.0f;
-        if (owner && r < p.rounds) {
+        if (owner) {
             /* Round r's copies are group r up to STAGES - 1 and group r + LAG after (the
              * first LAG rounds commit empty groups): wait for round r only. */
             if (r < STAGES)
@@ -371,6 +374,31 @@ __global__ void __launch_bounds__(KB_PERSIST_THREADS, 1) kb_persist_row_kernel(K
         for (int i = 0; i < LAG - 1; ++i)
             kept[i] = kept[i + 1];
         kept[LAG - 1] = keep;
+    }
+    if (!owner)
+        return;
+    /* The last LAG rounds' rows: nothing left to reduce, so no barrier; all
+     * their partials are asked for at once and their stores go out back to
+     * back (run as loop rounds, a barrier each, this tail measured 0.5-2 us
+     * longer at 256 MB: 1-2 points). */
+    ulonglong2 last[LAG];
+    KbPersistPos last_at[LAG];
+#pragma unroll
+    for (int i = 0; i < LAG; ++i) {
+        const int d = p.rounds - LAG + i;
+        last_at[i] = done_at;
+        step(done_at);
+        last[i] = w;
+        if (i > 0 && lane < p.S && has_row(d, last_at[i]))
+            last[i] = kb_load_pair(parts(last_at[i]) + 2 * lane);
+    }
+#pragma unroll
+    for (int i = 0; i < LAG; ++i) {
+        const int d = p.rounds - LAG + i;
+        if (has_row(d, last_at[i]))
+            op.template store<Cfg>(buffer(d), n_of(last_at[i]), kept[i],
+                                   kb_persist_gather(op, parts(last_at[i]), p.S, p.epoch, last[i]),
+                                   a.y + (size_t)last_at[i].row * a.C + last_at[i].begin);
     }
 }
 

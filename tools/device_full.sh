@@ -8,8 +8,9 @@
 #   BIN=.devbin OPS=softmax,layernorm SIZES=512x65536,128x262144 VARIANTS=split_row,persistent_row \
 #       VARIANTS_softmax=vectorized,persistent_row SANITIZE_VARIANTS=persistent_row bash tools/device_full.sh
 # SIZES runs each op on those shapes only, with the copy ceiling, and
-# VARIANTS_<op> (else VARIANTS, else all) picks that op's variants; SANITIZE_VARIANTS runs memcheck and racecheck on those variants
-# of OPS at the test shapes first.
+# VARIANTS_<op> (else VARIANTS, else all) picks that op's variants;
+# SANITIZE_VARIANTS runs memcheck and racecheck on those variants of OPS
+# at the test shapes first.
 # BIN holds prebuilt kbench, test_gpu and test_model_gpu.  The CSV and logs
 # go to $OUT; the parts' CSVs are merged afterwards (tools/merge_csv.sh).
 set -uo pipefail
