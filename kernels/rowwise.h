@@ -26,8 +26,8 @@
 /* Regular, tile-hostile and long rows; R >= 4 where the op plants numerics rows.
  * The last four have more long rows than an H100 holds clusters of long_row
  * at once (clusters of 2, 5, 8 and 16 blocks; 65537 takes scalars), and
- * more chunks than split_row's lag, so its output blocks run well behind
- * their statistics blocks. */
+ * more chunks than split_row and persistent_row have blocks resident (at
+ * 70x65537 persistent_row's rows of 9 chunks straddle its rounds). */
 #define KB_ROWWISE_TEST_SIZES                                                       \
     "1x1,1x3,4x2,7x31,5x33,64x128,33x1000,8x1024,9x4097,3x32768,5x65537,2x262144," \
     "1000x768,257x4096,140x32768,70x65537,40x131072,20x262144"

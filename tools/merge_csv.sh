@@ -1,16 +1,31 @@
 #!/usr/bin/env bash
-# Merge kbench CSVs of one session into one: the metadata of every file (a
-# key's first value wins: the first part's ceilings, commit and date; later
-# parts add their baseline_<op> keys), the header, then every file's rows in
-# order.  Each row keeps the pct_of_peak computed against its own part's
-# ceilings.
+# Merge kbench CSVs into one: the metadata of every file (a key's first
+# value wins: the first part's ceilings, commit and date; later parts add
+# their baseline_<op> keys), the header, then every file's rows in order.
+# Each row keeps the pct_of_peak computed against its own part's ceilings.
 #   bash tools/merge_csv.sh OUT.csv PART1.csv PART2.csv ...
+# With --newest the parts are runs from oldest to newest: a row (op,
+# variant, dtype, shape) appears once, as the newest run that has it
+# measured it, in the place of its first appearance, and a metadata key
+# keeps its newest value (for plots drawn from several runs).
+#   bash tools/merge_csv.sh --newest OUT.csv OLD.csv ... NEW.csv
 set -euo pipefail
+newest=0
+if [[ ${1:-} == --newest ]]; then
+    newest=1
+    shift
+fi
 out=$1
 shift
-awk '/^#/ { key = $0; sub(/:.*/, "", key); if (!(key in seen)) { seen[key] = 1; meta[++n] = $0 }; next }
+awk -v newest="$newest" '
+     /^#/ { key = $0; sub(/:.*/, "", key); if (!(key in seen)) seen[key] = ++n; if (newest || meta[seen[key]] == "") meta[seen[key]] = $0; next }
      !body[FILENAME] { body[FILENAME] = 1; if (!header) header = $0; next }
-     { rows[++m] = $0 }
-     END { for (i = 1; i <= n; ++i) print meta[i]; print header; for (i = 1; i <= m; ++i) print rows[i] }' \
+     {
+         split($0, f, ",")
+         id = newest ? f[1] "," f[2] "," f[3] "," f[6] : ++m
+         if (!(id in row)) order[++k] = id
+         row[id] = $0
+     }
+     END { for (i = 1; i <= n; ++i) print meta[i]; print header; for (i = 1; i <= k; ++i) print row[order[i]] }' \
     "$@" >"$out.tmp.$$"
 mv "$out.tmp.$$" "$out"

@@ -18,12 +18,16 @@
  * gamma and beta stay in registers.
  * Prediction: >= 90% of the copy ceiling from 1024x32768 to 128x262144
  * (split_row: 82.1 / 81.9 / 79.9 / 80.2%).
- * Measured on H100 (cold L2, % of the ~3005 GB/s copy ceiling, the final
- * A/B call): 87.5 / 88.6 / 87.6 / 88.4% at 1024x32768 / 512x65536 /
- * 256x131072 / 128x262144 (split_row in the same session: 83.0 / 81.3 /
- * 79.5 / 78.5), and 91.6% at 1024x65536 (512 MB).
+ * Measured on H100 (cold L2, % of the 3007 GB/s copy ceiling; the
+ * reference run results/h100/kbench-20261123-persistent-row.csv): 2,672
+ * GB/s (88.7%) at 1024x32768, 2,713 (90.1%) at 512x65536, 2,681 (89.0%)
+ * at 256x131072, 2,669 (88.6%) at 128x262144, 2,768 (91.9%) at
+ * 1024x65536, the best layernorm at each (welford equal at 4096x32768,
+ * 92.6%); split_row in the same run 81.9 / 80.5 / 79.6 / 79.2 / 86.5,
+ * PyTorch 1.77-5.99x slower.
  * Gap to the limit: as for softmax persistent_row, a steady state near 96%
- * and about 8 us per launch of pipeline fill and drain. */
+ * and some 7 us per launch of pipeline fill and drain; 1-2 points below
+ * 90% at three of the four 256 MB shapes. */
 #include "kernels/layernorm.h"
 #include "kernels/cuda_util.h"
 #include "kernels/persistent_row.cuh"

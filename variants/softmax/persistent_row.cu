@@ -14,14 +14,16 @@
  * early instead of a ticket, a release and an acquire.
  * Prediction: >= 90% of the copy ceiling from 1024x32768 to 128x262144
  * (split_row: 89.8 / 86.7 / 84.2 / 84.0%).
- * Measured on H100 (cold L2, % of the ~3005 GB/s copy ceiling, the final
- * A/B call): 87.4 / 89.0 / 88.3 / 88.4% at 1024x32768 / 512x65536 /
- * 256x131072 / 128x262144 (split_row in the same session: 88.4 / 86.6 /
- * 84.8 / 83.4), and 92.9% at 1024x65536 (512 MB).
- * Gap to the limit: the steady state runs at 96-97% of the ceiling (the
- * slope between 256 MB and 512 MB); a launch costs about 8 us beyond that
- * (memcpy: 5.6 us), the pipeline's fill and its last LAG rounds of stores,
- * which at 256 MB is the 3 points to 90%. */
+ * Measured on H100 (cold L2, % of the 3007 GB/s copy ceiling; the
+ * reference run results/h100/kbench-20261123-persistent-row.csv): 2,680
+ * GB/s (89.2%) at 1024x32768, 2,732 (90.9%) at 512x65536, 2,711 (90.2%)
+ * at 256x131072, 2,709 (90.1%) at 128x262144, 2,834 (94.3%) at
+ * 1024x65536; split_row in the same run 87.9 / 87.5 / 86.0 / 84.9 / 90.6,
+ * PyTorch 1.66-2.13x slower, cuDNN 3.0-7.1x slower from C = 65536.
+ * vectorized stays the best at 1024x32768 (90.4%) and 4096x32768 (97.6%).
+ * Gap to the limit: between 256 MB and 512 MB it runs at 96-97% of the
+ * ceiling; a launch costs some 7 us beyond that (memcpy: 5.6 us), the
+ * pipeline's fill and drain, which at 256 MB leaves it at 89-91%. */
 #include "kernels/softmax.h"
 #include "kernels/cuda_util.h"
 #include "kernels/persistent_row.cuh"
