@@ -45,7 +45,10 @@
  * layernorm; the last LAG rounds stored without barriers, +0.5-1.5.
  * LAG = 2 cost 5-10 points (the partials' loads wait), and no
  * barrier at all (an mbarrier to the publisher) 2-8 points: the warps
- * drift apart.  Stages 5-7 and LAG 4 were within a point.  At 512 MB the
+ * drift apart.  Stages 5-7 and LAG 4 were within a point.  Shorter
+ * chunks for layernorm so that S divides 132 blocks (11 chunks of 5960 at
+ * C = 65536 instead of 8 of 8192 on 128 blocks) cost 8-9 points: a round
+ * has a fixed cost, and more rounds pay it more often.  At 512 MB the
  * same kernels reach 92-93%: between 256 and 512 MB they run at about 96%
  * of the ceiling, and a launch costs some 7 us more than its bytes at that
  * rate (memcpy: 5.6 us), the pipeline's fill and drain. */
