@@ -17,4 +17,15 @@ static inline const char *kb_cuda_status(cudaError_t e)
 /* Status of the launch just made. */
 #define KB_LAUNCHED() return kb_cuda_status(cudaGetLastError())
 
+#ifdef __CUDACC__
+/* 2^x in one MUFU instruction (ex2.approx: 2 ulp, denormals flushed):
+ * exp(x) as 2^(x log2 e) where the log2 e is folded into an FMA. */
+__device__ __forceinline__ float kb_ex2(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+}
+#endif
+
 #endif

@@ -46,11 +46,16 @@ struct KbSoftmaxStat {
     float m, s;
 };
 
+/* BASE2: m is in base 2 (max * log2 e) and s sums 2^(x log2 e - m), merged
+ * with kb_ex2 (one instruction instead of expf's range reduction). */
+template <bool BASE2 = false>
 __device__ __forceinline__ KbSoftmaxStat kb_softmax_stat_merge(KbSoftmaxStat a, KbSoftmaxStat b)
 {
     float m = fmaxf(a.m, b.m);
     if (m == -INFINITY)
         return {m, 0.0f};
+    if (BASE2)
+        return {m, a.s * kb_ex2(a.m - m) + b.s * kb_ex2(b.m - m)};
     return {m, a.s * expf(a.m - m) + b.s * expf(b.m - m)};
 }
 
@@ -58,6 +63,12 @@ struct KbSoftmaxMerge {
     __device__ __forceinline__ KbSoftmaxStat operator()(KbSoftmaxStat a, KbSoftmaxStat b) const
     {
         return kb_softmax_stat_merge(a, b);
+    }
+};
+struct KbSoftmaxMerge2 {
+    __device__ __forceinline__ KbSoftmaxStat operator()(KbSoftmaxStat a, KbSoftmaxStat b) const
+    {
+        return kb_softmax_stat_merge<true>(a, b);
     }
 };
 
@@ -93,12 +104,15 @@ struct KbWelford {
     float n, mean, m2;
 };
 
+/* FAST_DIV: the weight by __fdividef (2 ulp), off IEEE division's slow
+ * path, for merges on a kernel's critical path. */
+template <bool FAST_DIV = false>
 __device__ __forceinline__ KbWelford kb_welford_merge(KbWelford a, KbWelford b)
 {
     float n = a.n + b.n;
     if (n == 0.0f)
         return a;
-    float delta = b.mean - a.mean, wb = b.n / n;
+    float delta = b.mean - a.mean, wb = FAST_DIV ? __fdividef(b.n, n) : b.n / n;
     return {n, a.mean + delta * wb, a.m2 + b.m2 + delta * delta * a.n * wb};
 }
 
@@ -106,6 +120,12 @@ struct KbWelfordMerge {
     __device__ __forceinline__ KbWelford operator()(KbWelford a, KbWelford b) const
     {
         return kb_welford_merge(a, b);
+    }
+};
+struct KbWelfordMergeFast {
+    __device__ __forceinline__ KbWelford operator()(KbWelford a, KbWelford b) const
+    {
+        return kb_welford_merge<true>(a, b);
     }
 };
 

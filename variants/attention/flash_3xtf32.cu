@@ -125,13 +125,6 @@ __device__ __forceinline__ void mma_3xtf32(float (&c)[4], const Tf32Pair (&a)[4]
     mma_tf32(c, a[0].hi, a[1].hi, a[2].hi, a[3].hi, b[0].hi, b[1].hi);
 }
 
-__device__ __forceinline__ float ex2(float x)
-{
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-    return y;
-}
-
 /* ---- the kernel ------------------------------------------------------------ */
 
 /* kBC rows of a (T, D) head from row r0 into dst (row stride LD), 16-byte
@@ -269,14 +262,14 @@ attention_flash_3xtf32_kernel(int Tq, int Tk, int causal, float sl2, int row_til
             mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
             mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
             const float m_new = fmaxf(m[h], mx);
-            alpha[h] = ex2(m[h] - m_new); /* m = -inf: 0 */
+            alpha[h] = kb_ex2(m[h] - m_new); /* m = -inf: 0 */
             m[h] = m_new;
             float sum = 0.0f;
 #pragma unroll
             for (int nt = 0; nt < NS; ++nt)
 #pragma unroll
                 for (int e = 2 * h; e < 2 * h + 2; ++e) {
-                    const float p = ex2(s[nt][e] - m_new);
+                    const float p = kb_ex2(s[nt][e] - m_new);
                     s[nt][e] = p;
                     sum += p;
                 }

@@ -104,13 +104,6 @@ __device__ __forceinline__ void mma_bf16(float (&c)[4], const uint32_t (&a)[4], 
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-__device__ __forceinline__ float ex2(float x)
-{
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-    return y;
-}
-
 /* Two floats as a bf16 pair, lo in the low half (the lower column). */
 __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi)
 {
@@ -323,7 +316,7 @@ attention_flash_bf16_kernel(int Tq, int Tk, int causal, float sl2, int row_tiles
                     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
                     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
                     const float m_new = fmaxf(m[mt][h], mx);
-                    const float alpha = ex2((m[mt][h] - m_new) * sl2); /* m = -inf: 0 */
+                    const float alpha = kb_ex2((m[mt][h] - m_new) * sl2); /* m = -inf: 0 */
                     const float msl = m_new * sl2;
                     m[mt][h] = m_new;
                     float sum = 0.0f;
@@ -331,7 +324,7 @@ attention_flash_bf16_kernel(int Tq, int Tk, int causal, float sl2, int row_tiles
                     for (int nt = 0; nt < NS; ++nt)
 #pragma unroll
                         for (int e = 2 * h; e < 2 * h + 2; ++e) {
-                            const float p = ex2(fmaf(s[mt][nt][e], sl2, -msl));
+                            const float p = kb_ex2(fmaf(s[mt][nt][e], sl2, -msl));
                             s[mt][nt][e] = p;
                             sum += p;
                         }

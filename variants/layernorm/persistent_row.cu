@@ -32,19 +32,6 @@
 #include "kernels/cuda_util.h"
 #include "kernels/persistent_row.cuh"
 
-/* kb_welford_merge with a fast division (2 ulp on the weight): IEEE
- * division's slow path stalled the merges every warp runs each round. */
-struct WelfordMergeFast {
-    __device__ KbWelford operator()(KbWelford a, KbWelford b) const
-    {
-        const float n = a.n + b.n;
-        if (n == 0.0f)
-            return a;
-        const float delta = b.mean - a.mean, wb = __fdividef(b.n, n);
-        return {n, a.mean + delta * wb, a.m2 + b.m2 + delta * delta * a.n * wb};
-    }
-};
-
 struct LayernormRowOp {
     struct Args {
         int C;
@@ -54,7 +41,7 @@ struct LayernormRowOp {
     };
     using Stat = KbWelford;
     static constexpr bool LEAD = true, FIXED_CHUNK = true; /* gamma and beta stay in registers */
-    using Merge = WelfordMergeFast;
+    using Merge = KbWelfordMergeFast; /* IEEE division's slow path stalled the merges */
     int C, n;
     float eps;
     float g[KB_PERSIST_ITEMS], b[KB_PERSIST_ITEMS];

@@ -28,25 +28,6 @@
 #include "kernels/cuda_util.h"
 #include "kernels/persistent_row.cuh"
 
-__device__ __forceinline__ float ex2(float x)
-{
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-    return y;
-}
-
-/* (max, sum) pairs in base 2: m = max(x) * log2(e), s = sum 2^(x log2(e) - m);
- * {-inf, 0} is empty, and merging two empty pairs stays empty. */
-struct SoftmaxMerge2 {
-    __device__ KbSoftmaxStat operator()(KbSoftmaxStat a, KbSoftmaxStat b) const
-    {
-        const float m = fmaxf(a.m, b.m);
-        if (m == -INFINITY)
-            return {m, 0.0f};
-        return {m, a.s * ex2(a.m - m) + b.s * ex2(b.m - m)};
-    }
-};
-
 struct SoftmaxRowOp {
     struct Args {
         int C;
@@ -55,7 +36,7 @@ struct SoftmaxRowOp {
     };
     using Stat = KbSoftmaxStat;
     static constexpr bool LEAD = false, FIXED_CHUNK = false;
-    using Merge = SoftmaxMerge2;
+    using Merge = KbSoftmaxMerge2; /* (max, sum) in base 2 */
     static constexpr float LOG2E = 1.4426950408889634f;
 
     __device__ static Stat identity() { return {-INFINITY, 0.0f}; }
@@ -83,7 +64,7 @@ struct SoftmaxRowOp {
         float s = 0.0f;
 #pragma unroll
         for (int i = 0; i < KB_PERSIST_ITEMS; ++i) {
-            e[i] = ex2(fmaf(e[i], LOG2E, -shift));
+            e[i] = kb_ex2(fmaf(e[i], LOG2E, -shift));
             s += e[i];
         }
         kb_persist_write<Cfg>(buf, e, n);
@@ -94,7 +75,7 @@ struct SoftmaxRowOp {
     __device__ void store(const float *buf, int n, float m, Stat row, float *y) const
     {
         /* an all -inf row (row.m == -inf, then m too): zeros */
-        const float scale = m == -INFINITY ? 0.0f : ex2(m - row.m) / row.s;
+        const float scale = m == -INFINITY ? 0.0f : kb_ex2(m - row.m) / row.s;
         float e[KB_PERSIST_ITEMS];
         kb_persist_read<Cfg>(e, buf, n, 0.0f);
 #pragma unroll
