@@ -138,9 +138,9 @@ int kb_cmd_ceilings(const kb_options *o)
         fprintf(stderr, "kbench: %s\n", err);
         return KB_EXIT_FAIL;
     }
-    size_t flush_bytes = (size_t)2 * dev.l2_bytes;
-    void *flush = NULL;
-    if (cudaMalloc(&flush, flush_bytes) != cudaSuccess) {
+    size_t flush_bytes;
+    void *flush = kb_alloc_flush(&dev, &flush_bytes);
+    if (!flush) {
         fprintf(stderr, "kbench: out of device memory for the L2 flush buffer\n");
         return KB_EXIT_FAIL;
     }
