@@ -7,10 +7,16 @@
  * which its shared memory holds data but moves none.  Here one block per
  * SM lives for the whole launch and walks its chunks in rounds:
  *
- *   - round r gives block b chunk k = r * G + b of the R * S (G, the grid,
- *     is every resident block; a multiple of S for layernorm, so that a
- *     block's chunk, and with it its gamma and beta registers, never
- *     changes).  Positions step by G each round without a division;
+ *   - the grid G is every resident block that fits a multiple of S (the
+ *     chunks per row): block b always takes chunk b % S of its rows, so its
+ *     column range, and layernorm's gamma and beta registers, never change.
+ *     The G / S blocks of one chunk (a class) share the R rows: the first
+ *     rounds as a static split would (round r: row r * G / S + b / S);
+ *     then each block's row is dealt by its class's counter, one a round,
+ *     so a block on a faster SM takes more rows and the blocks end
+ *     together.  Small classes (S >= 8) deal only their last 4 rounds: a
+ *     row's chunks come from S classes, and the more classes deal, the
+ *     further apart in time they reach the same row;
  *   - the chunks come into a ring of STAGES = 6 shared-memory buffers by
  *     cp.async, each thread copying the columns it will read, so no
  *     barrier is needed for the data;
@@ -22,8 +28,9 @@
  *     flight; the last LAG rounds are stored after the loop;
  *   - a partial is two 64-bit words, each a float tagged with the launch's
  *     epoch, stored and loaded relaxed: a word with this launch's tag holds
- *     this launch's value, so there is no counter, no fence and nothing to
- *     reset between launches;
+ *     this launch's value, so there is no fence and nothing to reset
+ *     between launches (the class counters come in two sets: a launch
+ *     deals from one and zeroes the other for the next);
  *   - each of the 16 column warps merges the row's partials itself, and a
  *     17th warp owns no columns: it merges the column warps' partials of
  *     the chunk and publishes, off their path.  One barrier per round
@@ -31,8 +38,10 @@
  *
  * Waiting on other blocks needs them resident: the launch is cooperative,
  * so it fails rather than deadlocks when G blocks do not fit at once.  A
- * block waits only on partials that every block publishes at least a round
- * before, without waiting on anything itself, so every wait ends.
+ * block's rows rise round by round, and it holds one chunk of each, so
+ * every wait ends: the lowest row with a partial missing is either held by
+ * a block whose earlier rows are all lower, hence complete, or not dealt
+ * yet by a class whose blocks wait only on lower rows.
  *
  * The measurements that shaped it (H100, % of the copy ceiling at
  * 512x65536, softmax / layernorm): one barrier-heavy block per round with
@@ -48,10 +57,25 @@
  * drift apart.  Stages 5-7 and LAG 4 were within a point.  Shorter
  * chunks for layernorm so that S divides 132 blocks (11 chunks of 5960 at
  * C = 65536 instead of 8 of 8192 on 128 blocks) cost 8-9 points: a round
- * has a fixed cost, and more rounds pay it more often.  At 512 MB the
- * same kernels reach 92-93%: between 256 and 512 MB they run at about 96%
- * of the ceiling, and a launch costs some 7 us more than its bytes at that
- * rate (memcpy: 5.6 us), the pipeline's fill and drain. */
+ * has a fixed cost, and more rounds pay it more often.
+ *
+ * Then a timeline (globaltimer per block and round, 512x65536): the
+ * steady rounds moved bytes at ~3.1 TB/s, at the ceiling; what was lost
+ * was the start and the end.  Six stages asked for at once left the first
+ * partials' loads queued behind 25 MB of reads, and the first gather
+ * waited ~4 us with DRAM idle: fetching three ahead from the start, as in
+ * steady state, +0.5-1.  And the blocks ended up to 4-7 us apart: with a
+ * static split, the same SMs (layernorm: fixed by SM position) were slow
+ * every launch and the rest waited on them.  Rows dealt by the classes'
+ * counters (measured in one call, % of the ceiling at 1024x32768 /
+ * 512x65536 / 256x131072 / 128x262144 / 4096x32768 / 1024x65536, softmax;
+ * layernorm):
+ *     static split   89.5 90.7 89.3 91.3 93.3 92.6;  90.4 88.2 89.9 88.8 93.3 93.4
+ *     last 3 rounds  92.9 92.5 92.3 90.6 93.2 95.3;  91.1 90.1 91.1 89.7 95.6 94.4
+ *     last 6 rounds  92.9 91.3 92.0 91.8 95.0 95.4;  90.4 90.5 89.3 89.7 95.1 94.4
+ *     every round    92.7 91.0 90.4 88.5 97.3 95.3;  90.3 88.8 87.3 84.8 96.3 91.8
+ * Dealing every round pays where a class is large (S = 4: 33 blocks) and
+ * costs where it is small (S = 32: 4 blocks). */
 #ifndef KBENCH_PERSISTENT_ROW_CUH
 #define KBENCH_PERSISTENT_ROW_CUH
 
@@ -69,10 +93,13 @@
 #define KB_PERSIST_STAGES 6 /* shared-memory buffers of a chunk each */
 #define KB_PERSIST_LAG 3    /* rounds between a chunk's reduction and its store */
 #define KB_PERSIST_MAX_S 32 /* one warp merges a row's partials */
+#define KB_PERSIST_DEALT_TAIL 4 /* rounds dealt at the end of a launch whose classes are small */
 
 typedef struct {
     unsigned long long *partials; /* R * S pairs of tagged words */
-    int R, S, rounds;
+    unsigned long long *tickets;  /* two sets of S row counters: a launch's, and the next one's */
+    int R, S;
+    int dealt; /* the first round whose rows a block asks its class's counter for */
     unsigned grid, epoch;
     const void *kernel; /* the instantiation for this C */
     size_t smem;
@@ -98,7 +125,7 @@ static inline const char *kb_persist_row_unsupported(int64_t C)
 
 /* Grid and partials for R rows of C floats, checked against what the
  * device holds at once; NULL or a reason (and nothing left allocated). */
-static inline const char *kb_persist_row_alloc(int64_t R, int64_t C, bool fixed_chunk, KbPersistRow *p)
+static inline const char *kb_persist_row_alloc(int64_t R, int64_t C, KbPersistRow *p)
 {
     int dev = 0, sms = 0, per_sm = 0, coop = 0;
     const void *kernel = p->kernel;
@@ -115,16 +142,23 @@ static inline const char *kb_persist_row_alloc(int64_t R, int64_t C, bool fixed_
     }
     if (!coop)
         return "the device has no cooperative launch";
-    p->grid = (unsigned)(fixed_chunk ? sms * per_sm / p->S * p->S : sms * per_sm);
+    p->grid = (unsigned)(sms * per_sm / p->S * p->S);
     if ((int)p->grid < p->S)
         return "too few resident blocks for the chunks of one row";
-    p->rounds = (int)KB_CEIL_DIV(R * p->S, (int64_t)p->grid);
+    /* Rows dealt for the whole launch when a class has 32 blocks or more
+     * (S <= 4 on an H100), else for its last KB_PERSIST_DEALT_TAIL rounds */
+    const int per_class = (int)p->grid / p->S, rounds = (int)KB_CEIL_DIV(R, (int64_t)per_class);
+    p->dealt = per_class >= 32 ? 0 : rounds - KB_PERSIST_DEALT_TAIL;
+    if (p->dealt < KB_PERSIST_STAGES - KB_PERSIST_LAG + 1) /* the prologue's rows are static */
+        p->dealt = KB_PERSIST_STAGES - KB_PERSIST_LAG + 1;
     p->epoch = 0;
-    const size_t bytes = (size_t)R * (size_t)p->S * 2 * sizeof(unsigned long long);
+    const size_t words = (size_t)R * (size_t)p->S * 2;
+    const size_t bytes = (words + 2 * KB_PERSIST_MAX_S) * sizeof(unsigned long long);
     if (cudaMalloc((void **)&p->partials, bytes) != cudaSuccess) {
         cudaGetLastError();
         return "out of device memory for the persistent-row partials";
     }
+    p->tickets = p->partials + words;
     if (cudaMemset(p->partials, 0, bytes) != cudaSuccess) { /* epoch 0: never a launch's */
         cudaFree(p->partials);
         return "cudaMemset of the persistent-row partials failed";
@@ -133,11 +167,6 @@ static inline const char *kb_persist_row_alloc(int64_t R, int64_t C, bool fixed_
 }
 
 /* ---- device side ----------------------------------------------------------- */
-
-/* Where a round's chunk is: its row, and its first column. */
-struct KbPersistPos {
-    int row, begin;
-};
 
 __device__ __forceinline__ unsigned long long kb_tag(float v, unsigned epoch)
 {
@@ -281,7 +310,8 @@ __device__ __forceinline__ typename Op::Stat kb_persist_gather(const Op &op, con
  * columns) and store (the chunk, the kept float and the row's statistic ->
  * y).  A chunk stays in its buffer LAG rounds after its reduction, until
  * its row's partials are surely published; STAGES - LAG - 1 rounds of loads
- * are in flight.  One barrier per round: a thread touches only its own
+ * are in flight.  The rows of rounds r - LAG .. r + AHEAD + 1 sit in a
+ * shared ring that the publishing warp's lane 0 (the dealer) fills.  One barrier per round: a thread touches only its own
  * columns of a buffer, and every warp gathers the row's partials for
  * itself, so the warps share only their partials of the chunk.  (Without
  * the barrier, the warps' partials passed through an mbarrier to the
@@ -292,87 +322,93 @@ __global__ void __launch_bounds__(KB_PERSIST_THREADS, 1) kb_persist_row_kernel(K
     using Cfg = KbRowCfg<VEC, KB_PERSIST_ITEMS / VEC, KB_PERSIST_BLOCK>;
     using Stat = typename Op::Stat;
     using Merge = typename Op::Merge;
-    constexpr int STAGES = KB_PERSIST_STAGES, LAG = KB_PERSIST_LAG;
-    constexpr int WARPS = KB_PERSIST_BLOCK / 32;
-    static_assert(LAG >= 1 && STAGES > LAG + 1, "a buffer in flight besides the LAG + 1 held");
-    static_assert(Op::FIXED_CHUNK || LAG >= 2, "a row that wraps into the next round is published a round later");
+    constexpr int STAGES = KB_PERSIST_STAGES, LAG = KB_PERSIST_LAG, AHEAD = STAGES - LAG;
+    constexpr int WARPS = KB_PERSIST_BLOCK / 32, RING = 8;
+    static_assert(LAG >= 1 && AHEAD >= 2, "a buffer in flight besides the LAG + 1 held");
+    static_assert(RING >= STAGES + 2 && (RING & (RING - 1)) == 0, "rows of rounds r - LAG .. r + AHEAD + 1");
     extern __shared__ __align__(16) float stages[];
     __shared__ Stat warp_stat[2][WARPS]; /* by round parity: the round's barrier separates writers from readers */
+    __shared__ int row_of[RING];         /* round r's row at r % RING; R: none */
     const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32;
-    const bool owner = warp < WARPS; /* else the publishing warp */
+    const bool owner = warp < WARPS, dealer = threadIdx.x == KB_PERSIST_BLOCK; /* else the publishing warp */
+    const int chunk = (int)blockIdx.x % p.S, begin = chunk * KB_PERSIST_CHUNK;
+    const int n = min(KB_PERSIST_CHUNK, a.C - begin);
+    unsigned long long *tickets = p.tickets + (p.epoch & 1) * KB_PERSIST_MAX_S + chunk;
     Op op;
-    if (owner)
-        op.template init<Cfg>(a, (int)blockIdx.x % p.S); /* the block's chunk when it never changes */
-    /* Round r: chunk k = r * grid + blockIdx.x of the R * S, tracked by
-     * (row, column offset) and stepped without a division per round */
-    const int step_rows = (int)p.grid / p.S, step_begin = (int)p.grid % p.S * KB_PERSIST_CHUNK;
-    const int row_len = p.S * KB_PERSIST_CHUNK;
-    auto at = [&](int r) { /* floor division: rounds before 0 step into the right places too */
-        const long long k = (long long)r * p.grid + blockIdx.x;
-        const long long row = k >= 0 ? k / p.S : -((-k + p.S - 1) / p.S);
-        return KbPersistPos{(int)row, (int)(k - row * p.S) * KB_PERSIST_CHUNK};
-    };
-    auto step = [&](KbPersistPos &q) {
-        q.row += step_rows, q.begin += step_begin;
-        if (q.begin >= row_len)
-            q.begin -= row_len, q.row += 1;
-    };
-    auto has_row = [&](int r, KbPersistPos q) { return r >= 0 && r < p.rounds && q.row < p.R; };
-    auto n_of = [&](KbPersistPos q) { return min(KB_PERSIST_CHUNK, a.C - q.begin); };
     auto buffer = [&](int r) { return stages + (r % STAGES) * KB_PERSIST_STAGE; };
-    auto parts = [&](KbPersistPos q) { return p.partials + 2 * (size_t)q.row * p.S; };
-    auto fetch = [&](int r, KbPersistPos q, bool any) {
-        const size_t row = (size_t)min(q.row, p.R - 1);
-        kb_persist_fetch<Cfg, Op::LEAD>(buffer(r), a.x + row * a.C, q.begin, n_of(q), any);
+    auto row = [&](int r) { return row_of[r % RING]; };
+    auto parts = [&](int q) { return p.partials + 2 * (size_t)q * p.S; };
+    auto fetch = [&](int r) {
+        const int q = row(r);
+        kb_persist_fetch<Cfg, Op::LEAD>(buffer(r), a.x + (size_t)min(q, p.R - 1) * a.C, begin, n, q < p.R);
     };
-    for (int r = 0; r < STAGES && owner; ++r)
-        fetch(r, at(r), has_row(r, at(r)));
+    /* Rounds before p.dealt take rows as a static split would; from then on
+     * the dealer asks the class's counter for one row a round, two rounds
+     * before it writes it (an atomic's latency under load nears a round). */
+    const int per_class = (int)p.grid / p.S, place = (int)blockIdx.x / p.S;
+    auto static_row = [&](int k) { return min(k * per_class + place, p.R); };
+    auto ask = [&](int k) { return k >= p.dealt ? atomicAdd(tickets, 1) : 0ull; };
+    unsigned long long next[2] = {0, 0}; /* the tickets of rounds r + AHEAD + 1 and + 2 */
+    if (dealer) {
+        if (blockIdx.x < (unsigned)p.S) /* the next launch's counters */
+            p.tickets[((p.epoch + 1) & 1) * KB_PERSIST_MAX_S + blockIdx.x] = 0;
+        for (int i = 0; i <= AHEAD; ++i)
+            row_of[i] = static_row(i);
+        next[0] = ask(AHEAD + 1);
+        next[1] = ask(AHEAD + 2);
+    }
+    __syncthreads();
+    for (int r = 0; r < AHEAD && owner; ++r)
+        fetch(r);
+    if (owner)
+        op.template init<Cfg>(a, chunk);
 
-    KbPersistPos cur = at(0), done_at = at(-LAG), next_at = at(1 - LAG), fetch_at = at(STAGES);
     float kept[LAG]; /* take's float of rounds r - LAG .. r - 1 */
     ulonglong2 w = {0, 0}; /* this lane's partial of round r - LAG, loaded a round early */
-    for (int r = 0; r < p.rounds; ++r) {
-        const int done = r - LAG;
-        Stat row = Op::identity(); /* every warp merges the row's partials itself: no warp waits for another */
-        if (owner && has_row(done, done_at))
-            row = kb_persist_gather(op, parts(done_at), p.S, p.epoch, w);
-        if (owner && lane < p.S && has_row(done + 1, next_at))
-            w = kb_load_pair(parts(next_at) + 2 * lane);
+    int r = 0;
+    for (;; ++r) {
+        const int q = row(r), done = r - LAG;
+        if (q >= p.R)
+            break;
+        Stat row_stat = Op::identity(); /* every warp merges the row's partials itself: no warp waits for another */
+        if (owner && done >= 0)
+            row_stat = kb_persist_gather(op, parts(row(done)), p.S, p.epoch, w);
+        if (owner && lane < p.S && done + 1 >= 0)
+            w = kb_load_pair(parts(row(done + 1)) + 2 * lane);
         float keep = 0.0f;
         if (owner) {
-            /* Round r's copies are group r up to STAGES - 1 and group r + LAG after (the
-             * first LAG rounds commit empty groups): wait for round r only. */
-            if (r < STAGES)
-                kb_cp_async_wait<STAGES - 1>();
-            else
-                kb_cp_async_wait<STAGES - LAG - 1>();
+            kb_cp_async_wait<AHEAD - 1>(); /* round r's copies are group r */
             __syncwarp(); /* lane 0's copy of the row's first element */
-            Stat mine = Op::identity();
-            if (has_row(r, cur))
-                mine = op.template take<Cfg>(buffer(r), n_of(cur), buffer(r)[KB_PERSIST_CHUNK + warp], keep);
+            Stat mine = op.template take<Cfg>(buffer(r), n, buffer(r)[KB_PERSIST_CHUNK + warp], keep);
             mine = kb_warp_allreduce<32>(mine, Merge{});
             if (lane == 0)
                 warp_stat[r & 1][warp] = mine;
         }
         __syncthreads();
-        if (!owner && has_row(r, cur)) { /* off the owners' path: they go on to the store */
+        if (!owner) { /* off the owners' path: they go on to the store */
             Stat mine = lane < WARPS ? warp_stat[r & 1][lane] : Op::identity();
             mine = kb_warp_allreduce<32>(mine, Merge{});
             if (lane == 0) {
                 float wa, wb;
                 Op::to_words(mine, wa, wb);
-                kb_publish_pair(parts(cur) + 2 * (cur.begin / KB_PERSIST_CHUNK), wa, wb, p.epoch);
+                kb_publish_pair(parts(q) + 2 * chunk, wa, wb, p.epoch);
+            }
+            if (dealer) { /* round k's row, read after the next barrier */
+                const int k = r + AHEAD + 1;
+                const int q_new = k < p.dealt ? static_row(k)
+                                              : (int)min(next[0] + (unsigned long long)p.dealt * per_class,
+                                                         (unsigned long long)p.R);
+                row_of[k % RING] = q_new;
+                next[0] = next[1];
+                if (q_new < p.R) /* a block's rows rise: past R, all are */
+                    next[1] = ask(k + 2);
             }
         }
-        if (owner && has_row(done, done_at))
-            op.template store<Cfg>(buffer(done), n_of(done_at), kept[0], row,
-                                   a.y + (size_t)done_at.row * a.C + done_at.begin);
+        if (owner && done >= 0)
+            op.template store<Cfg>(buffer(done), n, kept[0], row_stat, a.y + (size_t)row(done) * a.C + begin);
         /* each thread refills only the columns it has just read */
         if (owner)
-            fetch(max(done, 0) + STAGES, fetch_at, done >= 0 && has_row(done + STAGES, fetch_at));
-        step(cur), step(done_at), step(next_at);
-        if (done >= 0)
-            step(fetch_at);
+            fetch(r + AHEAD);
 #pragma unroll
         for (int i = 0; i < LAG - 1; ++i)
             kept[i] = kept[i + 1];
@@ -385,23 +421,19 @@ __global__ void __launch_bounds__(KB_PERSIST_THREADS, 1) kb_persist_row_kernel(K
      * back (run as loop rounds, a barrier each, this tail measured 0.5-2 us
      * longer at 256 MB: 1-2 points). */
     ulonglong2 last[LAG];
-    KbPersistPos last_at[LAG];
 #pragma unroll
     for (int i = 0; i < LAG; ++i) {
-        const int d = p.rounds - LAG + i;
-        last_at[i] = done_at;
-        step(done_at);
+        const int d = r - LAG + i;
         last[i] = w;
-        if (i > 0 && lane < p.S && has_row(d, last_at[i]))
-            last[i] = kb_load_pair(parts(last_at[i]) + 2 * lane);
+        if (i > 0 && lane < p.S && d >= 0)
+            last[i] = kb_load_pair(parts(row(d)) + 2 * lane);
     }
 #pragma unroll
     for (int i = 0; i < LAG; ++i) {
-        const int d = p.rounds - LAG + i;
-        if (has_row(d, last_at[i]))
-            op.template store<Cfg>(buffer(d), n_of(last_at[i]), kept[i],
-                                   kb_persist_gather(op, parts(last_at[i]), p.S, p.epoch, last[i]),
-                                   a.y + (size_t)last_at[i].row * a.C + last_at[i].begin);
+        const int d = r - LAG + i;
+        if (d >= 0)
+            op.template store<Cfg>(buffer(d), n, kept[i], kb_persist_gather(op, parts(row(d)), p.S, p.epoch, last[i]),
+                                   a.y + (size_t)row(d) * a.C + begin);
     }
 }
 
@@ -436,7 +468,7 @@ static inline const char *kb_persist_row_setup(int64_t R, int64_t C, void **ctx)
         return "out of host memory";
     p->kernel = C % 4 == 0 ? (const void *)kb_persist_row_kernel<Op, 4> : (const void *)kb_persist_row_kernel<Op, 1>;
     p->smem = (size_t)KB_PERSIST_STAGES * KB_PERSIST_STAGE * sizeof(float);
-    why = kb_persist_row_alloc(R, C, Op::FIXED_CHUNK, p);
+    why = kb_persist_row_alloc(R, C, p);
     if (why) {
         free(p);
         return why;

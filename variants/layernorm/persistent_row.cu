@@ -40,7 +40,7 @@ struct LayernormRowOp {
         float *y;
     };
     using Stat = KbWelford;
-    static constexpr bool LEAD = true, FIXED_CHUNK = true; /* gamma and beta stay in registers */
+    static constexpr bool LEAD = true;
     using Merge = KbWelfordMergeFast; /* IEEE division's slow path stalled the merges */
     int C, n;
     float eps;

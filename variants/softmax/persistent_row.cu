@@ -5,8 +5,7 @@
  * base 2; one FFMA and one ex2.approx each) and the block publishes its
  * chunk's (max, sum); three rounds later, with the row's (M, S) merged
  * from every chunk's pair, it writes e * 2^(m - M) / S from its buffer.
- * x read once and y written once.  The chunks need not line up with the
- * grid: a row may end in the next round, which LAG covers.
+ * x read once and y written once.
  *
  * Idea over split_row (a short-lived block per chunk that waits on its
  * row with its shared memory idle): the loads run two rounds ahead of the
@@ -35,7 +34,7 @@ struct SoftmaxRowOp {
         float *y;
     };
     using Stat = KbSoftmaxStat;
-    static constexpr bool LEAD = false, FIXED_CHUNK = false;
+    static constexpr bool LEAD = false;
     using Merge = KbSoftmaxMerge2; /* (max, sum) in base 2 */
     static constexpr float LOG2E = 1.4426950408889634f;
 
