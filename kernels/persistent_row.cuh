@@ -17,15 +17,15 @@
  *     together.  Small classes (S >= 8) deal only their last 4 rounds: a
  *     row's chunks come from S classes, and the more classes deal, the
  *     further apart in time they reach the same row;
- *   - the chunks come into a ring of STAGES = 7 shared-memory buffers by
+ *   - the chunks come into a ring of STAGES = 6 shared-memory buffers by
  *     cp.async, each thread copying the columns it will read, so no
  *     barrier is needed for the data;
  *   - in round r a block reduces chunk r and publishes the partial, then
  *     merges the partials of the row of round r - LAG (LAG = 3: they are
  *     published two rounds before their loads are issued, a round before
  *     they are needed) and writes that chunk from its buffer, which then
- *     takes round r - LAG + STAGES = r + 4: three rounds of loads are
- *     always in flight; the last LAG rounds are stored after the loop;
+ *     takes round r - LAG + STAGES: two rounds of loads are always in
+ *     flight; the last LAG rounds are stored after the loop;
  *   - a partial is two 64-bit words, each a float tagged with the launch's
  *     epoch, stored and loaded relaxed: a word with this launch's tag holds
  *     this launch's value, so there is no fence and nothing to reset
@@ -75,10 +75,11 @@
  *     last 6 rounds  92.9 91.3 92.0 91.8 95.0 95.4;  90.4 90.5 89.3 89.7 95.1 94.4
  *     every round    92.7 91.0 90.4 88.5 97.3 95.3;  90.3 88.8 87.3 84.8 96.3 91.8
  * Dealing every round pays where a class is large (S = 4: 33 blocks) and
- * costs where it is small (S = 32: 4 blocks).  Last, layernorm's gamma and
- * beta loads before the first chunk's instead of after (its first round
- * began 3 us earlier; +0.5) and seven stages, four rounds fetched ahead,
- * instead of six (+0.5-1, two calls of three builds each). */
+ * costs where it is small (S = 32: 4 blocks).  Not kept: layernorm's
+ * gamma and beta loaded before the first chunks (its first round began
+ * 3 us earlier, but within a point) and seven stages, four rounds fetched
+ * ahead: +0.5-1 in one call against six stages, then 1-2 points below
+ * this version in another, at every 256 MB shape. */
 #ifndef KBENCH_PERSISTENT_ROW_CUH
 #define KBENCH_PERSISTENT_ROW_CUH
 
@@ -93,14 +94,14 @@
 #define KB_PERSIST_THREADS (KB_PERSIST_BLOCK + 32) /* and one warp that merges and publishes */
 #define KB_PERSIST_ITEMS (KB_PERSIST_CHUNK / KB_PERSIST_BLOCK) /* floats per thread per chunk */
 #define KB_PERSIST_STAGE (KB_PERSIST_CHUNK + 32) /* floats per buffer; then a float per warp */
-#define KB_PERSIST_STAGES 7 /* shared-memory buffers of a chunk each */
+#define KB_PERSIST_STAGES 6 /* shared-memory buffers of a chunk each */
 #define KB_PERSIST_LAG 3    /* rounds between a chunk's reduction and its store */
 #define KB_PERSIST_MAX_S 32 /* one warp merges a row's partials */
 #define KB_PERSIST_DEALT_TAIL 4 /* rounds dealt at the end of a launch whose classes are small */
 
 typedef struct {
     unsigned long long *partials; /* R * S pairs of tagged words */
-    unsigned *tickets;            /* two sets of S row counters: a launch's, and the next one's */
+    unsigned long long *tickets;  /* two sets of S row counters: a launch's, and the next one's */
     int R, S;
     int dealt; /* the first round whose rows a block asks its class's counter for */
     unsigned grid, epoch;
@@ -162,12 +163,12 @@ static inline const char *kb_persist_row_alloc(int64_t R, int64_t C, KbPersistRo
         p->dealt = KB_PERSIST_STAGES - KB_PERSIST_LAG + 1;
     p->epoch = 0;
     const size_t words = (size_t)R * (size_t)p->S * 2;
-    const size_t bytes = words * sizeof(unsigned long long) + 2 * KB_PERSIST_MAX_S * sizeof(unsigned);
+    const size_t bytes = (words + 2 * KB_PERSIST_MAX_S) * sizeof(unsigned long long);
     if (cudaMalloc((void **)&p->partials, bytes) != cudaSuccess) {
         cudaGetLastError();
         return "out of device memory for the persistent-row partials";
     }
-    p->tickets = (unsigned *)(p->partials + words);
+    p->tickets = p->partials + words;
     if (cudaMemset(p->partials, 0, bytes) != cudaSuccess) { /* epoch 0: never a launch's */
         cudaFree(p->partials);
         return "cudaMemset of the persistent-row partials failed";
@@ -332,7 +333,7 @@ __global__ void __launch_bounds__(KB_PERSIST_THREADS, 1) kb_persist_row_kernel(K
     using Stat = typename Op::Stat;
     using Merge = typename Op::Merge;
     constexpr int STAGES = KB_PERSIST_STAGES, LAG = KB_PERSIST_LAG, AHEAD = STAGES - LAG;
-    constexpr int WARPS = KB_PERSIST_BLOCK / 32, RING = STAGES + 2 <= 8 ? 8 : 16;
+    constexpr int WARPS = KB_PERSIST_BLOCK / 32, RING = 8;
     static_assert(LAG >= 1 && AHEAD >= 2, "a buffer in flight besides the LAG + 1 held");
     static_assert(RING >= STAGES + 2 && (RING & (RING - 1)) == 0, "rows of rounds r - LAG .. r + AHEAD + 1");
     extern __shared__ __align__(16) float stages[];
@@ -342,7 +343,7 @@ __global__ void __launch_bounds__(KB_PERSIST_THREADS, 1) kb_persist_row_kernel(K
     const bool owner = warp < WARPS, dealer = threadIdx.x == KB_PERSIST_BLOCK; /* else the publishing warp */
     const int chunk = (int)blockIdx.x % p.S, begin = chunk * KB_PERSIST_CHUNK;
     const int n = min(KB_PERSIST_CHUNK, a.C - begin);
-    unsigned *tickets = p.tickets + (p.epoch & 1) * KB_PERSIST_MAX_S + chunk;
+    unsigned long long *tickets = p.tickets + (p.epoch & 1) * KB_PERSIST_MAX_S + chunk;
     Op op;
     auto buffer = [&](int r) { return stages + (r % STAGES) * KB_PERSIST_STAGE; };
     auto row = [&](int r) { return row_of[r % RING]; };
@@ -356,8 +357,8 @@ __global__ void __launch_bounds__(KB_PERSIST_THREADS, 1) kb_persist_row_kernel(K
      * before it writes it (an atomic's latency under load nears a round). */
     const int per_class = (int)p.grid / p.S, place = (int)blockIdx.x / p.S;
     auto static_row = [&](int k) { return min(k * per_class + place, p.R); };
-    auto ask = [&](int k) { return k >= p.dealt ? atomicAdd(tickets, 1u) : 0u; };
-    unsigned next[2] = {0, 0}; /* the tickets of rounds r + AHEAD + 1 and + 2 */
+    auto ask = [&](int k) { return k >= p.dealt ? atomicAdd(tickets, 1) : 0ull; };
+    unsigned long long next[2] = {0, 0}; /* the tickets of rounds r + AHEAD + 1 and + 2 */
     if (dealer) {
         if (blockIdx.x < (unsigned)p.S) /* the next launch's counters */
             p.tickets[((p.epoch + 1) & 1) * KB_PERSIST_MAX_S + blockIdx.x] = 0;
@@ -367,10 +368,10 @@ __global__ void __launch_bounds__(KB_PERSIST_THREADS, 1) kb_persist_row_kernel(K
         next[1] = ask(AHEAD + 2);
     }
     __syncthreads();
-    if (owner)
-        op.template init<Cfg>(a, chunk);
     for (int r = 0; r < AHEAD && owner; ++r)
         fetch(r);
+    if (owner)
+        op.template init<Cfg>(a, chunk);
 
     float kept[LAG]; /* take's float of rounds r - LAG .. r - 1 */
     ulonglong2 w = {0, 0}; /* this lane's partial of round r - LAG, loaded a round early */
@@ -405,7 +406,8 @@ __global__ void __launch_bounds__(KB_PERSIST_THREADS, 1) kb_persist_row_kernel(K
             if (dealer) { /* round k's row, read after the next barrier */
                 const int k = r + AHEAD + 1;
                 const int q_new = k < p.dealt ? static_row(k)
-                                              : (int)min(next[0] + (unsigned)(p.dealt * per_class), (unsigned)p.R);
+                                              : (int)min(next[0] + (unsigned long long)p.dealt * per_class,
+                                                         (unsigned long long)p.R);
                 row_of[k % RING] = q_new;
                 next[0] = next[1];
                 if (q_new < p.R) /* a block's rows rise: past R, all are */
