@@ -19,15 +19,19 @@
  * Prediction: >= 90% of the copy ceiling from 1024x32768 to 128x262144
  * (split_row: 82.1 / 81.9 / 79.9 / 80.2%).
  * Measured on H100 (cold L2, % of the 3007 GB/s copy ceiling; the
- * reference run results/h100/kbench-20261123-persistent-row.csv): 2,672
- * GB/s (88.7%) at 1024x32768, 2,713 (90.1%) at 512x65536, 2,681 (89.0%)
- * at 256x131072, 2,669 (88.6%) at 128x262144, 2,768 (91.9%) at
- * 1024x65536, the best layernorm at each (welford equal at 4096x32768,
- * 92.6%); split_row in the same run 81.9 / 80.5 / 79.6 / 79.2 / 86.5,
- * PyTorch 1.77-5.99x slower.
- * Gap to the limit: as for softmax persistent_row, a steady state near 96%
- * and some 7 us per launch of pipeline fill and drain; 1-2 points below
- * 90% at three of the four 256 MB shapes. */
+ * reference run results/h100/kbench-20261123-dealt.csv, rows dealt by
+ * counters): 2,720 GB/s (90.5%) at 1024x32768, 2,741 (91.2%) at
+ * 512x65536, 2,730 (90.8%) at 256x131072, 2,704 (90.0%) at 128x262144,
+ * 2,891 (96.1%) at 4096x32768, 2,845 (94.6%) at 1024x65536, the best
+ * layernorm at each (welford 82.9 and 92.9 at C = 32768, split_row
+ * 78.3-90.7), PyTorch 1.54-6.03x slower.  The same device code at 730b9ab
+ * measured 90.4 / 90.1 / 90.8 / 89.3 / 96.2 / 94.3 in its own run; the
+ * static split before it (kbench-20261123-persistent-row.csv) 88.7 /
+ * 90.1 / 89.0 / 88.6 / 92.5 / 91.9.
+ * Gap to the limit: as for softmax persistent_row, the start and the end
+ * of a launch; here a point or two more, gamma and beta's 64 KB per block
+ * loaded at the start.  At 128x262144 (S = 32: four blocks a class) it
+ * sits at the 90% line. */
 #include "kernels/layernorm.h"
 #include "kernels/cuda_util.h"
 #include "kernels/persistent_row.cuh"

@@ -14,15 +14,19 @@
  * Prediction: >= 90% of the copy ceiling from 1024x32768 to 128x262144
  * (split_row: 89.8 / 86.7 / 84.2 / 84.0%).
  * Measured on H100 (cold L2, % of the 3007 GB/s copy ceiling; the
- * reference run results/h100/kbench-20261123-persistent-row.csv): 2,680
- * GB/s (89.2%) at 1024x32768, 2,732 (90.9%) at 512x65536, 2,711 (90.2%)
- * at 256x131072, 2,709 (90.1%) at 128x262144, 2,834 (94.3%) at
- * 1024x65536; split_row in the same run 87.9 / 87.5 / 86.0 / 84.9 / 90.6,
- * PyTorch 1.66-2.13x slower, cuDNN 3.0-7.1x slower from C = 65536.
- * vectorized stays the best at 1024x32768 (90.4%) and 4096x32768 (97.6%).
- * Gap to the limit: between 256 MB and 512 MB it runs at 96-97% of the
- * ceiling; a launch costs some 7 us beyond that (memcpy: 5.6 us), the
- * pipeline's fill and drain, which at 256 MB leaves it at 89-91%. */
+ * reference run results/h100/kbench-20261123-dealt.csv, rows dealt by
+ * counters): 2,772 GB/s (92.2%) at 1024x32768, 2,784 (92.6%) at
+ * 512x65536, 2,763 (91.9%) at 256x131072, 2,744 (91.2%) at 128x262144,
+ * 2,943 (97.8%) at 4096x32768, 2,857 (95.0%) at 1024x65536: the best
+ * softmax at each (vectorized 89.9 and 97.4 at C = 32768, split_row
+ * 84.1-95.3), PyTorch 1.71-2.05x slower, cuDNN 1.10-7.26x.  The static
+ * split before it (kbench-20261123-persistent-row.csv): 89.2 / 90.9 /
+ * 90.2 / 90.1 / 92.1 / 94.3.
+ * Gap to the limit: the rounds move bytes at the ceiling; a launch takes
+ * some 7 us longer than its bytes at the ceiling (memcpy: 4.5 us, launch
+ * and the flush's dirty lines included): its start (three rounds of loads
+ * before the first store) and its end (the last blocks' stores), which at
+ * 256 MB is 8 points. */
 #include "kernels/softmax.h"
 #include "kernels/cuda_util.h"
 #include "kernels/persistent_row.cuh"
