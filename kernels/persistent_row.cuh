@@ -77,9 +77,10 @@
  * Dealing every round pays where a class is large (S = 4: 33 blocks) and
  * costs where it is small (S = 32: 4 blocks).  Not kept: layernorm's
  * gamma and beta loaded before the first chunks (its first round began
- * 3 us earlier, but within a point) and seven stages, four rounds fetched
- * ahead: +0.5-1 in one call against six stages, then 1-2 points below
- * this version in another, at every 256 MB shape. */
+ * 3 us earlier, but within a point), or late, in round LAG - 1 (1-2
+ * points slower: they delay the first gather), and seven stages, four
+ * rounds fetched ahead: +0.5-1 in one call against six stages, then 1-2
+ * points below this version in another, at every 256 MB shape. */
 #ifndef KBENCH_PERSISTENT_ROW_CUH
 #define KBENCH_PERSISTENT_ROW_CUH
 
