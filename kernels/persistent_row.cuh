@@ -78,7 +78,9 @@
  * costs where it is small (S = 32: 4 blocks).  Not kept: layernorm's
  * gamma and beta loaded before the first chunks (its first round began
  * 3 us earlier, but within a point), or late, in round LAG - 1 (1-2
- * points slower: they delay the first gather), and seven stages, four
+ * points slower: they delay the first gather), or by two bulk copies
+ * (cp.async.bulk and an mbarrier) into the last two buffers, taken out in
+ * round 1 (8-12 points slower), and seven stages, four
  * rounds fetched ahead: +0.5-1 in one call against six stages, then 1-2
  * points below this version in another, at every 256 MB shape. */
 #ifndef KBENCH_PERSISTENT_ROW_CUH
