@@ -26,6 +26,7 @@
 #include <math.h>
 #include <cuda_runtime.h>
 #include "kernels/cuda_util.h"
+#include "kernels/kbench.h"
 
 #define KB_FULL_MASK 0xffffffffu
 
@@ -368,8 +369,16 @@ inline bool kb_row_dispatch(int C, F &&f)
 #define KB_TWO_READ_BLOCK 1024
 
 /* Rows from this length on are the long-row variants' (cluster_row.cuh,
- * split_row.cuh): shorter ones fit one block's registers. */
+ * split_row.cuh, persistent_row.cuh): shorter ones fit one block's registers. */
 #define KB_LONG_ROW_MIN_C 32768
+
+/* A long-row family's reason to refuse rows of C floats (WHY), as a
+ * variant's `unsupported` of an RxC shape. */
+template <const char *(*WHY)(int64_t)>
+static const char *kb_unsupported_cols(const kb_shape *s)
+{
+    return WHY(s->d[1]);
+}
 
 /* ------------------------------------------------------------------------ */
 /* LayerNorm rows (layernorm/welford, add_layernorm/unfused and /fused)       */

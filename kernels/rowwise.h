@@ -27,7 +27,7 @@
  * The last four have more long rows than an H100 holds clusters of long_row
  * at once (clusters of 2, 5, 8 and 16 blocks; 65537 takes scalars), and
  * more chunks than split_row and persistent_row have blocks resident (at
- * 70x65537 persistent_row's rows of 9 chunks straddle its rounds). */
+ * 70x65537 persistent_row's classes of 14 blocks deal their last round). */
 #define KB_ROWWISE_TEST_SIZES                                                       \
     "1x1,1x3,4x2,7x31,5x33,64x128,33x1000,8x1024,9x4097,3x32768,5x65537,2x262144," \
     "1000x768,257x4096,140x32768,70x65537,40x131072,20x262144"

@@ -394,8 +394,8 @@ static const char *time_launches(kb_tf_gpu *g, const gpu_run *r, const graphs *g
     int n = 0;
     t0 = now_ms();
     while (!e) {
-        if (!r->hot)
-            cudaMemsetAsync(r->flush, n & 0xff, r->flush_bytes, r->stream);
+        if (!r->hot && (e = kb_cuda_status(cudaMemsetAsync(r->flush, n & 0xff, r->flush_bytes, r->stream))))
+            break;
         if ((e = run_once(g, r, gr, ev, ms)))
             break;
         for (int p = 0; p < PH_COUNT; ++p)

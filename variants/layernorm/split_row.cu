@@ -101,11 +101,6 @@ static split_row_kernel_t kernel_for(int C)
     return C % 4 == 0 ? layernorm_split_row_kernel<4> : layernorm_split_row_kernel<1>;
 }
 
-static const char *unsupported(const kb_shape *s)
-{
-    return kb_split_row_unsupported(s->d[1]);
-}
-
 static const char *setup(const void *args, void **ctx)
 {
     const kb_layernorm_args *a = (const kb_layernorm_args *)args;
@@ -126,7 +121,7 @@ extern "C" const kb_variant layernorm_split_row = {
     .summary = "C >= 32768: chunks of 8192 in shared memory, one block each, Welford triples traded through global memory",
     .dtype = KB_F32,
     .math = KB_MATH_F32,
-    .unsupported = unsupported,
+    .unsupported = kb_unsupported_cols<kb_split_row_unsupported>,
     .setup = setup,
     .teardown = kb_split_row_teardown,
     .launch = launch,

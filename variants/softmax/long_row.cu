@@ -72,11 +72,6 @@ static long_row_kernel_t kernel_for(int C)
     return C % 4 == 0 ? softmax_long_row_kernel<4> : softmax_long_row_kernel<1>;
 }
 
-static const char *unsupported(const kb_shape *s)
-{
-    return kb_cluster_row_unsupported(s->d[1]);
-}
-
 static const char *setup(const void *args, void **ctx)
 {
     const kb_softmax_args *a = (const kb_softmax_args *)args;
@@ -99,7 +94,7 @@ extern "C" const kb_variant softmax_long_row = {
     .dtype = KB_F32,
     .math = KB_MATH_F32,
     .min_cc = 90,
-    .unsupported = unsupported,
+    .unsupported = kb_unsupported_cols<kb_cluster_row_unsupported>,
     .setup = setup,
     .launch = launch,
 };

@@ -88,11 +88,6 @@ struct SoftmaxRowOp {
     }
 };
 
-static const char *unsupported(const kb_shape *s)
-{
-    return kb_persist_row_unsupported(s->d[1]);
-}
-
 static const char *setup(const void *args, void **ctx)
 {
     const kb_softmax_args *a = (const kb_softmax_args *)args;
@@ -110,7 +105,7 @@ extern "C" const kb_variant softmax_persistent_row = {
     .summary = "32768 <= C <= 262144: a persistent block per SM streams 8192-float chunks through six buffers",
     .dtype = KB_F32,
     .math = KB_MATH_F32,
-    .unsupported = unsupported,
+    .unsupported = kb_unsupported_cols<kb_persist_row_unsupported>,
     .setup = setup,
     .teardown = kb_persist_row_teardown,
     .launch = launch,
