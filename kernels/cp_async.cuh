@@ -1,7 +1,8 @@
 /* cp.async (sm_80+): copies from global to shared memory that need no
  * registers, so a block can have a whole tile in flight while it computes on
- * another.  Shared by the SGEMM pipeline (gemm_pipeline.cuh) and the fused
- * attention kernels.  A thread's copies are visible to itself after
+ * another.  Shared by the SGEMM pipeline (gemm_pipeline.cuh), the fused
+ * attention kernels and the long-row pipeline (persistent_row.cuh), which
+ * also uses the bulk copies at the end.  A thread's copies are visible to itself after
  * kb_cp_async_wait; to the block after that and a __syncthreads. */
 #ifndef KBENCH_CP_ASYNC_CUH
 #define KBENCH_CP_ASYNC_CUH
@@ -36,6 +37,53 @@ template <int Pending>
 __device__ __forceinline__ void kb_cp_async_wait()
 {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending) : "memory");
+}
+
+/* ---- bulk copies (sm_90): the TMA engine moves a whole contiguous block
+ * global -> shared for one thread's instruction, and signals an mbarrier
+ * with the bytes that landed.  Addresses and sizes: multiples of 16. */
+
+/* An mbarrier that completes a phase when `count` threads have arrived (and
+ * the bytes they announced have landed); before any use, the initialising
+ * thread fences and the block synchronises. */
+__device__ __forceinline__ void kb_mbar_init(unsigned long long *bar, unsigned count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"((unsigned)__cvta_generic_to_shared(bar)),
+                 "r"(count)
+                 : "memory");
+}
+
+__device__ __forceinline__ void kb_mbar_init_fence()
+{
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+
+/* This thread's arrival, announcing `bytes` of bulk copies to come. */
+__device__ __forceinline__ void kb_mbar_arrive_expect(unsigned long long *bar, unsigned bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(
+                     (unsigned)__cvta_generic_to_shared(bar)),
+                 "r"(bytes)
+                 : "memory");
+}
+
+/* Wait until the phase of parity `parity` has completed. */
+__device__ __forceinline__ void kb_mbar_wait(unsigned long long *bar, unsigned parity)
+{
+    asm volatile("{\n.reg .pred done;\nKB_MBAR_WAIT_%=:\n"
+                 "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+                 "@!done bra KB_MBAR_WAIT_%=;\n}\n" ::"r"((unsigned)__cvta_generic_to_shared(bar)),
+                 "r"(parity)
+                 : "memory");
+}
+
+/* `bytes` from global src to shared dst, counted on bar when they land. */
+__device__ __forceinline__ void kb_bulk_copy(void *dst, const void *src, unsigned bytes, unsigned long long *bar)
+{
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+                     (unsigned)__cvta_generic_to_shared(dst)),
+                 "l"(src), "r"(bytes), "r"((unsigned)__cvta_generic_to_shared(bar))
+                 : "memory");
 }
 
 #endif

@@ -17,21 +17,24 @@
  *     together.  Small classes (S >= 8) deal only their last 4 rounds: a
  *     row's chunks come from S classes, and the more classes deal, the
  *     further apart in time they reach the same row;
- *   - the chunks come into a ring of STAGES = 6 shared-memory buffers by
- *     cp.async, each thread copying the columns it will read, so no
- *     barrier is needed for the data;
+ *   - the chunks come into a ring of shared-memory buffers, three rounds
+ *     ahead (KbPersistPlan): softmax's by cp.async, each thread copying
+ *     the columns it will read, so no barrier is needed for the data;
+ *     layernorm's by one bulk copy a round, issued by one thread to the
+ *     TMA engine, which signals the buffer's mbarrier;
  *   - in round r a block reduces chunk r and publishes the partial, then
  *     merges the partials of the row of round r - LAG (LAG = 3: they are
  *     published two rounds before their loads are issued, a round before
  *     they are needed) and writes that chunk from its buffer, which then
- *     takes round r - LAG + STAGES: two rounds of loads are always in
- *     flight; the last LAG rounds are stored after the loop;
+ *     takes a later round's chunk; the last LAG rounds are stored after
+ *     the loop;
  *   - a partial is two 64-bit words, each a float tagged with the launch's
  *     epoch, stored and loaded relaxed: a word with this launch's tag holds
  *     this launch's value, so there is no fence and nothing to reset
  *     between launches (the class counters come in two sets: a launch
  *     deals from one and zeroes the other for the next);
- *   - each of the 16 column warps merges the row's partials itself, and a
+ *   - each of the 16 column warps merges the row's partials itself, over
+ *     the fewest lanes that hold S (two butterfly levels at S = 4), and a
  *     17th warp owns no columns: it merges the column warps' partials of
  *     the chunk and publishes, off their path.  One barrier per round
  *     keeps the warps in step.
@@ -82,7 +85,27 @@
  * (cp.async.bulk and an mbarrier) into the last two buffers, taken out in
  * round 1 (8-12 points slower), and seven stages, four
  * rounds fetched ahead: +0.5-1 in one call against six stages, then 1-2
- * points below this version in another, at every 256 MB shape. */
+ * points below this version in another, at every 256 MB shape.
+ *
+ * Then the builds' lottery (same-call A/B, three repetitions, % of the
+ * ceiling at 1024x32768 / 512x65536 / 128x262144 / 4096x32768): edits that
+ * should not matter (layernorm with its shift constant, a cheaper merge,
+ * gamma and beta loaded between the first chunks) each cost 4-5 points,
+ * and ncu showed MIO-throttle and short-scoreboard stalls doubling to
+ * tripling in the slow builds.  The cause was where the dynamic buffers
+ * began: after the static variables, at 416-480 bytes, off the 128-byte
+ * lines.  Aligned to 128: softmax 92.4-93.0 / 92.9-93.1 / 91.0-91.4 /
+ * 97.7-98.0 -> 92.6-93.4 / 93.4-93.6 / 92.1-92.6 / 98.0-98.1; layernorm
+ * (bulk copies) 89.6-90.2 / 89.1-89.5 / 86.8-87.1 / 94.9-95.1 -> 90.8-91.3
+ * / 90.4-90.8 / 89.6-90.0 / 96.3-96.4.  Measurements above this paragraph
+ * were taken with the buffers wherever the static size put them, so a
+ * point or two of each may be that.  Layernorm's chunks by bulk copies,
+ * all else equal: 91.1-91.7 / 91.3-91.8 / 90.4-91.0 / 96.3-96.6 against
+ * 87.6-88.2 / 86.6-86.9 / 85.1-85.3 / 93.3 by cp.async (one instruction a
+ * round instead of 64 per-thread copies through the MIO queue); softmax
+ * by bulk copies 91.6-92.2 / 91.3-92.3 / 91.6-91.7 / 96.5-96.8, a point
+ * below its cp.async (not profiled).  The gather over the fewest lanes,
+ * +0.3-0.6 at S = 4 and 8. */
 #ifndef KBENCH_PERSISTENT_ROW_CUH
 #define KBENCH_PERSISTENT_ROW_CUH
 
@@ -97,7 +120,6 @@
 #define KB_PERSIST_THREADS (KB_PERSIST_BLOCK + 32) /* and one warp that merges and publishes */
 #define KB_PERSIST_ITEMS (KB_PERSIST_CHUNK / KB_PERSIST_BLOCK) /* floats per thread per chunk */
 #define KB_PERSIST_STAGE (KB_PERSIST_CHUNK + 32) /* floats per buffer; then a float per warp */
-#define KB_PERSIST_STAGES 6 /* shared-memory buffers of a chunk each */
 #define KB_PERSIST_LAG 3    /* rounds between a chunk's reduction and its store */
 #define KB_PERSIST_MAX_S 32 /* one warp merges a row's partials */
 #define KB_PERSIST_DEALT_TAIL 4 /* rounds dealt at the end of a launch whose classes are small */
@@ -106,6 +128,8 @@ typedef struct {
     unsigned long long *partials; /* R * S pairs of tagged words */
     unsigned long long *tickets;  /* two sets of S row counters: a launch's, and the next one's */
     int R, S;
+    int width; /* S rounded up to a power of two: the lanes that merge a row's partials */
+    int ahead; /* rounds whose chunks are asked for before the first round */
     int dealt; /* the first round whose rows a block asks its class's counter for */
     unsigned grid, epoch;
     const void *kernel; /* the instantiation for this C */
@@ -139,6 +163,8 @@ static inline const char *kb_persist_row_alloc(int64_t R, int64_t C, KbPersistRo
     const size_t smem = p->smem;
     p->R = (int)R;
     p->S = (int)KB_CEIL_DIV(C, KB_PERSIST_CHUNK);
+    for (p->width = 1; p->width < p->S; p->width *= 2) {
+    }
     if (cudaGetDevice(&dev) != cudaSuccess ||
         cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
         cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev) != cudaSuccess ||
@@ -162,8 +188,8 @@ static inline const char *kb_persist_row_alloc(int64_t R, int64_t C, KbPersistRo
      * (S <= 4 on an H100), else for its last KB_PERSIST_DEALT_TAIL rounds */
     const int per_class = (int)p->grid / p->S, rounds = (int)KB_CEIL_DIV(R, (int64_t)per_class);
     p->dealt = per_class >= 32 ? 0 : rounds - KB_PERSIST_DEALT_TAIL;
-    if (p->dealt < KB_PERSIST_STAGES - KB_PERSIST_LAG + 1) /* the prologue's rows are static */
-        p->dealt = KB_PERSIST_STAGES - KB_PERSIST_LAG + 1;
+    if (p->dealt < p->ahead + 1) /* the prologue's rows are static */
+        p->dealt = p->ahead + 1;
     p->epoch = 0;
     const size_t words = (size_t)R * (size_t)p->S * 2;
     const size_t bytes = (words + 2 * KB_PERSIST_MAX_S) * sizeof(unsigned long long);
@@ -227,6 +253,20 @@ __device__ __forceinline__ void kb_persist_fetch(float *buf, const float *x_row,
             kb_cp_async4(buf + KB_PERSIST_CHUNK + threadIdx.x / 32, x_row, 4);
     }
     kb_cp_async_commit();
+}
+
+/* Chunk `begin` (n floats, n a multiple of 4) of the row at x_row into
+ * buf by one bulk copy, and with LEAD, the row's first four floats after
+ * it; both counted on bar, which this thread arrives on. */
+template <bool LEAD>
+__device__ __forceinline__ void kb_persist_bulk_fetch(float *buf, const float *x_row, int begin, int n,
+                                                      unsigned long long *bar)
+{
+    const unsigned bytes = (unsigned)n * sizeof(float);
+    kb_mbar_arrive_expect(bar, bytes + (LEAD ? 16u : 0u));
+    kb_bulk_copy(buf, x_row + begin, bytes, bar);
+    if (LEAD)
+        kb_bulk_copy(buf + KB_PERSIST_CHUNK, x_row, 16, bar);
 }
 
 /* This thread's floats of the chunk in buf (n of them valid), in pack
@@ -293,59 +333,99 @@ __device__ __forceinline__ void kb_persist_store(float *y, const float (&v)[KB_P
     }
 }
 
+/* The partial a lane merges: each aligned group of p.width lanes holds
+ * the S partials in the same places, so every lane's butterfly over its
+ * group gives the same statistics (log2 width levels, not five: at S = 4,
+ * two); none when the slot is past S. */
+__device__ __forceinline__ int kb_persist_slot(const KbPersistRow &p)
+{
+    const int slot = (int)threadIdx.x & (p.width - 1);
+    return slot < p.S ? slot : -1;
+}
+
 /* One warp: the row's S partials (w: this lane's pair, loaded early), waited
  * for until they carry this launch's epoch, then merged in a fixed order so
  * that every block of the row gets bit-identical statistics. */
 template <class Op>
-__device__ __forceinline__ typename Op::Stat kb_persist_gather(const Op &op, const unsigned long long *row_parts,
-                                                               int S, unsigned epoch, ulonglong2 w)
+__device__ __forceinline__ typename Op::Stat kb_persist_gather(const Op &op, const KbPersistRow &p,
+                                                               const unsigned long long *row_parts, ulonglong2 w)
 {
-    const int lane = (int)threadIdx.x & 31;
+    const int slot = kb_persist_slot(p);
     for (;;) {
-        const bool ready = lane >= S || kb_pair_is(w, epoch);
+        const bool ready = slot < 0 || kb_pair_is(w, p.epoch);
         if (__all_sync(KB_FULL_MASK, ready))
             break;
         __nanosleep(32);
         if (!ready)
-            w = kb_load_pair(row_parts + 2 * lane);
+            w = kb_load_pair(row_parts + 2 * slot);
     }
-    const typename Op::Stat v =
-        lane < S ? op.from_words(lane, __uint_as_float((unsigned)w.x), __uint_as_float((unsigned)w.y))
-                 : Op::identity();
-    return kb_warp_allreduce<32>(v, typename Op::Merge{});
+    typename Op::Stat v =
+        slot >= 0 ? op.from_words(slot, __uint_as_float((unsigned)w.x), __uint_as_float((unsigned)w.y))
+                  : Op::identity();
+    for (int o = p.width / 2; o > 0; o >>= 1)
+        v = typename Op::Merge{}(v, kb_shfl_xor(v, o));
+    return v;
 }
 
+/* How chunks come in.  Rows of whole 16-byte packs can come by bulk copies
+ * (Op::BULK): the dealer issues one per round, after the round's barrier,
+ * into the buffer stored in the round before, and the warps wait on that
+ * buffer's mbarrier; a seventh buffer keeps three rounds in flight.  Else
+ * each thread copies its own columns by cp.async right after storing them,
+ * and six buffers keep three rounds in flight.  FULL: every chunk is
+ * 8192 floats, a kernel of its own for bulk copies (layernorm measured
+ * 0.5-1 point faster with n a constant).
+ *
+ * The buffers start on a 128-byte boundary: dynamic shared memory follows
+ * the static variables, whose size moved it to 416 or 480 bytes in, so a
+ * warp's 512-byte accesses spanned five 128-byte lines instead of four,
+ * and small edits that changed the static size moved both ops by 2-5
+ * points (measured: MIO-throttle stalls tripled in the slow builds). */
+template <class Op, int VEC, bool FULL>
+struct KbPersistPlan {
+    static constexpr bool BULK = Op::BULK && VEC == 4;
+    static_assert(!FULL || BULK, "whole chunks are a separate kernel only for bulk copies");
+    static constexpr int STAGES = BULK ? 7 : 6; /* shared-memory buffers of a chunk each */
+    static constexpr int AHEAD = 3;             /* rounds in flight */
+    static constexpr size_t SMEM = (size_t)STAGES * KB_PERSIST_STAGE * sizeof(float);
+    static_assert(STAGES == KB_PERSIST_LAG + AHEAD + (BULK ? 1 : 0), "LAG held, AHEAD in flight");
+};
+
 /* The pipeline.  Op supplies the statistic (Stat, Merge, identity,
- * to_words, from_words) and, for a thread's columns: init (per-block
- * constants), LEAD (whether take needs the row's first element), take
- * (the chunk in shared memory -> the thread's
- * statistic and one float to keep until the store; it may rewrite its own
- * columns) and store (the chunk, the kept float and the row's statistic ->
- * y).  A chunk stays in its buffer LAG rounds after its reduction, until
- * its row's partials are surely published; STAGES - LAG - 1 rounds of loads
- * are in flight.  The rows of rounds r - LAG .. r + AHEAD + 1 sit in a
- * shared ring that the publishing warp's lane 0 (the dealer) fills.  One barrier per round: a thread touches only its own
- * columns of a buffer, and every warp gathers the row's partials for
- * itself, so the warps share only their partials of the chunk.  (Without
- * the barrier, the warps' partials passed through an mbarrier to the
- * publishing warp, measured 2-8 points slower: the warps drift apart.) */
-template <class Op, int VEC>
+ * to_words, from_words), LEAD (whether take needs the row's first
+ * element), BULK (whether its chunks may come by bulk copies) and, for a
+ * thread's columns: init (per-block constants), take (the chunk in shared
+ * memory -> the warp's statistic, and one float to keep until the store;
+ * it may rewrite its own columns) and store (the chunk, the kept float and
+ * the row's statistic -> y).  A chunk stays in its buffer LAG rounds after
+ * its reduction, until its row's partials are surely published; AHEAD
+ * rounds of loads are in flight.  The rows of rounds r - LAG .. r + AHEAD
+ * + 1 sit in a shared ring that the publishing warp's lane 0 (the dealer)
+ * fills.  One barrier per round: a thread touches only its own columns of
+ * a buffer (bulk copies wait for the barrier after a buffer's last read),
+ * and every warp gathers the row's partials for itself, so the warps share
+ * only their partials of the chunk.  (Without the barrier, the warps'
+ * partials passed through an mbarrier to the publishing warp, measured 2-8
+ * points slower: the warps drift apart.) */
+template <class Op, int VEC, bool FULL>
 __global__ void __launch_bounds__(KB_PERSIST_THREADS, 1) kb_persist_row_kernel(KbPersistRow p, typename Op::Args a)
 {
     using Cfg = KbRowCfg<VEC, KB_PERSIST_ITEMS / VEC, KB_PERSIST_BLOCK>;
     using Stat = typename Op::Stat;
     using Merge = typename Op::Merge;
-    constexpr int STAGES = KB_PERSIST_STAGES, LAG = KB_PERSIST_LAG, AHEAD = STAGES - LAG;
+    using Plan = KbPersistPlan<Op, VEC, FULL>;
+    constexpr bool BULK = Plan::BULK;
+    constexpr int STAGES = Plan::STAGES, LAG = KB_PERSIST_LAG, AHEAD = Plan::AHEAD;
     constexpr int WARPS = KB_PERSIST_BLOCK / 32, RING = 8;
-    static_assert(LAG >= 1 && AHEAD >= 2, "a buffer in flight besides the LAG + 1 held");
-    static_assert(RING >= STAGES + 2 && (RING & (RING - 1)) == 0, "rows of rounds r - LAG .. r + AHEAD + 1");
-    extern __shared__ __align__(16) float stages[];
+    static_assert(RING >= LAG + AHEAD + 2 && (RING & (RING - 1)) == 0, "rows of rounds r - LAG .. r + AHEAD + 1");
+    extern __shared__ __align__(128) float stages[]; /* see KbPersistPlan */
     __shared__ Stat warp_stat[2][WARPS]; /* by round parity: the round's barrier separates writers from readers */
     __shared__ int row_of[RING];         /* round r's row at r % RING; R: none */
-    const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32;
+    __shared__ unsigned long long landed[BULK ? STAGES : 1]; /* a buffer's mbarrier: its bulk copy is in */
+    const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32, slot = kb_persist_slot(p);
     const bool owner = warp < WARPS, dealer = threadIdx.x == KB_PERSIST_BLOCK; /* else the publishing warp */
     const int chunk = (int)blockIdx.x % p.S, begin = chunk * KB_PERSIST_CHUNK;
-    const int n = min(KB_PERSIST_CHUNK, a.C - begin);
+    const int n = FULL ? KB_PERSIST_CHUNK : min(KB_PERSIST_CHUNK, a.C - begin);
     unsigned long long *tickets = p.tickets + (p.epoch & 1) * KB_PERSIST_MAX_S + chunk;
     Op op;
     auto buffer = [&](int r) { return stages + (r % STAGES) * KB_PERSIST_STAGE; };
@@ -353,7 +433,12 @@ __global__ void __launch_bounds__(KB_PERSIST_THREADS, 1) kb_persist_row_kernel(K
     auto parts = [&](int q) { return p.partials + 2 * (size_t)q * p.S; };
     auto fetch = [&](int r) {
         const int q = row(r);
-        kb_persist_fetch<Cfg, Op::LEAD>(buffer(r), a.x + (size_t)min(q, p.R - 1) * a.C, begin, n, q < p.R);
+        if constexpr (BULK) {
+            if (q < p.R)
+                kb_persist_bulk_fetch<Op::LEAD>(buffer(r), a.x + (size_t)q * a.C, begin, n, landed + r % STAGES);
+        } else {
+            kb_persist_fetch<Cfg, Op::LEAD>(buffer(r), a.x + (size_t)min(q, p.R - 1) * a.C, begin, n, q < p.R);
+        }
     };
     /* Rounds before p.dealt take rows as a static split would; from then on
      * the dealer asks the class's counter for one row a round, two rounds
@@ -369,9 +454,14 @@ __global__ void __launch_bounds__(KB_PERSIST_THREADS, 1) kb_persist_row_kernel(K
             row_of[i] = static_row(i);
         next[0] = ask(AHEAD + 1);
         next[1] = ask(AHEAD + 2);
+        if constexpr (BULK) {
+            for (int i = 0; i < STAGES; ++i)
+                kb_mbar_init(landed + i, 1);
+            kb_mbar_init_fence();
+        }
     }
     __syncthreads();
-    for (int r = 0; r < AHEAD && owner; ++r)
+    for (int r = 0; r < AHEAD && (BULK ? dealer : owner); ++r)
         fetch(r);
     if (owner)
         op.template init<Cfg>(a, chunk);
@@ -385,22 +475,27 @@ __global__ void __launch_bounds__(KB_PERSIST_THREADS, 1) kb_persist_row_kernel(K
             break;
         Stat row_stat = Op::identity(); /* every warp merges the row's partials itself: no warp waits for another */
         if (owner && done >= 0)
-            row_stat = kb_persist_gather(op, parts(row(done)), p.S, p.epoch, w);
-        if (owner && lane < p.S && done + 1 >= 0)
-            w = kb_load_pair(parts(row(done + 1)) + 2 * lane);
+            row_stat = kb_persist_gather(op, p, parts(row(done)), w);
+        if (owner && slot >= 0 && done + 1 >= 0)
+            w = kb_load_pair(parts(row(done + 1)) + 2 * slot);
         float keep = 0.0f;
         if (owner) {
-            kb_cp_async_wait<AHEAD - 1>(); /* round r's copies are group r */
-            __syncwarp(); /* lane 0's copy of the row's first element */
-            Stat mine = op.template take<Cfg>(buffer(r), n, buffer(r)[KB_PERSIST_CHUNK + warp], keep);
-            mine = kb_warp_allreduce<32>(mine, Merge{});
+            if constexpr (BULK) {
+                kb_mbar_wait(landed + r % STAGES, (unsigned)(r / STAGES) & 1);
+            } else {
+                kb_cp_async_wait<AHEAD - 1>(); /* round r's copies are group r */
+                __syncwarp();                  /* lane 0's copy of the row's first element */
+            }
+            const float lead = buffer(r)[KB_PERSIST_CHUNK + (BULK ? 0 : warp)];
+            const Stat mine = op.template take<Cfg>(buffer(r), n, lead, keep);
             if (lane == 0)
                 warp_stat[r & 1][warp] = mine;
         }
         __syncthreads();
+        if (BULK && dealer) /* into the buffer of round r + AHEAD - STAGES, stored before this barrier */
+            fetch(r + AHEAD);
         if (!owner) { /* off the owners' path: they go on to the store */
-            Stat mine = lane < WARPS ? warp_stat[r & 1][lane] : Op::identity();
-            mine = kb_warp_allreduce<32>(mine, Merge{});
+            Stat mine = kb_warp_allreduce<WARPS>(warp_stat[r & 1][lane % WARPS], Merge{});
             if (lane == 0) {
                 float wa, wb;
                 Op::to_words(mine, wa, wb);
@@ -420,7 +515,7 @@ __global__ void __launch_bounds__(KB_PERSIST_THREADS, 1) kb_persist_row_kernel(K
         if (owner && done >= 0)
             op.template store<Cfg>(buffer(done), n, kept[0], row_stat, a.y + (size_t)row(done) * a.C + begin);
         /* each thread refills only the columns it has just read */
-        if (owner)
+        if (!BULK && owner)
             fetch(r + AHEAD);
 #pragma unroll
         for (int i = 0; i < LAG - 1; ++i)
@@ -438,14 +533,14 @@ __global__ void __launch_bounds__(KB_PERSIST_THREADS, 1) kb_persist_row_kernel(K
     for (int i = 0; i < LAG; ++i) {
         const int d = r - LAG + i;
         last[i] = w;
-        if (i > 0 && lane < p.S && d >= 0)
-            last[i] = kb_load_pair(parts(row(d)) + 2 * lane);
+        if (i > 0 && slot >= 0 && d >= 0)
+            last[i] = kb_load_pair(parts(row(d)) + 2 * slot);
     }
 #pragma unroll
     for (int i = 0; i < LAG; ++i) {
         const int d = r - LAG + i;
         if (d >= 0)
-            op.template store<Cfg>(buffer(d), n, kept[i], kb_persist_gather(op, parts(row(d)), p.S, p.epoch, last[i]),
+            op.template store<Cfg>(buffer(d), n, kept[i], kb_persist_gather(op, p, parts(row(d)), last[i]),
                                    a.y + (size_t)row(d) * a.C + begin);
     }
 }
@@ -469,6 +564,26 @@ static inline const char *kb_persist_row_launch(KbPersistRow *p, Args a, cudaStr
     return kb_cuda_status(cudaLaunchKernelExC(&cfg, p->kernel, params));
 }
 
+/* The instantiation for rows of C floats: whole chunks of 16-byte packs,
+ * packs, or single floats. */
+template <class Op>
+static inline void kb_persist_row_pick(int64_t C, KbPersistRow *p)
+{
+    if (Op::BULK && C % KB_PERSIST_CHUNK == 0) {
+        using Plan = KbPersistPlan<Op, 4, Op::BULK>;
+        p->kernel = (const void *)kb_persist_row_kernel<Op, 4, Op::BULK>;
+        p->smem = Plan::SMEM, p->ahead = Plan::AHEAD;
+    } else if (C % 4 == 0) {
+        using Plan = KbPersistPlan<Op, 4, false>;
+        p->kernel = (const void *)kb_persist_row_kernel<Op, 4, false>;
+        p->smem = Plan::SMEM, p->ahead = Plan::AHEAD;
+    } else {
+        using Plan = KbPersistPlan<Op, 1, false>;
+        p->kernel = (const void *)kb_persist_row_kernel<Op, 1, false>;
+        p->smem = Plan::SMEM, p->ahead = Plan::AHEAD;
+    }
+}
+
 /* A variant's setup: *ctx gets a KbPersistRow, or a reason comes back. */
 template <class Op>
 static inline const char *kb_persist_row_setup(int64_t R, int64_t C, void **ctx)
@@ -479,8 +594,7 @@ static inline const char *kb_persist_row_setup(int64_t R, int64_t C, void **ctx)
     KbPersistRow *p = (KbPersistRow *)calloc(1, sizeof *p);
     if (!p)
         return "out of host memory";
-    p->kernel = C % 4 == 0 ? (const void *)kb_persist_row_kernel<Op, 4> : (const void *)kb_persist_row_kernel<Op, 1>;
-    p->smem = (size_t)KB_PERSIST_STAGES * KB_PERSIST_STAGE * sizeof(float);
+    kb_persist_row_pick<Op>(C, p);
     why = kb_persist_row_alloc(R, C, p);
     if (why) {
         free(p);

@@ -1,16 +1,18 @@
 /* layernorm persistent_row: for 32768 <= C <= 262144, one persistent
- * block per SM streams 8192-float chunks through a six-deep ring of
- * shared-memory buffers (kernels/persistent_row.cuh).  A block always has
+ * block per SM streams 8192-float chunks through a seven-deep ring of
+ * shared-memory buffers, each filled by one bulk copy that a single thread
+ * hands the TMA engine (kernels/persistent_row.cuh).  A block always has
  * the same chunk of its rows (the grid is a multiple of the chunks per
  * row), so its threads load their gamma and beta columns once, into
  * registers.  A thread takes d = x - x[row, 0] of its 16 floats (the shift
- * keeps a row with mean 1e4 and variance 1e-2 exact; each warp's lane 0
- * copies x[row, 0] with the chunk), their exact mean and then their
- * squared deviations from it; the warps merge their (n, mean, M2) by
- * Chan's formula and the block publishes its chunk's (mean, M2).  Three
- * rounds later, with the row's triple merged from every chunk's pair, it
- * writes (d - mean) * rstd * gamma + beta from its buffer.  x read once,
- * y written once, gamma and beta once per launch.
+ * keeps a row with mean 1e4 and variance 1e-2 exact; x[row, 0] comes with
+ * the chunk), their exact mean and then their squared deviations from it;
+ * in a whole chunk every thread has 16, so the warp merges equal counts
+ * (M2a + M2b + (sum_a - sum_b)^2 / 2h, no division), else by Chan's
+ * formula, and the block publishes its chunk's (mean, M2).  Three rounds
+ * later, with the row's triple merged from every chunk's pair, it writes
+ * (d - mean) * rstd * gamma + beta from its buffer.  x read once, y
+ * written once, gamma and beta once per launch.
  *
  * Idea over split_row (a short-lived block per chunk that reads gamma and
  * beta from L2 with every chunk and waits on its row with its shared
@@ -45,9 +47,10 @@ struct LayernormRowOp {
     };
     using Stat = KbWelford;
     static constexpr bool LEAD = true;
+    static constexpr bool BULK = true; /* bulk copies: 3-5 points over per-thread cp.async */
     using Merge = KbWelfordMergeFast; /* IEEE division's slow path stalled the merges */
-    int C, n;
-    float eps;
+    int C;
+    float eps, count, inv_count; /* the thread's floats in its chunk, and 1 / that */
     float g[KB_PERSIST_ITEMS], b[KB_PERSIST_ITEMS];
 
     __device__ static Stat identity() { return {0.0f, 0.0f, 0.0f}; }
@@ -61,14 +64,19 @@ struct LayernormRowOp {
     __device__ void init(const Args &a, int chunk)
     {
         const int begin = chunk * KB_PERSIST_CHUNK;
-        C = a.C, n = min(KB_PERSIST_CHUNK, a.C - begin), eps = a.eps;
+        const int n = min(KB_PERSIST_CHUNK, a.C - begin);
+        C = a.C, eps = a.eps;
+        count = (float)kb_persist_count<Cfg>(n);
+        inv_count = count > 0.0f ? 1.0f / count : 0.0f;
         kb_persist_read<Cfg>(g, a.gamma + begin, n, 0.0f);
         kb_persist_read<Cfg>(b, a.beta + begin, n, 0.0f);
     }
 
-    /* The thread's (n, mean, M2) of d = x - lead; keeps lead. */
+    /* The warp's (n, mean, M2) of d = x - lead; keeps lead.  A full chunk
+     * gives every thread 16 floats, so its butterfly merges equal counts h:
+     * M2 = M2a + M2b + (sum_a - sum_b)^2 / 2h, with no division. */
     template <class Cfg>
-    __device__ Stat take(float *buf, int, float lead, float &kept) const
+    __device__ Stat take(float *buf, int n, float lead, float &kept) const
     {
         kept = lead;
         float d[KB_PERSIST_ITEMS];
@@ -79,18 +87,27 @@ struct LayernormRowOp {
             d[i] -= lead;
             sum += d[i];
         }
-        const float count = (float)kb_persist_count<Cfg>(n);
-        const float mean = count > 0.0f ? sum / count : 0.0f;
+        const float mean = sum * inv_count;
         float m2 = 0.0f;
 #pragma unroll
         for (int i = 0; i < KB_PERSIST_ITEMS; ++i)
             m2 = fmaf(d[i] - mean, d[i] - mean, m2);
+        if (n == KB_PERSIST_CHUNK) {
+#pragma unroll
+            for (int o = 16, h = KB_PERSIST_ITEMS; o > 0; o >>= 1, h *= 2) {
+                const float other = kb_shfl_xor(sum, o), diff = sum - other;
+                m2 = fmaf(diff * (0.5f / (float)h), diff, m2 + kb_shfl_xor(m2, o));
+                sum += other;
+            }
+            constexpr float WARP_N = 32.0f * KB_PERSIST_ITEMS;
+            return {WARP_N, sum * (1.0f / WARP_N), m2};
+        }
         m2 = fmaxf(m2 - (KB_PERSIST_ITEMS - count) * mean * mean, 0.0f); /* less the d = 0 past the end */
-        return {count, mean, m2};
+        return kb_warp_allreduce<32>(Stat{count, mean, m2}, Merge{});
     }
 
     template <class Cfg>
-    __device__ void store(const float *buf, int, float lead, Stat row, float *y) const
+    __device__ void store(const float *buf, int n, float lead, Stat row, float *y) const
     {
         const float rstd = kb_welford_rstd(row, C, eps);
         float v[KB_PERSIST_ITEMS];
