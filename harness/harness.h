@@ -197,7 +197,8 @@ void kb_run_job(const kb_job *job, const kb_options *o, void *flush_buf,
                 size_t flush_bytes, kb_result *r);
 void kb_run_release(void);
 /* Warm up by time, then sample one launch per CUDA event pair (flushing L2
- * first unless hot) until the median's noise is under 1% or cap_s is spent. */
+ * first unless hot) until, from 20 samples on, the median's noise is under
+ * 1%, or cap_s is spent. */
 const char *kb_time_variant(const kb_variant *v, const void *args, void *ctx, int hot,
                             double cap_s, void *flush, size_t flush_bytes, kb_stats *st);
 

@@ -15,6 +15,8 @@
 #define REF_BUDGET 1e9       /* CPU work (op units) spent on reference rows per case */
 #define WARMUP_S 0.05        /* warm up by time, at least one launch */
 #define MIN_SAMPLES 3
+#define SETTLE_SAMPLES 20    /* the noise estimate may end a row only from here: at 3 samples it */
+                             /* stopped 0.1 ms rows whose medians then moved by a point between runs */
 #define MAX_SAMPLES 2000
 #define TARGET_NOISE 0.01    /* stop once the median's relative noise is under 1% */
 
@@ -307,7 +309,8 @@ const char *kb_time_variant(const kb_variant *v, const void *args, void *ctx, in
             continue;
         memcpy(scratch, samples, (size_t)n * sizeof *samples);
         kb_stats_compute(scratch, n, st);
-        if (n == MAX_SAMPLES || kb_median_noise(st) < TARGET_NOISE || now_s() - t0 > cap_s)
+        if (n == MAX_SAMPLES || now_s() - t0 > cap_s ||
+            (n >= SETTLE_SAMPLES && kb_median_noise(st) < TARGET_NOISE))
             break;
     }
     cudaEventDestroy(start);
