@@ -25,14 +25,16 @@
 #define KB_ROWWISE_QUICK_SIZES "16384x4096,65536x768,8192x1024,1x4097,1023x1000"
 /* Regular, tile-hostile and long rows; R >= 4 where the op plants numerics rows.
  * 6x40964 ends each row in a chunk of four floats (persistent_row's bulk
- * copies of whole packs, not whole chunks).  The last four have more long
- * rows than an H100 holds clusters of long_row at once (clusters of 2, 5,
- * 8 and 16 blocks; 65537 takes scalars), and more chunks than split_row
- * and persistent_row have blocks resident (at 70x65537 persistent_row's
- * classes of 14 blocks deal their last round). */
+ * copies of whole packs, not whole chunks); 700x8192 and 300x12289 give
+ * persistent_row one and two chunks a row, dealt in their last rounds
+ * (12289 takes scalars).  The last four have more long rows than an H100
+ * holds clusters of long_row at once (clusters of 2, 5, 8 and 16 blocks;
+ * 65537 takes scalars), and more chunks than split_row and persistent_row
+ * have blocks resident (at 70x65537 persistent_row's classes of 14 blocks
+ * deal their last round). */
 #define KB_ROWWISE_TEST_SIZES                                                               \
     "1x1,1x3,4x2,7x31,5x33,64x128,33x1000,8x1024,9x4097,3x32768,5x65537,6x40964,2x262144," \
-    "1000x768,257x4096,140x32768,70x65537,40x131072,20x262144"
+    "1000x768,257x4096,700x8192,300x12289,140x32768,70x65537,40x131072,20x262144"
 
 /* The shape fields of a row-wise kb_op. */
 #define KB_ROWWISE_SHAPES                                                                  \

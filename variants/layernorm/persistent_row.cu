@@ -1,4 +1,4 @@
-/* layernorm persistent_row: for 32768 <= C <= 262144, one persistent
+/* layernorm persistent_row: for 8192 <= C <= 262144, one persistent
  * block per SM streams 8192-float chunks through a seven-deep ring of
  * shared-memory buffers, each filled by one bulk copy that a single thread
  * hands the TMA engine (kernels/persistent_row.cuh).  A block always has
@@ -134,7 +134,7 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
 
 extern "C" const kb_variant layernorm_persistent_row = {
     .name = "persistent_row",
-    .summary = "32768 <= C <= 262144: a persistent block per SM streams 8192-float chunks, gamma and beta in registers",
+    .summary = "8192 <= C <= 262144: a persistent block per SM streams 8192-float chunks by bulk copies, gamma and beta in registers",
     .dtype = KB_F32,
     .math = KB_MATH_F32,
     .unsupported = kb_unsupported_cols<kb_persist_row_unsupported>,

@@ -1,4 +1,4 @@
-/* softmax persistent_row: for 32768 <= C <= 262144, one persistent block
+/* softmax persistent_row: for 8192 <= C <= 262144, one persistent block
  * per SM streams 8192-float chunks through a six-deep ring of
  * shared-memory buffers (kernels/persistent_row.cuh).  A thread turns its
  * 16 floats into e = 2^(x log2(e) - m) in place (m: its own largest, in
@@ -103,7 +103,7 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
 
 extern "C" const kb_variant softmax_persistent_row = {
     .name = "persistent_row",
-    .summary = "32768 <= C <= 262144: a persistent block per SM streams 8192-float chunks through six buffers",
+    .summary = "8192 <= C <= 262144: a persistent block per SM streams 8192-float chunks through six buffers",
     .dtype = KB_F32,
     .math = KB_MATH_F32,
     .unsupported = kb_unsupported_cols<kb_persist_row_unsupported>,
