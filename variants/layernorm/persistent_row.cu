@@ -20,20 +20,25 @@
  * gamma and beta stay in registers.
  * Prediction: >= 90% of the copy ceiling from 1024x32768 to 128x262144
  * (split_row: 82.1 / 81.9 / 79.9 / 80.2%).
- * Measured on H100 (cold L2, % of the 3007 GB/s copy ceiling; the
- * reference run results/h100/kbench-20261123-dealt.csv, rows dealt by
- * counters): 2,720 GB/s (90.5%) at 1024x32768, 2,741 (91.2%) at
- * 512x65536, 2,730 (90.8%) at 256x131072, 2,704 (90.0%) at 128x262144,
- * 2,891 (96.1%) at 4096x32768, 2,845 (94.6%) at 1024x65536, the best
- * layernorm at each (welford 82.9 and 92.9 at C = 32768, split_row
- * 78.3-90.7), PyTorch 1.54-6.03x slower.  The same device code at 730b9ab
- * measured 90.4 / 90.1 / 90.8 / 89.3 / 96.2 / 94.3 in its own run; the
- * static split before it (kbench-20261123-persistent-row.csv) 88.7 /
+ * Measured on H100 (cold L2, % of the 3005 GB/s copy ceiling, 20 samples
+ * a row; the reference run results/h100/kbench-20261123-bulk.csv): 2,754
+ * GB/s (91.7%) at 1024x32768, 2,749 (91.5%) at 512x65536, 2,729 (90.8%)
+ * at 256x131072, 2,715 (90.4%) at 128x262144, 2,897 (96.4%) at
+ * 4096x32768, 2,796 (93.0%) at 1024x65536, the best layernorm at each
+ * (welford 83.1 and 93.1 at C = 32768, split_row 79.3-91.3), PyTorch
+ * 1.58-5.70x slower.  From C = 8192: 93.2% at 4096x8192 and 92.5 at
+ * 2048x16384 (welford 92.0 and 90.2), 95.9 at 8192x8192 (welford 96.3).
+ * The same device code in an earlier run (e975189): 92.0 / 91.0 / 91.0 /
+ * 91.3 / 96.5 / 93.7.  Before bulk copies and aligned buffers
+ * (kbench-20261123-dealt.csv, cp.async): 90.5 / 91.2 / 90.8 / 90.0 / 96.1
+ * / 94.6; the static split (kbench-20261123-persistent-row.csv) 88.7 /
  * 90.1 / 89.0 / 88.6 / 92.5 / 91.9.
  * Gap to the limit: as for softmax persistent_row, the start and the end
- * of a launch; here a point or two more, gamma and beta's 64 KB per block
- * loaded at the start.  At 128x262144 (S = 32: four blocks a class) it
- * sits at the 90% line. */
+ * of a launch, and a point or two more: the trace put layernorm's first
+ * round 4 us after softmax's when its gamma and beta loads queued behind
+ * three rounds of chunks (by cp.async; bulk copies leave that queue).
+ * At 128x262144 (S = 32: four blocks a class) it is a point above the
+ * 90% line. */
 #include "kernels/layernorm.h"
 #include "kernels/cuda_util.h"
 #include "kernels/persistent_row.cuh"

@@ -13,20 +13,23 @@
  * early instead of a ticket, a release and an acquire.
  * Prediction: >= 90% of the copy ceiling from 1024x32768 to 128x262144
  * (split_row: 89.8 / 86.7 / 84.2 / 84.0%).
- * Measured on H100 (cold L2, % of the 3007 GB/s copy ceiling; the
- * reference run results/h100/kbench-20261123-dealt.csv, rows dealt by
- * counters): 2,772 GB/s (92.2%) at 1024x32768, 2,784 (92.6%) at
- * 512x65536, 2,763 (91.9%) at 256x131072, 2,744 (91.2%) at 128x262144,
- * 2,943 (97.8%) at 4096x32768, 2,857 (95.0%) at 1024x65536: the best
- * softmax at each (vectorized 89.9 and 97.4 at C = 32768, split_row
- * 84.1-95.3), PyTorch 1.71-2.05x slower, cuDNN 1.10-7.26x.  The static
- * split before it (kbench-20261123-persistent-row.csv): 89.2 / 90.9 /
- * 90.2 / 90.1 / 92.1 / 94.3.
+ * Measured on H100 (cold L2, % of the 3005 GB/s copy ceiling, 20 samples
+ * a row; the reference run results/h100/kbench-20261123-bulk.csv, buffers
+ * on 128-byte lines): 2,815 GB/s (93.7%) at 1024x32768, 2,793 (92.9%) at
+ * 512x65536, 2,790 (92.8%) at 256x131072, 2,784 (92.6%) at 128x262144,
+ * 2,945 (98.0%) at 4096x32768, 2,875 (95.7%) at 1024x65536: the best
+ * softmax at each (vectorized 90.3 and 97.7 at C = 32768, split_row
+ * 84.5-95.2), PyTorch 1.74-2.09x slower, cuDNN 1.11-7.34x.  From C =
+ * 8192: 94.3% at 4096x8192, 97.2 at 8192x8192, 93.8 at 2048x16384, where
+ * vectorized is a point faster (95.7 / 98.2 / 94.6).  Before the
+ * alignment (kbench-20261123-dealt.csv): 92.2 / 92.6 / 91.9 / 91.2 / 97.8
+ * / 95.0; the static split (kbench-20261123-persistent-row.csv): 89.2 /
+ * 90.9 / 90.2 / 90.1 / 92.1 / 94.3.
  * Gap to the limit: the rounds move bytes at the ceiling; a launch takes
- * some 7 us longer than its bytes at the ceiling (memcpy: 4.5 us, launch
- * and the flush's dirty lines included): its start (three rounds of loads
- * before the first store) and its end (the last blocks' stores), which at
- * 256 MB is 8 points. */
+ * some 7 us longer than its bytes at the ceiling (3.5 us of it between
+ * the events and the blocks' first and last instructions): its start
+ * (three rounds of loads before the first store) and its end (the last
+ * blocks' stores), which at 256 MB is 7 points. */
 #include "kernels/softmax.h"
 #include "kernels/cuda_util.h"
 #include "kernels/persistent_row.cuh"
@@ -39,7 +42,7 @@ struct SoftmaxRowOp {
     };
     using Stat = KbSoftmaxStat;
     static constexpr bool LEAD = false;
-    static constexpr bool BULK = false; /* per-thread cp.async: bulk copies measured 0.5-1 point slower here */
+    static constexpr bool BULK = false; /* per-thread cp.async: bulk copies measured about a point slower here */
     using Merge = KbSoftmaxMerge2; /* (max, sum) in base 2 */
     static constexpr float LOG2E = 1.4426950408889634f;
 
