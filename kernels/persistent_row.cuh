@@ -377,7 +377,7 @@ __device__ __forceinline__ typename Op::Stat kb_persist_gather(const Op &op, con
  * 0.5-1 point faster with n a constant).
  *
  * The buffers start on a 128-byte boundary: dynamic shared memory follows
- * the static variables, whose size moved it to 416 or 480 bytes in, so a
+ * the static variables, whose size moved it to 288-480 bytes in, so a
  * warp's 512-byte accesses spanned five 128-byte lines instead of four,
  * and small edits that changed the static size moved both ops by 2-5
  * points (measured: MIO-throttle stalls tripled in the slow builds). */
