@@ -14,7 +14,7 @@
  *     rounds as a static split would (round r: row r * G / S + b / S);
  *     then each block's row is dealt by its class's counter, one a round,
  *     so a block on a faster SM takes more rows and the blocks end
- *     together.  Small classes (S >= 8) deal only their last 4 rounds: a
+ *     together.  Small classes (S >= 16) deal only their last 4 rounds: a
  *     row's chunks come from S classes, and the more classes deal, the
  *     further apart in time they reach the same row;
  *   - the chunks come into a ring of shared-memory buffers, three rounds
@@ -105,7 +105,12 @@
  * round instead of 64 per-thread copies through the MIO queue); softmax
  * by bulk copies 91.6-92.2 / 91.3-92.3 / 91.6-91.7 / 96.5-96.8, a point
  * below its cp.async (not profiled).  The gather over the fewest lanes,
- * +0.3-0.6 at S = 4 and 8. */
+ * +0.3-0.6 at S = 4 and 8.  With the buffers aligned, classes of 16
+ * blocks (S = 8) dealing every round instead of their last four, at
+ * 512x65536 / 1024x65536 / 2048x65536: layernorm 90.6-91.9 / 93.5-93.7 /
+ * 93.7-93.9 -> 91.5-92.1 / 95.1-95.3 / 96.7-97.0, softmax 93.3-93.5 /
+ * 95.7-95.9 / 95.9-96.4 -> 92.4-92.9 / 96.0-96.1 / 97.0-97.3; at S = 32
+ * every round still cost layernorm a point (90.4-90.9 -> 89.2-89.8). */
 #ifndef KBENCH_PERSISTENT_ROW_CUH
 #define KBENCH_PERSISTENT_ROW_CUH
 
@@ -184,10 +189,10 @@ static inline const char *kb_persist_row_alloc(int64_t R, int64_t C, KbPersistRo
     p->grid = (unsigned)(sms * per_sm / p->S * p->S);
     if ((int)p->grid < p->S)
         return "too few resident blocks for the chunks of one row";
-    /* Rows dealt for the whole launch when a class has 32 blocks or more
-     * (S <= 4 on an H100), else for its last KB_PERSIST_DEALT_TAIL rounds */
+    /* Rows dealt for the whole launch when a class has 16 blocks or more
+     * (S <= 8 on an H100), else for its last KB_PERSIST_DEALT_TAIL rounds */
     const int per_class = (int)p->grid / p->S, rounds = (int)KB_CEIL_DIV(R, (int64_t)per_class);
-    p->dealt = per_class >= 32 ? 0 : rounds - KB_PERSIST_DEALT_TAIL;
+    p->dealt = per_class >= 16 ? 0 : rounds - KB_PERSIST_DEALT_TAIL;
     if (p->dealt < p->ahead + 1) /* the prologue's rows are static */
         p->dealt = p->ahead + 1;
     p->epoch = 0;
