@@ -20,16 +20,17 @@
  * gamma and beta stay in registers.
  * Prediction: >= 90% of the copy ceiling from 1024x32768 to 128x262144
  * (split_row: 82.1 / 81.9 / 79.9 / 80.2%).
- * Measured on H100 (cold L2, % of the 3005 GB/s copy ceiling, 20 samples
- * a row; the reference run results/h100/kbench-20261123-bulk.csv): 2,754
- * GB/s (91.7%) at 1024x32768, 2,749 (91.5%) at 512x65536, 2,729 (90.8%)
- * at 256x131072, 2,715 (90.4%) at 128x262144, 2,897 (96.4%) at
- * 4096x32768, 2,796 (93.0%) at 1024x65536, the best layernorm at each
- * (welford 83.1 and 93.1 at C = 32768, split_row 79.3-91.3), PyTorch
- * 1.58-5.70x slower.  From C = 8192: 93.2% at 4096x8192 and 92.5 at
- * 2048x16384 (welford 92.0 and 90.2), 95.9 at 8192x8192 (welford 96.3).
- * The same device code in an earlier run (e975189): 92.0 / 91.0 / 91.0 /
- * 91.3 / 96.5 / 93.7.  Before bulk copies and aligned buffers
+ * Measured on H100 (cold L2, % of the 3006 GB/s copy ceiling, 20 samples
+ * a row; the reference run results/h100/kbench-20261123-deal16.csv): 2,759
+ * GB/s (91.7%) at 1024x32768, 2,760 (91.8%) at 512x65536, 2,720 (90.4%)
+ * at 256x131072, 2,752 (91.5%) at 128x262144, 2,906 (96.6%) at
+ * 4096x32768, 2,862 (95.1%) at 1024x65536, the best layernorm at each
+ * (welford 83.1 and 92.9 at C = 32768, split_row 79.0-90.9), PyTorch
+ * 1.60-5.90x slower.  From C = 8192: 92.9% at 4096x8192 and 92.2 at
+ * 2048x16384 (welford 92.0 and 89.9), 95.4 at 8192x8192 (welford 96.2).
+ * Two runs before classes of 16 dealt every round (cd5bfa0, e975189):
+ * 91.7 / 91.5 / 90.8 / 90.4 / 96.4 / 93.0 and 92.0 / 91.0 / 91.0 / 91.3 /
+ * 96.5 / 93.7.  Before bulk copies and aligned buffers
  * (kbench-20261123-dealt.csv, cp.async): 90.5 / 91.2 / 90.8 / 90.0 / 96.1
  * / 94.6; the static split (kbench-20261123-persistent-row.csv) 88.7 /
  * 90.1 / 89.0 / 88.6 / 92.5 / 91.9.

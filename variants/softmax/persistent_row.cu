@@ -13,18 +13,20 @@
  * early instead of a ticket, a release and an acquire.
  * Prediction: >= 90% of the copy ceiling from 1024x32768 to 128x262144
  * (split_row: 89.8 / 86.7 / 84.2 / 84.0%).
- * Measured on H100 (cold L2, % of the 3005 GB/s copy ceiling, 20 samples
- * a row; the reference run results/h100/kbench-20261123-bulk.csv, buffers
- * on 128-byte lines): 2,815 GB/s (93.7%) at 1024x32768, 2,793 (92.9%) at
- * 512x65536, 2,790 (92.8%) at 256x131072, 2,784 (92.6%) at 128x262144,
- * 2,945 (98.0%) at 4096x32768, 2,875 (95.7%) at 1024x65536: the best
- * softmax at each (vectorized 90.3 and 97.7 at C = 32768, split_row
- * 84.5-95.2), PyTorch 1.74-2.09x slower, cuDNN 1.11-7.34x.  From C =
- * 8192: 94.3% at 4096x8192, 97.2 at 8192x8192, 93.8 at 2048x16384, where
- * vectorized is a point faster (95.7 / 98.2 / 94.6).  Before the
- * alignment (kbench-20261123-dealt.csv): 92.2 / 92.6 / 91.9 / 91.2 / 97.8
- * / 95.0; the static split (kbench-20261123-persistent-row.csv): 89.2 /
- * 90.9 / 90.2 / 90.1 / 92.1 / 94.3.
+ * Measured on H100 (cold L2, % of the 3006 GB/s copy ceiling, 20 samples
+ * a row; the reference run results/h100/kbench-20261123-deal16.csv,
+ * buffers on 128-byte lines): 2,816 GB/s (93.7%) at 1024x32768, 2,792
+ * (92.9%) at 512x65536, 2,794 (92.9%) at 256x131072, 2,776 (92.4%) at
+ * 128x262144, 2,948 (98.1%) at 4096x32768, 2,875 (95.7%) at 1024x65536:
+ * the best softmax at each (vectorized 90.4 and 97.7 at C = 32768,
+ * split_row 84.8-95.3), PyTorch 1.77-2.07x slower, cuDNN 1.10-7.32x.
+ * From C = 8192: 94.4% at 4096x8192, 97.1 at 8192x8192, 93.8 at
+ * 2048x16384, where vectorized is a point faster (95.6 / 98.1 / 94.5).
+ * The run before classes of 16 dealt every round (kbench-20261123-bulk.csv):
+ * 93.7 / 92.9 / 92.8 / 92.6 / 98.0 / 95.7; before the alignment
+ * (kbench-20261123-dealt.csv): 92.2 / 92.6 / 91.9 / 91.2 / 97.8 / 95.0;
+ * the static split (kbench-20261123-persistent-row.csv): 89.2 / 90.9 /
+ * 90.2 / 90.1 / 92.1 / 94.3.
  * Gap to the limit: the rounds move bytes at the ceiling; a launch takes
  * some 7 us longer than its bytes at the ceiling (3.5 us of it between
  * the events and the blocks' first and last instructions): its start
