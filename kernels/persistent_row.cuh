@@ -569,24 +569,26 @@ static inline const char *kb_persist_row_launch(KbPersistRow *p, Args a, cudaStr
     return kb_cuda_status(cudaLaunchKernelExC(&cfg, p->kernel, params));
 }
 
+/* One instantiation, with the shared memory and prologue it plans. */
+template <class Op, int VEC, bool FULL>
+static inline void kb_persist_row_use(KbPersistRow *p)
+{
+    using Plan = KbPersistPlan<Op, VEC, FULL>;
+    p->kernel = (const void *)kb_persist_row_kernel<Op, VEC, FULL>;
+    p->smem = Plan::SMEM, p->ahead = Plan::AHEAD;
+}
+
 /* The instantiation for rows of C floats: whole chunks of 16-byte packs,
  * packs, or single floats. */
 template <class Op>
 static inline void kb_persist_row_pick(int64_t C, KbPersistRow *p)
 {
-    if (Op::BULK && C % KB_PERSIST_CHUNK == 0) {
-        using Plan = KbPersistPlan<Op, 4, Op::BULK>;
-        p->kernel = (const void *)kb_persist_row_kernel<Op, 4, Op::BULK>;
-        p->smem = Plan::SMEM, p->ahead = Plan::AHEAD;
-    } else if (C % 4 == 0) {
-        using Plan = KbPersistPlan<Op, 4, false>;
-        p->kernel = (const void *)kb_persist_row_kernel<Op, 4, false>;
-        p->smem = Plan::SMEM, p->ahead = Plan::AHEAD;
-    } else {
-        using Plan = KbPersistPlan<Op, 1, false>;
-        p->kernel = (const void *)kb_persist_row_kernel<Op, 1, false>;
-        p->smem = Plan::SMEM, p->ahead = Plan::AHEAD;
-    }
+    if (Op::BULK && C % KB_PERSIST_CHUNK == 0)
+        kb_persist_row_use<Op, 4, Op::BULK>(p);
+    else if (C % 4 == 0)
+        kb_persist_row_use<Op, 4, false>(p);
+    else
+        kb_persist_row_use<Op, 1, false>(p);
 }
 
 /* A variant's setup: *ctx gets a KbPersistRow, or a reason comes back. */
