@@ -28,6 +28,12 @@ const char *kb_math_name(kb_math m);
 int kb_parse_dtype(const char *s, kb_dtype *out);
 size_t kb_dtype_size(kb_dtype t);
 
+/* ---- quote.c ---- */
+/* s with control characters and backslashes written as \xNN, cut with "..."
+ * to fit len: for echoing untrusted input in a one-line message. */
+const char *kb_quote(const char *s, char *buf, size_t len);
+#define KB_QUOTE_LEN 160
+
 /* ---- shape.c ---- */
 /* Parse one shape; 0 on success, else -1 with a message in err. */
 int kb_parse_shape(const kb_op *op, const char *text, kb_shape *out, char *err, size_t errlen);
