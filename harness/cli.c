@@ -2,6 +2,7 @@
  * code 2 from main, before anything runs or is written. */
 #include <errno.h>
 #include <fnmatch.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,50 +24,77 @@ void kb_print_usage(FILE *f)
           f);
 }
 
+/* arg is untrusted (an option, a value, a list item): quoted, so the
+ * message stays one line whatever it holds. */
 static int fail(char *err, size_t errlen, const char *fmt, const char *arg)
 {
-    snprintf(err, errlen, fmt, arg);
+    char q[KB_QUOTE_LEN];
+    snprintf(err, errlen, fmt, kb_quote(arg, q, sizeof q));
     return -1;
 }
 
-static int parse_ops(kb_options *o, const char *list, char *err, size_t errlen)
-{
-    char *copy = strdup(list), *save = NULL;
-    o->nops = 0;
-    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        const kb_op *op = kb_find_op(tok);
-        if (!op || o->nops == (int)(sizeof o->ops / sizeof o->ops[0])) {
-            fail(err, errlen, "unknown op '%s' (see kbench list)", tok);
-            free(copy);
-            return -1;
-        }
-        o->ops[o->nops++] = op;
-    }
-    free(copy);
-    return o->nops ? 0 : fail(err, errlen, "--op needs a name%s", "");
-}
+typedef int (*item_fn)(kb_options *o, const char *item, char *err, size_t errlen);
 
-static int parse_dtypes(kb_options *o, const char *list, char *err, size_t errlen)
+/* Call fn on each item of a comma-separated list.  Empty items ("a,,b",
+ * ",") are an error, as in --sizes, so no list is silently empty. */
+static int each_item(kb_options *o, const char *flag, const char *list, item_fn fn, char *err,
+                     size_t errlen)
 {
-    char *copy = strdup(list), *save = NULL;
-    int rc = 0;
-    for (char *tok = strtok_r(copy, ",", &save); tok && rc == 0; tok = strtok_r(NULL, ",", &save)) {
-        kb_dtype t;
-        if (kb_parse_dtype(tok, &t) != 0)
-            rc = fail(err, errlen, "unknown dtype '%s' (expected f32 or bf16)", tok);
-        else
-            o->dtype_mask |= 1 << t;
-    }
+    char *copy = strdup(list), *rest = copy, *tok;
+    int rc = copy ? 0 : fail(err, errlen, "out of memory parsing %s", flag);
+    while (rc == 0 && (tok = strsep(&rest, ",")))
+        rc = *tok ? fn(o, tok, err, errlen) : fail(err, errlen, "%s has an empty item in its list", flag);
     free(copy);
     return rc;
 }
 
-static int parse_number(const char *s, double lo, double hi, double *out)
+/* Each op at most once, so ops[] (as long as the op list, see registry.c)
+ * always has room. */
+static int add_op(kb_options *o, const char *name, char *err, size_t errlen)
+{
+    const kb_op *op = kb_find_op(name);
+    if (!op)
+        return fail(err, errlen, "unknown op '%s' (see kbench list)", name);
+    for (int i = 0; i < o->nops; ++i)
+        if (o->ops[i] == op)
+            return fail(err, errlen, "--op names '%s' twice", name);
+    o->ops[o->nops++] = op;
+    return 0;
+}
+
+static int parse_ops(kb_options *o, const char *list, char *err, size_t errlen)
+{
+    o->nops = 0;
+    return each_item(o, "--op", list, add_op, err, errlen);
+}
+
+static int add_dtype(kb_options *o, const char *name, char *err, size_t errlen)
+{
+    kb_dtype t;
+    if (kb_parse_dtype(name, &t) != 0)
+        return fail(err, errlen, "unknown dtype '%s' (expected f32 or bf16)", name);
+    o->dtype_mask |= 1 << t;
+    return 0;
+}
+
+int kb_parse_decimal(const char *s, double *out)
 {
     char *end;
+    /* strtod alone also takes hex, "nan", "inf" and leading spaces. */
+    if (!*s || s[strspn(s, "0123456789.eE+-")])
+        return -1;
     errno = 0;
     double v = strtod(s, &end);
-    if (errno || end == s || *end || v < lo || v > hi)
+    if (errno || *end || !isfinite(v)) /* errno: out of range, as 1e999 */
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_number(const char *s, double lo, double hi, double *out)
+{
+    double v;
+    if (kb_parse_decimal(s, &v) != 0 || v < lo || v > hi)
         return -1;
     *out = v;
     return 0;
@@ -85,20 +113,13 @@ int kb_variant_selected(const kb_options *o, const kb_variant *v)
 }
 
 /* Each name or glob in --variant must match some variant of a selected op. */
-static int check_variants(const kb_options *o, char *err, size_t errlen)
+static int known_variant(kb_options *o, const char *pattern, char *err, size_t errlen)
 {
-    char *copy = strdup(o->variant_pattern), *save = NULL;
-    int rc = 0;
-    for (char *tok = strtok_r(copy, ",", &save); tok && rc == 0; tok = strtok_r(NULL, ",", &save)) {
-        int hit = 0;
-        for (int i = 0; i < o->nops && !hit; ++i)
-            for (int j = 0; o->ops[i]->variants[j] && !hit; ++j)
-                hit = fnmatch(tok, o->ops[i]->variants[j]->name, 0) == 0;
-        if (!hit)
-            rc = fail(err, errlen, "unknown variant '%s' for the selected ops (see kbench list)", tok);
-    }
-    free(copy);
-    return rc;
+    for (int i = 0; i < o->nops; ++i)
+        for (int j = 0; o->ops[i]->variants[j]; ++j)
+            if (fnmatch(pattern, o->ops[i]->variants[j]->name, 0) == 0)
+                return 0;
+    return fail(err, errlen, "unknown variant '%s' for the selected ops (see kbench list)", pattern);
 }
 
 static const char *value_of(int argc, char **argv, int *i)
@@ -124,7 +145,7 @@ static int parse_run_flag(int argc, char **argv, int *i, kb_options *o, char *er
         if (!strcmp(a, "--op")) return parse_ops(o, val, err, errlen);
         if (!strcmp(a, "--variant")) o->variant_pattern = val;
         else if (!strcmp(a, "--sizes")) o->sizes = val;
-        else if (!strcmp(a, "--dtype")) return parse_dtypes(o, val, err, errlen);
+        else if (!strcmp(a, "--dtype")) return each_item(o, a, val, add_dtype, err, errlen);
         else if (!strcmp(a, "--csv")) o->csv_path = val;
         else if (!strcmp(a, "--out-dir")) o->out_dir = val;
         else if (!strcmp(a, "--device")) {
@@ -206,7 +227,7 @@ int kb_parse_args(int argc, char **argv, kb_options *o, char *err, size_t errlen
         return fail(err, errlen, "--sizes, --quick and --test-sizes each choose the sizes; give one%s", "");
     if (o->csv_path && o->out_dir)
         return fail(err, errlen, "--csv and --out-dir both name the output; give one%s", "");
-    if (o->variant_pattern && check_variants(o, err, errlen) != 0)
+    if (o->variant_pattern && each_item(o, "--variant", o->variant_pattern, known_variant, err, errlen) != 0)
         return -1;
     return 0;
 }

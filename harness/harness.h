@@ -132,6 +132,9 @@ typedef struct {
 /* Parse argv; 0 on success, else -1 with a one-line message in err. */
 int kb_parse_args(int argc, char **argv, kb_options *o, char *err, size_t errlen);
 int kb_variant_selected(const kb_options *o, const kb_variant *v);
+/* A finite decimal number and nothing else: no hex, nan, inf, spaces or
+ * overflow.  0 on success. */
+int kb_parse_decimal(const char *s, double *out);
 void kb_print_usage(FILE *f);
 
 /* ---- sweep.c: expand options into rows (no GPU needed) ---- */

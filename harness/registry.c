@@ -20,6 +20,11 @@ const kb_op *const kb_ops[] = {
     NULL,
 };
 
+/* --op takes each op at most once (cli.c), so this makes kb_options.ops
+ * long enough for any --op list. */
+_Static_assert(sizeof kb_ops / sizeof *kb_ops - 1 <= sizeof ((kb_options *)0)->ops / sizeof *((kb_options *)0)->ops,
+               "kb_options.ops must hold every op");
+
 const kb_op *kb_find_op(const char *name)
 {
     for (int i = 0; kb_ops[i]; ++i)

@@ -1,4 +1,5 @@
 /* Shapes: parsing "AxBxC" text, printing it back, and overflow-checked sizes. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,15 +8,17 @@
 /* Largest accepted dimension: kernels index rows and columns with int. */
 #define KB_MAX_DIM INT32_MAX
 
+/* Digits only.  The value saturates just above KB_MAX_DIM: any longer
+ * number is only "too large", and the arithmetic never leaves int64. */
 static int parse_dim(const char *tok, size_t len, int64_t *out)
 {
-    if (len == 0 || len > 19)
+    if (len == 0)
         return -1;
     int64_t v = 0;
     for (size_t i = 0; i < len; ++i) {
         if (tok[i] < '0' || tok[i] > '9')
             return -1;
-        v = v * 10 + (tok[i] - '0');
+        v = v > KB_MAX_DIM ? v : v * 10 + (tok[i] - '0');
     }
     *out = v;
     return 0;
@@ -32,73 +35,75 @@ static size_t strip_flag(const kb_op *op, const char *text, kb_shape *out)
     return len;
 }
 
+static int __attribute__((format(printf, 3, 4))) shape_error(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* Fields are parsed in place, bounded by the body's length: a copy into a
+ * fixed buffer would cut a long text and could accept what the cut hid. */
 int kb_parse_shape(const kb_op *op, const char *text, kb_shape *out, char *err, size_t errlen)
 {
+    char q[KB_QUOTE_LEN];
+    const char *quoted = kb_quote(text, q, sizeof q);
     memset(out, 0, sizeof *out);
-    char body[256];
-    size_t len = strip_flag(op, text, out);
-    snprintf(body, sizeof body, "%.*s", (int)(len < sizeof body ? len : sizeof body - 1), text);
-    const char *p = body;
-    for (;;) {
-        const char *end = strchr(p, 'x');
-        size_t len = end ? (size_t)(end - p) : strlen(p);
-        if (out->nd == op->nd) {
-            out->nd++; /* too many fields */
-            break;
-        }
+    const char *stop = text + strip_flag(op, text, out);
+    int n = 0;
+    for (const char *p = text;;) {
+        const char *end = memchr(p, 'x', (size_t)(stop - p));
         int64_t v;
-        if (parse_dim(p, len, &v) != 0) {
-            snprintf(err, errlen, "malformed %s shape '%s': expected %s with positive integers",
-                     op->name, text, op->shape_fields);
-            return -1;
-        }
-        if (v < 1 || v > KB_MAX_DIM) {
-            snprintf(err, errlen, "%s shape '%s': each dimension must be between 1 and %d",
-                     op->name, text, KB_MAX_DIM);
-            return -1;
-        }
-        out->d[out->nd++] = v;
+        if (parse_dim(p, (size_t)((end ? end : stop) - p), &v) != 0)
+            return shape_error(err, errlen, "malformed %s shape '%s': expected %s with positive integers",
+                               op->name, quoted, op->shape_fields);
+        if (v < 1 || v > KB_MAX_DIM)
+            return shape_error(err, errlen, "%s shape '%s': each dimension must be between 1 and %d",
+                               op->name, quoted, KB_MAX_DIM);
+        if (n < op->nd)
+            out->d[n] = v;
+        ++n;
         if (!end)
             break;
         p = end + 1;
     }
-    if (out->nd != op->nd) {
-        snprintf(err, errlen, "malformed %s shape '%s': expected %d fields, %s",
-                 op->name, text, op->nd, op->shape_fields);
-        return -1;
-    }
+    if (n != op->nd)
+        return shape_error(err, errlen, "malformed %s shape '%s': expected %d fields, %s", op->name,
+                           quoted, op->nd, op->shape_fields);
+    out->nd = n;
     const char *why = op->validate ? op->validate(out) : NULL;
-    if (why) {
-        snprintf(err, errlen, "%s shape '%s': %s", op->name, text, why);
-        return -1;
-    }
-    return 0;
+    return why ? shape_error(err, errlen, "%s shape '%s': %s", op->name, quoted, why) : 0;
 }
 
 int kb_parse_shape_list(const kb_op *op, const char *text, kb_shape **out, char *err, size_t errlen)
 {
     char *copy = strdup(text), *rest = copy, *tok;
     int cap = 8, n = 0;
-    kb_shape *v = malloc(cap * sizeof *v);
+    kb_shape *v = malloc(cap * sizeof *v), *grown;
+    if (!copy || !v)
+        goto oom;
     /* strsep, unlike strtok, keeps empty items, so "8x8x8,," is an error. */
     while ((tok = strsep(&rest, ","))) {
-        if (n == cap)
-            v = realloc(v, (cap *= 2) * sizeof *v);
-        if (kb_parse_shape(op, tok, &v[n], err, errlen) != 0) {
-            free(copy);
-            free(v);
-            return -1;
+        if (n == cap) {
+            if (!(grown = realloc(v, (size_t)(cap *= 2) * sizeof *v)))
+                goto oom;
+            v = grown;
         }
+        if (kb_parse_shape(op, tok, &v[n], err, errlen) != 0)
+            goto fail;
         ++n;
     }
     free(copy);
-    if (n == 0) {
-        snprintf(err, errlen, "no sizes given for %s (expected %s)", op->name, op->shape_fields);
-        free(v);
-        return -1;
-    }
     *out = v;
     return n;
+oom:
+    snprintf(err, errlen, "out of memory for the %s sizes", op->name);
+fail:
+    free(copy);
+    free(v);
+    return -1;
 }
 
 void kb_format_shape(const kb_op *op, const kb_shape *s, char *buf, size_t len)

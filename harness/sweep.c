@@ -10,11 +10,18 @@ static int wanted(const kb_options *o, const kb_variant *v)
     return kb_variant_selected(o, v) && (!o->dtype_mask || (o->dtype_mask & (1 << v->dtype)));
 }
 
-static void push(kb_job **jobs, int *n, int *cap, const kb_op *op, const kb_variant *v, const kb_shape *s)
+static int push(kb_job **jobs, int *n, int *cap, const kb_op *op, const kb_variant *v, const kb_shape *s)
 {
-    if (*n == *cap)
-        *jobs = realloc(*jobs, (size_t)(*cap = *cap ? 2 * *cap : 64) * sizeof **jobs);
+    if (*n == *cap) {
+        int bigger = *cap ? 2 * *cap : 64;
+        kb_job *grown = realloc(*jobs, (size_t)bigger * sizeof **jobs);
+        if (!grown)
+            return -1;
+        *jobs = grown;
+        *cap = bigger;
+    }
     (*jobs)[(*n)++] = (kb_job){op, v, *s};
+    return 0;
 }
 
 /* Shapes must parse and their byte counts must fit, for every dtype a selected variant uses. */
@@ -31,17 +38,26 @@ static int validate_shapes(const kb_options *o, const kb_op *op, const kb_shape 
     return 0;
 }
 
-static void add_op_jobs(const kb_options *o, const kb_op *op, const kb_shape *s, int ns,
-                        kb_job **jobs, int *n, int *cap)
+static int add_op_jobs(const kb_options *o, const kb_op *op, const kb_shape *s, int ns,
+                       kb_job **jobs, int *n, int *cap)
 {
     const kb_variant *base = kb_find_variant(op, op->baseline);
     for (int i = 0; i < ns; ++i) {
-        if (base && wanted(o, base))
-            push(jobs, n, cap, op, base, &s[i]);
+        if (base && wanted(o, base) && push(jobs, n, cap, op, base, &s[i]) != 0)
+            return -1;
         for (int j = 0; op->variants[j]; ++j)
-            if (op->variants[j] != base && wanted(o, op->variants[j]))
-                push(jobs, n, cap, op, op->variants[j], &s[i]);
+            if (op->variants[j] != base && wanted(o, op->variants[j]) &&
+                push(jobs, n, cap, op, op->variants[j], &s[i]) != 0)
+                return -1;
     }
+    return 0;
+}
+
+static int no_jobs(kb_job **jobs)
+{
+    free(*jobs);
+    *jobs = NULL;
+    return -1;
 }
 
 int kb_expand_sweep(const kb_options *o, kb_job **jobs, char *err, size_t errlen)
@@ -56,21 +72,18 @@ int kb_expand_sweep(const kb_options *o, kb_job **jobs, char *err, size_t errlen
                                             : op->default_sizes;
         kb_shape *shapes;
         int ns = kb_parse_shape_list(op, sizes, &shapes, err, errlen);
-        if (ns < 0 || validate_shapes(o, op, shapes, ns, err, errlen) != 0) {
-            if (ns >= 0)
-                free(shapes);
-            free(*jobs);
-            *jobs = NULL;
-            return -1;
-        }
-        add_op_jobs(o, op, shapes, ns, jobs, &n, &cap);
+        if (ns < 0)
+            return no_jobs(jobs);
+        int rc = validate_shapes(o, op, shapes, ns, err, errlen);
+        if (rc == 0 && (rc = add_op_jobs(o, op, shapes, ns, jobs, &n, &cap)) != 0)
+            snprintf(err, errlen, "out of memory for the rows of the sweep");
         free(shapes);
+        if (rc != 0)
+            return no_jobs(jobs);
     }
     if (n == 0) {
         snprintf(err, errlen, "no variant matches the selected ops, variants and dtypes");
-        free(*jobs);
-        *jobs = NULL;
-        return -1;
+        return no_jobs(jobs);
     }
     return n;
 }

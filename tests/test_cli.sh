@@ -3,20 +3,27 @@
 # the problem, and writes nothing.  No GPU is needed (or used).
 source "$(dirname "$(realpath "$0")")/shell_test.sh" "$1"
 
+# Files the tests below need; anything else that appears is output.
+mkdir fixtures fixtures/folder
+: >fixtures/file
+
 expect() { # expect CODE PATTERN ARGS...
-    local code=$1 pattern=$2
+    local code=$1 pattern=$2 extra
     shift 2
     "$kbench" "$@" >stdout 2>stderr
     local rc=$? lines
     lines=$(wc -l <stderr)
-    if [[ $rc -ne $code || $lines -ne 1 ]] || ! grep -q -- "$pattern" stderr; then
-        echo "FAIL: kbench $* -> rc=$rc (want $code), stderr ($lines lines): $(cat stderr)"
+    # One line: no control character but its final newline (untrusted text is escaped).
+    if [[ $rc -ne $code || $lines -ne 1 ]] || ! grep -q -- "$pattern" stderr ||
+        LC_ALL=C grep -q $'[\x01-\x09\x0b-\x1f\x7f]' stderr; then
+        echo "FAIL: kbench ${*@Q} -> rc=$rc (want $code), stderr ($lines lines): $(cat -v stderr)"
         failures=$((failures + 1))
     fi
-    if [[ -e results || -n $(ls ./*.csv 2>/dev/null) ]]; then
-        echo "FAIL: kbench $* wrote output"
+    extra=$(ls -A | grep -v -x -e stdout -e stderr -e fixtures; ls -A fixtures | grep -v -x -e folder -e file)
+    if [[ -n $extra || -n $(ls -A fixtures/folder) ]]; then
+        echo "FAIL: kbench ${*@Q} wrote output: $extra $(ls -A fixtures/folder)"
         failures=$((failures + 1))
-        rm -rf results ./*.csv
+        rm -rf results ./*.csv fixtures/folder/*
     fi
 }
 
@@ -33,11 +40,46 @@ expect 2 "malformed matmul shape ''" run --op matmul --sizes 4x4x4,,
 expect 2 "between 1 and" run --op matmul --sizes 0x16x16
 expect 2 "between 1 and" run --op matmul --sizes 16x16x99999999999
 expect 2 "byte count overflows" run --op matmul --sizes 2147483647x2147483647x2147483647
+# Dimensions past int64 are "too large" too, with checked arithmetic (UBSan
+# saw 19 digits overflow), however many digits.
+expect 2 "between 1 and 2147483647" run --op matmul --sizes 16x16x9999999999999999999
+expect 2 "between 1 and 2147483647" run --op matmul --sizes 16x16x99999999999999999999
+expect 2 "between 1 and 2147483647" run --op matmul --sizes "16x16x$(printf '9%.0s' {1..300})"
+# A long shape is not cut to a valid prefix (here 1x1x1).
+expect 2 "malformed matmul shape '1x1x000" run --op matmul --sizes "1x1x$(printf '0%.0s' {1..250})1junk"
 expect 2 "unknown dtype 'f16'" run --dtype f16
 expect 2 "unknown option '--fast'" run --fast
 expect 2 "--csv needs a value" run --csv
 expect 2 "--device needs a device index" run --device -1
 expect 2 "--max-time needs seconds" run --max-time 0
+# Numbers are finite decimals: NaN passed every range check before.
+for bad in nan inf -inf 0x10 1e999 ' 1' infinity; do
+    expect 2 "--max-time needs seconds in (0, 3600\], got '$bad'" run --op copy --sizes 1 --max-time "$bad"
+done
+expect 2 "--device needs a device index, got 'nan'" run --op copy --sizes 1 --device nan
+expect 2 "--device needs a device index, got '0x1'" run --op copy --sizes 1 --device 0x1
+expect 2 "--seq-len needs an integer from 1 to 65536" pe --seq-len nan --d-model 4
+# Empty lists and empty items are refused, not read as "all".
+expect 2 "--dtype has an empty item" run --op copy --sizes 1 --dtype ,
+expect 2 "--dtype has an empty item" run --op copy --sizes 1 --dtype f32,
+expect 2 "--op has an empty item" run --op ,
+expect 2 "--op has an empty item" run --op copy,,matmul
+expect 2 "--variant has an empty item" run --op copy --sizes 1 --variant ,
+expect 2 "malformed copy shape ''" run --op copy --sizes ,
+# Each op once: 17 names once said "unknown op" of a known one.
+ops=$("$kbench" list | awk '/^[a-z_]+ \(/ { print $1 }' | paste -sd,)
+expect 2 "--op names 'copy' twice" run --op "$ops,$ops"
+expect 2 "--op names 'matmul' twice" run --op matmul,matmul
+# Untrusted text is echoed escaped, on one line.
+expect 2 "unknown op 'a[\\]x0ab'" run --op $'a\nb'
+expect 2 "unknown option '--fast[\\]x0a'" run $'--fast\n'
+expect 2 "unknown command 'frob[\\]x0d'" $'frob\r'
+expect 2 "unknown dtype '[\\]x1b\[31mred'" run --dtype $'\e[31mred'
+expect 2 "unknown variant 'x[\\]x0ay'" run --variant $'x\ny'
+expect 2 "malformed matmul shape '8x8[\\]x0a'" run --op matmul --sizes $'8x8\n'
+expect 2 "--max-time needs seconds in (0, 3600\], got '1[\\]x0a'" run --max-time $'1\n'
+expect 2 "ceilings takes only --device N, not '[\\]x0a'" ceilings $'\n'
+expect 2 "pe takes --seq-len T, --d-model D and --paper, not '[\\]x1b'" pe $'\e'
 expect 2 "--sizes needs exactly one --op" run --sizes 8x8x8
 expect 2 "the causal mask needs Tq = Tk" run --op attention --sizes 1x1x2x3x4c
 expect 2 "malformed attention shape '1x1x2x2x4cc'" run --op attention --sizes 1x1x2x2x4cc

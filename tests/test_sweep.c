@@ -85,6 +85,38 @@ int main(void)
     CHECK(strcmp(text, "2x3x16x16x8c") == 0);
     CHECK(kb_parse_shape(mm, "2x3x4c", &causal, err, sizeof err) != 0);
 
+    /* Dimensions of any length are "too large" without overflow; a long
+     * text is refused whole, never parsed as a cut prefix. */
+    const char *huge[] = {"16x16x9999999999999999999", "16x16x99999999999999999999", "2147483648x1x1"};
+    for (int i = 0; i < 3; ++i) {
+        CHECK(kb_parse_shape(mm, huge[i], &causal, err, sizeof err) != 0);
+        CHECK(strstr(err, "between 1 and 2147483647") != NULL);
+    }
+    char long_shape[400];
+    snprintf(long_shape, sizeof long_shape, "1x1x%0300dx", 1);
+    CHECK(kb_parse_shape(mm, long_shape, &causal, err, sizeof err) != 0 && strstr(err, "malformed"));
+    CHECK(kb_parse_shape(mm, "2147483647x1x1", &causal, err, sizeof err) == 0);
+
+    /* Numbers are finite decimals. */
+    double v;
+    CHECK(kb_parse_decimal("1.5e2", &v) == 0 && v == 150);
+    CHECK(kb_parse_decimal("-2", &v) == 0 && v == -2);
+    const char *not_decimal[] = {"", "nan", "inf", "-inf", "0x10", " 1", "1 ", "1e999", "1e-999", "1,5"};
+    for (size_t i = 0; i < sizeof not_decimal / sizeof *not_decimal; ++i)
+        CHECK(kb_parse_decimal(not_decimal[i], &v) != 0);
+
+    /* Every op once is accepted; an op twice or an empty item is not. */
+    char names[512] = "", *argv_all[] = {"kbench", "run", "--op", names};
+    kb_options o;
+    int nops = 0;
+    for (; kb_ops[nops]; ++nops)
+        snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", nops ? "," : "", kb_ops[nops]->name);
+    CHECK(kb_parse_args(4, argv_all, &o, err, sizeof err) == 0 && o.nops == nops);
+    char *twice[] = {"kbench", "run", "--op", "softmax,copy,softmax"};
+    CHECK(kb_parse_args(4, twice, &o, err, sizeof err) != 0 && strstr(err, "--op names 'softmax' twice"));
+    char *no_dtype[] = {"kbench", "run", "--dtype", ","};
+    CHECK(kb_parse_args(4, no_dtype, &o, err, sizeof err) != 0 && strstr(err, "--dtype has an empty item"));
+
     /* Every op's default, quick and test sizes parse. */
     for (int i = 0; kb_ops[i]; ++i) {
         kb_shape *s;
