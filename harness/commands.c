@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 #include "harness/harness.h"
 #include "kernels/posenc.h"
 #include "version.h"
@@ -104,18 +105,40 @@ void kb_collect_meta(const kb_device_info *d, const kb_options *o, kb_meta_set *
     }
 }
 
-int kb_default_csv_path(const char *out_dir, char *path, size_t len, char *err, size_t errlen)
+static const char *default_dir(const char *out_dir)
 {
-    const char *dir = out_dir ? out_dir : "results";
-    char stamp[64];
+    return out_dir ? out_dir : "results";
+}
+
+/* <dir>/kbench-<timestamp>.csv; -1 with err set when the name does not fit. */
+static int csv_in(const char *dir, char *path, size_t len, char *err, size_t errlen)
+{
+    char stamp[64], q[KB_QUOTE_LEN];
     time_t now = time(NULL);
     strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", localtime(&now));
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
-        snprintf(err, errlen, "cannot create %s: %s", dir, strerror(errno));
-        return -1;
-    }
-    snprintf(path, len, "%s/kbench-%s.csv", dir, stamp);
-    return 0;
+    int n = snprintf(path, len, "%s/kbench-%s.csv", dir, stamp);
+    if (n >= 0 && (size_t)n < len)
+        return 0;
+    snprintf(err, errlen, "cannot write in %s: %s", kb_quote(dir, q, sizeof q), strerror(ENAMETOOLONG));
+    return -1;
+}
+
+/* mkdir dir: 1 when it made it, 0 when it was there, -1 with err set. */
+static int make_dir(const char *dir, char *err, size_t errlen)
+{
+    char q[KB_QUOTE_LEN];
+    if (mkdir(dir, 0777) == 0)
+        return 1;
+    if (errno == EEXIST)
+        return 0;
+    snprintf(err, errlen, "cannot create %s: %s", kb_quote(dir, q, sizeof q), strerror(errno));
+    return -1;
+}
+
+int kb_default_csv_path(const char *out_dir, char *path, size_t len, char *err, size_t errlen)
+{
+    const char *dir = default_dir(out_dir);
+    return make_dir(dir, err, errlen) < 0 ? -1 : csv_in(dir, path, len, err, errlen);
 }
 
 static void fill_speedup(kb_result *rows, int n)
@@ -171,24 +194,39 @@ static int sweep(const kb_job *jobs, int n, const kb_options *o, const char *csv
     return fails ? KB_EXIT_FAIL : 0;
 }
 
+/* The output is checked before the GPU is opened, so that a path that
+ * cannot be written is bad input (exit 2) and not a failure after the work.
+ * A folder the check had to create is removed again: a run refused or
+ * failed before its first row leaves nothing behind. */
+static int check_output(const kb_options *o, char *err, size_t errlen)
+{
+    if (o->csv_path)
+        return kb_csv_check_output(o->csv_path, err, errlen);
+    const char *dir = default_dir(o->out_dir);
+    char probe[4096];
+    int made = make_dir(dir, err, errlen);
+    if (made < 0)
+        return -1;
+    int rc = csv_in(dir, probe, sizeof probe, err, errlen) != 0 ? -1 : kb_csv_check_output(probe, err, errlen);
+    if (made)
+        rmdir(dir);
+    return rc;
+}
+
 int kb_cmd_run(const kb_options *o)
 {
-    char err[512], csv[4096];
+    char err[512], path[4096];
     kb_job *jobs;
     int n = kb_expand_sweep(o, &jobs, err, sizeof err);
-    if (n < 0) {
+    if (n < 0 || check_output(o, err, sizeof err) != 0) {
         fprintf(stderr, "kbench: %s\n", err);
+        free(jobs);
         return KB_EXIT_USAGE;
     }
     kb_device_info dev;
-    if (kb_gpu_open(o->device, &dev, err, sizeof err) != 0) {
-        fprintf(stderr, "kbench: %s\n", err);
-        free(jobs);
-        return KB_EXIT_FAIL;
-    }
-    if (o->csv_path)
-        snprintf(csv, sizeof csv, "%s", o->csv_path);
-    else if (kb_default_csv_path(o->out_dir, csv, sizeof csv, err, sizeof err) != 0) {
+    const char *csv = o->csv_path ? o->csv_path : path;
+    if (kb_gpu_open(o->device, &dev, err, sizeof err) != 0 ||
+        (!o->csv_path && kb_default_csv_path(o->out_dir, path, sizeof path, err, sizeof err) != 0)) {
         fprintf(stderr, "kbench: %s\n", err);
         free(jobs);
         return KB_EXIT_FAIL;

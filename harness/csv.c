@@ -2,10 +2,12 @@
  * `# key: value` metadata and is written to a temporary file that is renamed
  * into place, so a reader never sees a truncated file. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "harness/harness.h"
 
@@ -101,18 +103,52 @@ void kb_csv_row(FILE *f, const kb_result *r)
     fputc('\n', f);
 }
 
+/* path's temporary twin, in its folder so that the rename is atomic;
+ * -1 when the name does not fit. */
+static int tmp_name(const char *path, char *tmp, size_t len)
+{
+    int n = snprintf(tmp, len, "%s.tmp.%ld", path, (long)getpid());
+    return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+static int cannot_write(const char *path, int e, char *err, size_t errlen)
+{
+    char q[KB_QUOTE_LEN];
+    snprintf(err, errlen, "cannot write %s: %s", kb_quote(path, q, sizeof q), strerror(e));
+    return -1;
+}
+
+int kb_csv_check_output(const char *path, char *err, size_t errlen)
+{
+    char tmp[4096], q[KB_QUOTE_LEN];
+    struct stat st;
+    if (tmp_name(path, tmp, sizeof tmp) != 0)
+        return cannot_write(path, ENAMETOOLONG, err, errlen);
+    /* The rename would replace whatever is there: a device such as
+     * /dev/null, or a folder, is no place for a CSV. */
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        snprintf(err, errlen, "cannot write %s: not a regular file", kb_quote(path, q, sizeof q));
+        return -1;
+    }
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    if (fd < 0)
+        return cannot_write(path, errno, err, errlen);
+    close(fd);
+    unlink(tmp);
+    return 0;
+}
+
 /* The file as prefix (a whole CSV: metadata, header, rows) or as metadata
  * and header, then rows; through a temporary file and a rename. */
 static int write_file(const char *path, const char *prefix, const kb_meta *meta, int nmeta,
                       const kb_result *rows, int nrows, char *err, size_t errlen)
 {
     char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    if (tmp_name(path, tmp, sizeof tmp) != 0)
+        return cannot_write(path, ENAMETOOLONG, err, errlen);
     FILE *f = fopen(tmp, "w");
-    if (!f) {
-        snprintf(err, errlen, "cannot write %s: %s", tmp, strerror(errno));
-        return -1;
-    }
+    if (!f)
+        return cannot_write(tmp, errno, err, errlen);
     if (prefix)
         fputs(prefix, f);
     else {
@@ -124,9 +160,9 @@ static int write_file(const char *path, const char *prefix, const kb_meta *meta,
         kb_csv_row(f, &rows[i]);
     int bad = ferror(f);
     if (fclose(f) != 0 || bad || rename(tmp, path) != 0) {
-        snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+        int e = errno;
         unlink(tmp);
-        return -1;
+        return cannot_write(path, e, err, errlen);
     }
     return 0;
 }
@@ -143,28 +179,71 @@ int kb_csv_write_after(const char *path, const char *prefix, const kb_result *ro
     return write_file(path, prefix, NULL, 0, rows, nrows, err, errlen);
 }
 
-char *kb_csv_read_for_append(const char *path, char *err, size_t errlen)
+/* Read exactly up to size bytes; the count read, or -1. */
+static ssize_t read_fd(int fd, char *buf, size_t size)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-        return NULL;
+    size_t len = 0;
+    while (len < size) {
+        ssize_t got = read(fd, buf + len, size - len);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0)
+            return -1;
+        if (got == 0)
+            break;
+        len += (size_t)got;
     }
-    size_t cap = 1 << 16, len = 0, got;
-    char *text = malloc(cap), *grown;
-    while (text && (got = fread(text + len, 1, cap - len - 1, f)) > 0)
-        if ((len += got) + 1 == cap) {
-            grown = realloc(text, cap *= 2);
-            if (!grown)
-                free(text);
-            text = grown;
-        }
-    fclose(f);
-    if (!text) {
-        snprintf(err, errlen, "%s: out of memory reading it", path);
+    return (ssize_t)len;
+}
+
+/* A NUL would end the text early and silently: name where it is. */
+static int refuse_nul(const char *name, const char *text, size_t len, char *err, size_t errlen)
+{
+    const char *nul = memchr(text, '\0', len), *line = text;
+    if (!nul)
+        return 0;
+    long lineno = 1;
+    for (const char *p = text; (p = memchr(p, '\n', (size_t)(nul - p))); line = ++p)
+        ++lineno;
+    snprintf(err, errlen, "%s:%ld: a NUL byte at column %ld; a CSV is text", name, lineno,
+             (long)(nul - line) + 1);
+    return -1;
+}
+
+char *kb_read_text(const char *path, size_t max, char *err, size_t errlen)
+{
+    char q[KB_QUOTE_LEN], *text = NULL;
+    const char *name = kb_quote(path, q, sizeof q);
+    struct stat st;
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK);
+    ssize_t len = -1;
+    if (fd < 0 || fstat(fd, &st) != 0)
+        snprintf(err, errlen, "cannot read %s: %s", name, strerror(errno));
+    else if (!S_ISREG(st.st_mode))
+        snprintf(err, errlen, "cannot read %s: not a regular file", name);
+    else if ((uint64_t)st.st_size > max)
+        snprintf(err, errlen, "cannot read %s: larger than %zu MiB, the most kbench reads", name, max >> 20);
+    else if (!(text = malloc((size_t)st.st_size + 1)))
+        snprintf(err, errlen, "cannot read %s: out of memory", name);
+    else if ((len = read_fd(fd, text, (size_t)st.st_size)) < 0)
+        snprintf(err, errlen, "cannot read %s: %s", name, strerror(errno));
+    if (fd >= 0)
+        close(fd);
+    if (len < 0 || refuse_nul(name, text, (size_t)len, err, errlen) != 0) {
+        free(text);
         return NULL;
     }
     text[len] = '\0';
+    return text;
+}
+
+char *kb_csv_read_for_append(const char *path, char *err, size_t errlen)
+{
+    char *text = kb_read_text(path, KB_CSV_MAX_BYTES, err, errlen), q[KB_QUOTE_LEN];
+    if (!text)
+        return NULL;
+    size_t len = strlen(text);
     /* The header is the first line that is not metadata; it must be ours. */
     char header[1024];
     FILE *h = fmemopen(header, sizeof header, "w");
@@ -174,7 +253,8 @@ char *kb_csv_read_for_append(const char *path, char *err, size_t errlen)
     while (*line == '#' && strchr(line, '\n'))
         line = strchr(line, '\n') + 1;
     if (strncmp(line, header, strlen(header)) != 0 || (len && text[len - 1] != '\n')) {
-        snprintf(err, errlen, "%s is not a kbench CSV of this version (its columns differ)", path);
+        snprintf(err, errlen, "%s is not a kbench CSV of this version (its columns differ)",
+                 kb_quote(path, q, sizeof q));
         free(text);
         return NULL;
     }

@@ -182,6 +182,15 @@ char *kb_csv_read_for_append(const char *path, char *err, size_t errlen);
 int kb_csv_write_after(const char *path, const char *prefix, const kb_result *rows, int nrows, char *err,
                        size_t errlen);
 void kb_csv_header(FILE *f);
+/* The largest CSV kbench reads (compare, --append). */
+#define KB_CSV_MAX_BYTES ((size_t)256 << 20)
+/* A regular file of at most max bytes and no NUL byte, read whole and
+ * NUL-terminated; NULL with a one-line message in err otherwise. */
+char *kb_read_text(const char *path, size_t max, char *err, size_t errlen);
+/* Before any work: 0 when kb_csv_write can replace path (its temporary twin
+ * is created and removed; path is absent or a regular file), else -1 with a
+ * one-line message in err. */
+int kb_csv_check_output(const char *path, char *err, size_t errlen);
 void kb_csv_row(FILE *f, const kb_result *r);
 
 /* ---- ceilings.c ---- */

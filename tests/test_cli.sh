@@ -109,6 +109,24 @@ expected="0 1 0 1 0
 
 # No GPU (hidden from the runtime): one line, non-zero exit, nothing written.
 CUDA_VISIBLE_DEVICES= expect 1 "no CUDA device found" run --op matmul --quick --variant naive
+CUDA_VISIBLE_DEVICES= expect 1 "no CUDA device found" run --op copy --sizes 1 --csv out.csv
+CUDA_VISIBLE_DEVICES= expect 1 "no CUDA device found" run --op copy --sizes 1 --out-dir new
+CUDA_VISIBLE_DEVICES= expect 1 "no CUDA device found" run --op copy --sizes 1 --out-dir fixtures/folder
+
+# An output that cannot be written is bad input, found before the GPU is
+# opened (here there is none: the refusal must come first).
+CUDA_VISIBLE_DEVICES= expect 2 "cannot write missing/out.csv: No such file" run --op copy --sizes 1 --csv missing/out.csv
+CUDA_VISIBLE_DEVICES= expect 2 "cannot write fixtures/file/out.csv: Not a directory" \
+    run --op copy --sizes 1 --csv fixtures/file/out.csv
+CUDA_VISIBLE_DEVICES= expect 2 "cannot write fixtures/folder: not a regular file" \
+    run --op copy --sizes 1 --csv fixtures/folder
+CUDA_VISIBLE_DEVICES= expect 2 "cannot write /dev/null: not a regular file" run --op copy --sizes 1 --csv /dev/null
+CUDA_VISIBLE_DEVICES= expect 2 "cannot write aaaa*\.\.\.: File name too long" \
+    run --op copy --sizes 1 --csv "$(printf 'a%.0s' {1..4090})"
+CUDA_VISIBLE_DEVICES= expect 2 "cannot write no[\\]x0adir/out.csv" run --op copy --sizes 1 --csv $'no\ndir/out.csv'
+CUDA_VISIBLE_DEVICES= expect 2 "cannot create missing/sub: No such file" run --op copy --sizes 1 --out-dir missing/sub
+CUDA_VISIBLE_DEVICES= expect 2 "cannot write fixtures/file/kbench-.*: Not a directory" \
+    run --op copy --sizes 1 --out-dir fixtures/file
 
 # list works without a GPU and names every variant with its needs.
 "$kbench" list >list.txt || { echo "FAIL: kbench list"; failures=$((failures + 1)); }

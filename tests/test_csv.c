@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "harness/harness.h"
 #include "kernels/matmul.h"
@@ -110,6 +111,37 @@ int main(void)
     CHECK(kb_csv_write(path, meta, 2, rows, 2, err, sizeof err) != 0);
     CHECK(strstr(err, "cannot write") != NULL);
     CHECK(access(path, F_OK) != 0);
+
+    /* The output check before a run: a writable path passes and leaves
+     * nothing; a folder, a device or a missing folder is refused by name. */
+    snprintf(path, sizeof path, "%s/new.csv", dir);
+    CHECK(kb_csv_check_output(path, err, sizeof err) == 0);
+    snprintf(cmd, sizeof cmd, "test $(ls %s | wc -l) -eq 1", dir);
+    CHECK(system(cmd) == 0);
+    CHECK(kb_csv_check_output(dir, err, sizeof err) != 0 && strstr(err, "not a regular file"));
+    CHECK(kb_csv_check_output("/dev/null", err, sizeof err) != 0 &&
+          strstr(err, "cannot write /dev/null: not a regular file"));
+    snprintf(path, sizeof path, "%s/missing/out.csv", dir);
+    CHECK(kb_csv_check_output(path, err, sizeof err) != 0 && strstr(err, "No such file"));
+
+    /* --append reads only a regular file of at most 256 MiB with no NUL. */
+    CHECK(!kb_csv_read_for_append("/dev/zero", err, sizeof err) &&
+          strstr(err, "cannot read /dev/zero: not a regular file"));
+    CHECK(!kb_csv_read_for_append(dir, err, sizeof err) && strstr(err, "not a regular file"));
+    snprintf(path, sizeof path, "%s/fifo.csv", dir);
+    CHECK(mkfifo(path, 0600) == 0); /* refused, not waited on for a writer */
+    CHECK(!kb_csv_read_for_append(path, err, sizeof err) && strstr(err, "fifo.csv: not a regular file"));
+    remove(path);
+    snprintf(path, sizeof path, "%s/nul.csv", dir);
+    f = fopen(path, "w");
+    fputs("# gpu: x\n# git", f);
+    fputc('\0', f);
+    fputs("_commit: y\n", f);
+    fclose(f);
+    CHECK(!kb_csv_read_for_append(path, err, sizeof err) && strstr(err, "nul.csv:2: a NUL byte at column 6"));
+    CHECK(truncate(path, (off_t)KB_CSV_MAX_BYTES + 1) == 0); /* sparse */
+    CHECK(!kb_csv_read_for_append(path, err, sizeof err) && strstr(err, "larger than 256 MiB"));
+    remove(path);
 
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     CHECK(system(cmd) == 0);
