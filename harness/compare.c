@@ -3,6 +3,7 @@
  * so files from older or newer kbench versions still compare. */
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,16 @@ typedef struct {
     int matched;
 } cmp_row;
 
+/* The timing cells, each empty (not measured) or a finite decimal above
+ * zero; a spread of zero is possible (every sample alike), a time is not. */
+typedef struct {
+    const char *name;
+    int zero_ok;
+} timing_column;
+enum { T_MEDIAN, T_NOISE, T_MIN, T_MAX, T_COUNT };
+static const timing_column timing_columns[T_COUNT] = {
+    {"median_ms", 0}, {"rel_stdev_pct", 1}, {"min_ms", 0}, {"max_ms", 0}};
+
 typedef struct {
     const char *path;
     char *text;  /* the whole file, split in place; every string points into it */
@@ -32,23 +43,21 @@ typedef struct {
     int nmeta;
     cmp_row *rows;
     int nrows;
+    int has_l2;  /* the header has an l2 column */
 } cmp_file;
 
 /* Column positions in one file's header; -1 when absent. */
 typedef struct {
-    int op, variant, dtype, shape, median, noise, status, l2, ncols;
+    int op, variant, dtype, shape, status, l2, ncols;
+    int timing[T_COUNT];
 } cmp_columns;
 
 typedef enum { V_NONE, V_SAME, V_FASTER, V_SLOWER, V_FAIL, V_COUNT } verdict;
 static const char *const verdict_names[V_COUNT] = {"", "SAME", "FASTER", "SLOWER", "FAIL"};
 
-/* Make room for item n of an array of n items.  Capacity is implied: the
- * array doubles whenever n reaches a power of two. */
-static void *grow(void *p, int n, size_t size)
+/* Out of memory ends the command: there is nothing useful to fall back on. */
+static void *must(void *p)
 {
-    if (n > 0 && (n & (n - 1)) != 0)
-        return p;
-    p = realloc(p, (size_t)(n ? 2 * n : 1) * size);
     if (!p) {
         fprintf(stderr, "kbench: out of memory\n");
         exit(KB_EXIT_FAIL);
@@ -56,39 +65,13 @@ static void *grow(void *p, int n, size_t size)
     return p;
 }
 
-static char *read_all(const char *path, char *err, size_t errlen)
+/* Make room for item n of an array of n items.  Capacity is implied: the
+ * array doubles whenever n reaches a power of two. */
+static void *grow(void *p, int n, size_t size)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
-        return NULL;
-    }
-    char *text = NULL;
-    size_t len = 0, cap = 0, got;
-    do {
-        if (len + 4096 + 1 > cap) {
-            cap = 2 * cap + 4096 + 1;
-            char *bigger = realloc(text, cap);
-            if (!bigger) {
-                free(text);
-                fclose(f);
-                snprintf(err, errlen, "%s is too large to read", path);
-                return NULL;
-            }
-            text = bigger;
-        }
-        got = fread(text + len, 1, 4096, f);
-        len += got;
-    } while (got > 0);
-    int bad = ferror(f) ? errno : 0;
-    fclose(f);
-    if (bad) {
-        free(text);
-        snprintf(err, errlen, "cannot read %s: %s", path, strerror(bad));
-        return NULL;
-    }
-    text[len] = '\0';
-    return text;
+    if (n > 0 && (n & (n - 1)) != 0)
+        return p;
+    return must(realloc(p, (size_t)(n ? 2 * n : 1) * size));
 }
 
 /* Split one record in place.  The writer quotes fields holding a comma or a
@@ -128,57 +111,93 @@ static int read_header(const cmp_file *f, char *line, cmp_columns *c, char *err,
 {
     static const char *const required[] = {"op", "variant", "dtype", "shape",
                                            "median_ms", "rel_stdev_pct", "status"};
-    char *names[MAX_COLUMNS];
+    char *names[MAX_COLUMNS], q[KB_QUOTE_LEN];
     c->ncols = split_fields(line, names, MAX_COLUMNS);
     if (c->ncols < 0) {
-        snprintf(err, errlen, "%s is not a kbench CSV (more than %d columns)", f->path, MAX_COLUMNS);
+        snprintf(err, errlen, "%s is not a kbench CSV (more than %d columns)",
+                 kb_quote(f->path, q, sizeof q), MAX_COLUMNS);
         return -1;
     }
-    int *slots[] = {&c->op, &c->variant, &c->dtype, &c->shape, &c->median, &c->noise, &c->status};
+    int *slots[] = {&c->op, &c->variant, &c->dtype, &c->shape, &c->timing[T_MEDIAN],
+                    &c->timing[T_NOISE], &c->status};
     for (size_t i = 0; i < sizeof required / sizeof *required; ++i) {
         *slots[i] = find_column(names, c->ncols, required[i]);
         if (*slots[i] < 0) {
-            snprintf(err, errlen, "%s is not a kbench CSV (no '%s' column)", f->path, required[i]);
+            snprintf(err, errlen, "%s is not a kbench CSV (no '%s' column)", kb_quote(f->path, q, sizeof q),
+                     required[i]);
             return -1;
         }
     }
     c->l2 = find_column(names, c->ncols, "l2");
+    c->timing[T_MIN] = find_column(names, c->ncols, "min_ms");
+    c->timing[T_MAX] = find_column(names, c->ncols, "max_ms");
     return 0;
 }
 
-/* An empty cell is NAN (not measured); anything else must be a number. */
-static int parse_number(const char *s, double *out)
+static int __attribute__((format(printf, 5, 6)))
+row_error(const cmp_file *f, int lineno, char *err, size_t errlen, const char *fmt, ...)
 {
-    char *end;
-    if (!*s) {
-        *out = NAN;
-        return 0;
+    char q[KB_QUOTE_LEN];
+    int used = snprintf(err, errlen, "%s:%d: ", kb_quote(f->path, q, sizeof q), lineno);
+    va_list ap;
+    va_start(ap, fmt);
+    if (used >= 0 && (size_t)used < errlen)
+        vsnprintf(err + used, errlen - (size_t)used, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* Every timing cell present; median and spread go into r. */
+static int read_timing(const cmp_file *f, int lineno, char **v, const cmp_columns *c, cmp_row *r,
+                       char *err, size_t errlen)
+{
+    double t[T_COUNT];
+    char q[KB_QUOTE_LEN];
+    for (int i = 0; i < T_COUNT; ++i) {
+        const int col = c->timing[i];
+        const char *cell = col >= 0 ? v[col] : "";
+        t[i] = NAN;
+        if (*cell && (kb_parse_decimal(cell, &t[i]) != 0 || t[i] < 0 || (t[i] == 0 && !timing_columns[i].zero_ok)))
+            return row_error(f, lineno, err, errlen, "%s (column %d) is '%s', not a finite decimal %s",
+                             timing_columns[i].name, col + 1, kb_quote(cell, q, sizeof q),
+                             timing_columns[i].zero_ok ? ">= 0" : "above 0");
     }
-    errno = 0;
-    *out = strtod(s, &end);
-    return *end || errno ? -1 : 0;
+    r->median_ms = t[T_MEDIAN];
+    r->noise_pct = t[T_NOISE];
+    return 0;
+}
+
+/* The key cells are printed in the report: a control character in one
+ * would break its lines or drive the terminal. */
+static int check_key(const cmp_file *f, int lineno, char **v, const cmp_columns *c, char *err, size_t errlen)
+{
+    static const char *const names[] = {"op", "variant", "dtype", "shape", "l2"};
+    const int cols[] = {c->op, c->variant, c->dtype, c->shape, c->l2};
+    for (size_t i = 0; i < sizeof cols / sizeof *cols; ++i)
+        for (const unsigned char *p = cols[i] >= 0 ? (const unsigned char *)v[cols[i]] : NULL; p && *p; ++p)
+            if (*p < 0x20 || *p == 0x7f)
+                return row_error(f, lineno, err, errlen, "%s (column %d) holds control character 0x%02x",
+                                 names[i], cols[i] + 1, *p);
+    return 0;
 }
 
 static int read_row(cmp_file *f, char *line, int lineno, const cmp_columns *c, char *err,
                     size_t errlen)
 {
-    char *v[MAX_COLUMNS];
+    char *v[MAX_COLUMNS], q[KB_QUOTE_LEN];
     int n = split_fields(line, v, MAX_COLUMNS);
-    if (n != c->ncols) {
-        snprintf(err, errlen, "%s:%d: %d fields, the header has %d", f->path, lineno, n, c->ncols);
-        return -1;
-    }
+    if (n < 0)
+        return row_error(f, lineno, err, errlen, "more than %d fields, the header has %d", MAX_COLUMNS,
+                         c->ncols);
+    if (n != c->ncols)
+        return row_error(f, lineno, err, errlen, "%d fields, the header has %d", n, c->ncols);
     const char *status = v[c->status];
-    if (strcmp(status, "PASS") && strcmp(status, "FAIL") && strcmp(status, "SKIP")) {
-        snprintf(err, errlen, "%s:%d: unknown status '%s'", f->path, lineno, status);
-        return -1;
-    }
+    if (strcmp(status, "PASS") && strcmp(status, "FAIL") && strcmp(status, "SKIP"))
+        return row_error(f, lineno, err, errlen, "unknown status '%s'", kb_quote(status, q, sizeof q));
     cmp_row r = {v[c->op], v[c->variant], v[c->dtype], v[c->shape],
                  c->l2 >= 0 ? v[c->l2] : NULL, status, 0, 0, 0};
-    if (parse_number(v[c->median], &r.median_ms) || parse_number(v[c->noise], &r.noise_pct)) {
-        snprintf(err, errlen, "%s:%d: median_ms or rel_stdev_pct is not a number", f->path, lineno);
+    if (check_key(f, lineno, v, c, err, errlen) != 0 || read_timing(f, lineno, v, c, &r, err, errlen) != 0)
         return -1;
-    }
     f->rows = grow(f->rows, f->nrows, sizeof *f->rows);
     f->rows[f->nrows++] = r;
     return 0;
@@ -205,16 +224,19 @@ static const char *meta_get(const cmp_file *f, const char *key)
 
 static int read_csv(cmp_file *f, char *err, size_t errlen)
 {
-    f->text = read_all(f->path, err, errlen);
+    f->text = kb_read_text(f->path, KB_CSV_MAX_BYTES, err, errlen);
     if (!f->text)
         return -1;
+    char q[KB_QUOTE_LEN];
     cmp_columns cols;
     int have_header = 0, lineno = 0;
     for (char *line = f->text, *next; line; line = next) {
         next = strchr(line, '\n');
         if (next)
             *next++ = '\0';
-        line[strcspn(line, "\r")] = '\0';
+        size_t len = strlen(line);
+        if (len && line[len - 1] == '\r') /* CRLF line ends */
+            line[len - 1] = '\0';
         ++lineno;
         if (line[0] == '#' && !have_header)
             read_meta(f, line);
@@ -224,11 +246,12 @@ static int read_csv(cmp_file *f, char *err, size_t errlen)
             if (read_header(f, line, &cols, err, errlen))
                 return -1;
             have_header = 1;
+            f->has_l2 = cols.l2 >= 0;
         } else if (read_row(f, line, lineno, &cols, err, errlen))
             return -1;
     }
     if (!have_header)
-        snprintf(err, errlen, "%s is not a kbench CSV (no header line)", f->path);
+        snprintf(err, errlen, "%s is not a kbench CSV (no header line)", kb_quote(f->path, q, sizeof q));
     return have_header ? 0 : -1;
 }
 
@@ -240,19 +263,82 @@ static void free_csv(cmp_file *f)
 }
 
 /* l2 joins the key only when both files record it. */
-static int same_key(const cmp_row *a, const cmp_row *b)
+static int same_key(const cmp_row *a, const cmp_row *b, int use_l2)
 {
     return !strcmp(a->op, b->op) && !strcmp(a->variant, b->variant) &&
            !strcmp(a->dtype, b->dtype) && !strcmp(a->shape, b->shape) &&
-           (!a->l2 || !b->l2 || !strcmp(a->l2, b->l2));
+           (!use_l2 || !strcmp(a->l2, b->l2));
 }
 
-static cmp_row *find_match(cmp_file *f, const cmp_row *key)
+/* FNV-1a over the key's cells, each with its terminating NUL. */
+static uint64_t hash_text(uint64_t h, const char *s)
 {
-    for (int i = 0; i < f->nrows; ++i)
-        if (!f->rows[i].matched && same_key(&f->rows[i], key))
-            return &f->rows[i];
-    return NULL;
+    do
+        h = (h ^ (unsigned char)*s) * 0x100000001b3u;
+    while (*s++);
+    return h;
+}
+
+static uint64_t key_hash(const cmp_row *r, int use_l2)
+{
+    uint64_t h = 0xcbf29ce484222325u;
+    h = hash_text(hash_text(hash_text(hash_text(h, r->op), r->variant), r->dtype), r->shape);
+    return use_l2 ? hash_text(h, r->l2) : h;
+}
+
+/* NEW's rows by key, so matching takes linear time.  Open addressing: a
+ * slot holds some row of its key (to compare with) and the key's first row
+ * not yet matched; a key's rows are chained in file order, so duplicate
+ * keys pair up in order. */
+typedef struct {
+    int *key_row, *head;  /* per slot; key_row < 0: empty */
+    int *next;            /* per row: the next row of its key, or -1 */
+    size_t mask;
+    int use_l2;
+} row_index;
+
+static size_t find_slot(const row_index *x, const cmp_file *f, const cmp_row *key)
+{
+    size_t s = key_hash(key, x->use_l2) & x->mask;
+    while (x->key_row[s] >= 0 && !same_key(&f->rows[x->key_row[s]], key, x->use_l2))
+        s = (s + 1) & x->mask;
+    return s;
+}
+
+static void index_rows(row_index *x, const cmp_file *f, int use_l2)
+{
+    size_t slots = 2;
+    while (slots < 2 * (size_t)f->nrows)
+        slots *= 2;
+    x->key_row = must(malloc(slots * sizeof *x->key_row));
+    x->head = must(malloc(slots * sizeof *x->head));
+    x->next = must(malloc(((size_t)f->nrows + 1) * sizeof *x->next));
+    x->mask = slots - 1;
+    x->use_l2 = use_l2;
+    memset(x->key_row, 0xff, slots * sizeof *x->key_row); /* all -1 */
+    /* Last row first: pushing each on its chain's front leaves file order. */
+    for (int i = f->nrows - 1; i >= 0; --i) {
+        size_t s = find_slot(x, f, &f->rows[i]);
+        x->next[i] = x->key_row[s] < 0 ? -1 : x->head[s];
+        x->key_row[s] = x->head[s] = i;
+    }
+}
+
+static cmp_row *take_match(row_index *x, cmp_file *f, const cmp_row *key)
+{
+    size_t s = find_slot(x, f, key);
+    int i = x->key_row[s] < 0 ? -1 : x->head[s];
+    if (i < 0)
+        return NULL;
+    x->head[s] = x->next[i];
+    return &f->rows[i];
+}
+
+static void free_index(row_index *x)
+{
+    free(x->key_row);
+    free(x->head);
+    free(x->next);
 }
 
 static int timed(const cmp_row *r)
@@ -319,11 +405,18 @@ static void print_time(const cmp_row *r)
         printf(" %12s", !strcmp(r->status, "PASS") ? "-" : r->status);
 }
 
+/* Metadata is free text: quoted, so it cannot break the report's lines. */
+static const char *meta_quoted(const cmp_file *f, const char *key, char *buf, size_t len)
+{
+    const char *v = meta_get(f, key);
+    return v ? kb_quote(v, buf, len) : "unknown";
+}
+
 static void print_origin(const char *label, const cmp_file *f)
 {
-    const char *gpu = meta_get(f, "gpu"), *commit = meta_get(f, "git_commit");
-    printf("%s %s: gpu %s, commit %s\n", label, f->path, gpu ? gpu : "unknown",
-           commit ? commit : "unknown");
+    char path[KB_QUOTE_LEN], gpu[KB_QUOTE_LEN], commit[KB_QUOTE_LEN];
+    printf("%s %s: gpu %s, commit %s\n", label, kb_quote(f->path, path, sizeof path),
+           meta_quoted(f, "gpu", gpu, sizeof gpu), meta_quoted(f, "git_commit", commit, sizeof commit));
 }
 
 static void print_header(const cmp_file *base, const cmp_file *new, const widths *w,
@@ -332,9 +425,10 @@ static void print_header(const cmp_file *base, const cmp_file *new, const widths
     print_origin("base", base);
     print_origin("new ", new);
     const char *g1 = meta_get(base, "gpu"), *g2 = meta_get(new, "gpu");
+    char q1[KB_QUOTE_LEN], q2[KB_QUOTE_LEN];
     if (g1 && g2 && strcmp(g1, g2))
         printf("the files come from different GPUs (%s vs %s); timings are not comparable\n",
-               g1, g2);
+               kb_quote(g1, q1, sizeof q1), kb_quote(g2, q2, sizeof q2));
     printf("a change counts when it exceeds both %g%% and %g x the rows' combined rel_stdev\n\n",
            threshold_pct, NOISE_FACTOR);
     printf("%-*s %-*s %-*s %-*s %12s %12s %9s  %s\n", w->op, "op", w->variant, "variant",
@@ -377,8 +471,10 @@ static int compare_files(cmp_file *base, cmp_file *new, double threshold_pct)
     print_header(base, new, &w, threshold_pct);
 
     int counts[V_COUNT] = {0};
+    row_index index;
+    index_rows(&index, new, base->has_l2 && new->has_l2);
     for (int i = 0; i < base->nrows; ++i) {
-        cmp_row *b = &base->rows[i], *n = find_match(new, b);
+        cmp_row *b = &base->rows[i], *n = take_match(&index, new, b);
         if (!n)
             continue;
         b->matched = n->matched = 1;
@@ -386,6 +482,7 @@ static int compare_files(cmp_file *base, cmp_file *new, double threshold_pct)
         counts[v]++;
         print_pair(&w, b, n, v);
     }
+    free_index(&index);
     int lone = list_unmatched(&w, base, "base") + list_unmatched(&w, new, "new");
     printf("\nsummary: %d FASTER, %d SLOWER, %d SAME, %d FAIL, %d only in one file\n",
            counts[V_FASTER], counts[V_SLOWER], counts[V_SAME], counts[V_FAIL], lone);
@@ -398,15 +495,15 @@ static int parse_args(int argc, char **argv, const char **paths, double *thresho
     int npaths = 0;
     for (int i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "--threshold")) {
-            char *end = NULL;
-            double t = i + 1 < argc ? strtod(argv[++i], &end) : NAN;
-            if (!end || end == argv[i] || *end || !(t >= 0 && t < 1e6)) {
+            double t;
+            if (++i == argc || kb_parse_decimal(argv[i], &t) != 0 || t < 0 || t >= 1e6) {
                 snprintf(err, errlen, "--threshold needs a percentage >= 0");
                 return -1;
             }
             *threshold_pct = t;
         } else if (argv[i][0] == '-' && argv[i][1]) {
-            snprintf(err, errlen, "unknown option '%s' for compare", argv[i]);
+            char q[KB_QUOTE_LEN];
+            snprintf(err, errlen, "unknown option '%s' for compare", kb_quote(argv[i], q, sizeof q));
             return -1;
         } else if (npaths < 2)
             paths[npaths++] = argv[i];

@@ -118,5 +118,89 @@ bad_input "--threshold needs a percentage" base.csv base.csv --threshold -1
 bad_input "--threshold needs a percentage" base.csv base.csv --threshold 5x
 bad_input "unknown option '--fast'" base.csv base.csv --fast
 
+# Timing cells are finite decimals above zero (a spread may be zero); the
+# error names the file, line and column.
+for bad in nan -1 0 0x10 inf 1e999 -0 1e-999; do
+    csv bad.csv "$gpu" "naive 64x64x64 $bad 0.5 PASS"
+    bad_input "bad.csv:4: median_ms (column 15) is '$bad', not a finite decimal above 0" base.csv bad.csv
+done
+csv bad.csv "$gpu" "naive 64x64x64 1.0 -1 PASS"
+bad_input "bad.csv:4: rel_stdev_pct (column 18) is '-1', not a finite decimal >= 0" base.csv bad.csv
+csv bad.csv "$gpu" "naive 64x64x64 1.0 nan PASS"
+bad_input "bad.csv:4: rel_stdev_pct (column 18) is 'nan'" bad.csv base.csv
+csv calm.csv "$gpu" "naive 64x64x64 1.000 0 PASS" "${base_rows[@]:1}"
+compare 0 base.csv calm.csv
+sed '4s/,1.000,1.000,/,1.000,-2,/' base.csv >bad.csv
+bad_input "bad.csv:4: min_ms (column 16) is '-2'" base.csv bad.csv
+
+# A NUL byte no longer ends the file early and silently.
+{ cat base.csv; printf 'matmul,x\0y\n'; } >nul.csv
+bad_input "nul.csv:8: a NUL byte at column 9" base.csv nul.csv
+
+# Files that are not regular, or too large, are refused before reading
+# (/dev/zero once ran until memory ran out; a FIFO waits for a writer).
+mkfifo fifo.csv
+for f in /dev/zero fifo.csv .; do
+    timeout 5 "$kbench" compare base.csv "$f" >out 2>err
+    rc=$?
+    [[ $rc -eq 2 && $(wc -l <err) -eq 1 ]] && grep -q "cannot read $f: not a regular file" err ||
+        fail "compare base.csv $f -> rc=$rc: $(cat err)"
+done
+truncate -s 257M big.csv
+bad_input "cannot read big.csv: larger than 256 MiB" base.csv big.csv
+
+# A row of more than 256 fields says so.
+{ cat base.csv; printf 'x%.0s,' {1..300}; echo; } >wide.csv
+bad_input "wide.csv:8: more than 256 fields, the header has 30" base.csv wide.csv
+
+# Untrusted text stays on one line: paths, fields and metadata are escaped,
+# and key cells with control characters are refused.
+bad_input "cannot read mis[\\]x0asing.csv" base.csv $'mis\nsing.csv'
+csv bad.csv "$gpu" $'na\eive 64x64x64 1.0 0.5 PASS'
+bad_input "bad.csv:4: variant (column 2) holds control character 0x1b" base.csv bad.csv
+sed '4s/,PASS,/,PA\x1bSS,/' base.csv >bad.csv
+bad_input "bad.csv:4: unknown status 'PA[\\]x1bSS'" base.csv bad.csv
+csv esc.csv $'\e[31mred\rGPU' "${base_rows[@]}"
+compare 0 base.csv esc.csv
+expect_out "gpu [\\]x1b\[31mred[\\]x0dGPU, commit"
+LC_ALL=C grep -q $'[\x01-\x09\x0b-\x1f]' out && fail "control characters in the report: $(cat -v out)"
+bad_input "--threshold needs a percentage" base.csv base.csv --threshold 0x10
+bad_input "--threshold needs a percentage" base.csv base.csv --threshold nan
+
+# CRLF line ends still read.
+sed 's/$/\r/' base.csv >crlf.csv
+compare 0 base.csv crlf.csv
+expect_out "summary: 0 FASTER, 0 SLOWER, 2 SAME, 0 FAIL, 0 only in one file"
+
+# Matching by key: duplicate keys pair up in file order; l2 joins the key
+# only when both files have the column.
+csv dup.csv "$gpu" "naive 64x64x64 1.000 0.5 PASS" "naive 64x64x64 2.000 0.5 PASS"
+csv dup2.csv "$gpu" "naive 64x64x64 1.000 0.5 PASS" "naive 64x64x64 2.000 0.5 PASS"
+compare 0 dup.csv dup2.csv
+expect_out "summary: 0 FASTER, 0 SLOWER, 2 SAME, 0 FAIL, 0 only in one file"
+awk -F, -v OFS=, '/^#/ { print; next } { $28 = $28 == "l2" ? "l2" : "hot"; print }' base.csv >hot.csv
+compare 0 base.csv hot.csv
+expect_out ", 8 only in one file$"
+cut -d, -f1-27,29- base.csv >nol2.csv
+compare 0 hot.csv nol2.csv
+expect_out "summary: 0 FASTER, 0 SLOWER, 2 SAME, 0 FAIL, 0 only in one file"
+
+# Scale: 40k x 40k rows match in linear time.  NEW lists the rows in
+# reverse, so quadratic matching scans half the file per row (27 s).
+big_csv() { # big_csv FILE MS FIRST STEP: 40000 distinct shapes, each MS long
+    { printf '# gpu: %s\n%s\n' "$gpu" "$header"
+      awk -v ms="$2" -v first="$3" -v step="$4" 'BEGIN { for (k = 0; k < 40000; ++k) { i = first + step * k
+          printf "matmul,naive,f32,f32,MxNxK,64x64x%d,64,64,%d,,,,1,1,%s,%s,%s,0.5,5,,,,,,,,,cold,PASS,\n", i, i, ms, ms, ms } }'
+    } >"$1"
+}
+big_csv scale1.csv 1.000 1 1
+big_csv scale2.csv 1.001 40000 -1
+start=$(date +%s%N)
+timeout 20 "$kbench" compare scale1.csv scale2.csv >out 2>err
+rc=$? ms=$((($(date +%s%N) - start) / 1000000))
+[[ $rc -eq 0 ]] && grep -q "summary: 0 FASTER, 0 SLOWER, 40000 SAME, 0 FAIL, 0 only" out ||
+    fail "40k-row compare -> rc=$rc: $(tail -1 out) $(cat err)"
+((ms < 5000)) || fail "40k-row compare took $ms ms (quadratic matching?)"
+
 [[ $failures -eq 0 ]] && echo "all compare checks passed"
 exit $((failures > 0))
