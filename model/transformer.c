@@ -6,15 +6,27 @@
 #include "model/safetensors.h"
 #include "model/transformer.h"
 
-static int64_t attn_count(int64_t d) { return 3 * d * d + 3 * d + d * d + d; }
-static int64_t ffn_count(int64_t d, int64_t ff) { return 2 * d * ff + ff + d; }
+/* One attention: in_proj 3d x d and 3d, out_proj d x d and d. */
+static int64_t attn_count(int64_t d) { return kb_size_muladd(4 * d, d, 4 * d); }
+/* linear1 ff x d and ff, linear2 d x ff and d. */
+static int64_t ffn_count(int64_t d, int64_t ff) { return kb_size_muladd(2 * d, ff, ff + d); }
 
 int64_t kb_tf_weight_count(const kb_tf_config *c)
 {
-    const int64_t d = c->d_model, ff = c->d_ff;
-    int64_t enc = attn_count(d) + ffn_count(d, ff) + 4 * d;
-    int64_t dec = 2 * attn_count(d) + ffn_count(d, ff) + 6 * d;
-    return c->enc_layers * enc + c->dec_layers * dec + 4 * d;
+    const int64_t d = c->d_model, ff = c->d_ff, attn = attn_count(d), ffn = ffn_count(d, ff);
+    /* Each sum below is a muladd too, so an overflow anywhere gives -1. */
+    const int64_t enc = kb_size_muladd(1, attn, kb_size_muladd(1, ffn, 4 * d));
+    const int64_t dec = kb_size_muladd(2, attn, kb_size_muladd(1, ffn, 6 * d));
+    const int64_t n = kb_size_muladd(c->enc_layers, enc, kb_size_muladd(c->dec_layers, dec, 4 * d));
+    return n > KB_TF_MAX_FLOATS ? -1 : n;
+}
+
+int64_t kb_first_nonfinite(const float *x, int64_t n)
+{
+    for (int64_t i = 0; i < n; ++i)
+        if (!isfinite(x[i]))
+            return i;
+    return -1;
 }
 
 /* Hands out consecutive slices of the weight storage, filling each. */
@@ -69,7 +81,8 @@ int kb_tf_init_random(kb_tf_model *m, const kb_tf_config *c, uint64_t seed)
     const int64_t d = c->d_model;
     m->cfg = *c;
     m->weights_file = NULL;
-    m->storage = malloc((size_t)kb_tf_weight_count(c) * sizeof(float));
+    const int64_t count = kb_tf_weight_count(c);
+    m->storage = count < 0 ? NULL : malloc((size_t)count * sizeof(float));
     m->enc = calloc((size_t)c->enc_layers + 1, sizeof *m->enc);
     m->dec = calloc((size_t)c->dec_layers + 1, sizeof *m->dec);
     if (!m->storage || !m->enc || !m->dec) {

@@ -55,15 +55,33 @@ typedef struct {
     void *weights_file;                  /* the open kb_st_file when loaded */
 } kb_tf_model;
 
-/* Float count of all weights, for one allocation. */
+/* The most floats kbench puts in any one buffer it sizes from input (2^40,
+ * 4 TiB): beyond any host, and low enough that the byte counts and sums of
+ * a few such buffers cannot overflow int64. */
+#define KB_TF_MAX_FLOATS ((int64_t)1 << 40)
+
+/* a * b + c for sizes, -1 when an operand is negative or the result
+ * overflows, so that a chain of them needs one check at its end. */
+static inline int64_t kb_size_muladd(int64_t a, int64_t b, int64_t c)
+{
+    int64_t r;
+    if (a < 0 || b < 0 || c < 0 || __builtin_mul_overflow(a, b, &r) || __builtin_add_overflow(r, c, &r))
+        return -1;
+    return r;
+}
+
+/* Float count of all weights, for one allocation; -1 when it is over
+ * KB_TF_MAX_FLOATS. */
 int64_t kb_tf_weight_count(const kb_tf_config *c);
 /* Seeded weights: matrices uniform in [-1/sqrt(fan_in), 1/sqrt(fan_in)],
  * biases small, norms gamma 1 and beta 0, as PyTorch initializes them.
- * 0 on success, -1 when out of memory. */
+ * 0 on success, -1 when out of memory or over KB_TF_MAX_FLOATS. */
 int kb_tf_init_random(kb_tf_model *m, const kb_tf_config *c, uint64_t seed);
 /* Load a torch.nn.Transformer state_dict saved with safetensors (PyTorch's
  * names, fp32).  d_model, d_ff and the layer counts come from the file;
  * heads (which the weights do not record) and causal come from the caller.
+ * As PyTorch's strict load_state_dict, a file with a tensor the model does
+ * not have is refused, and so are zero-sized dimensions and NaN or Inf.
  * 0 on success, else -1 with one line in err naming the file and tensor. */
 int kb_tf_load(kb_tf_model *m, const char *path, int heads, int causal, char *err, size_t errlen);
 /* The safetensors name of every weight, in the order kb_tf_init_random
@@ -72,7 +90,13 @@ void kb_tf_each_weight(const kb_tf_model *m,
                        void (*fn)(const char *name, int ndim, const int64_t *shape, const float *data,
                                   void *user),
                        void *user);
+/* Write the weights as .safetensors under PyTorch's names, via a temporary
+ * file renamed into place.  0, or -1 with one line in err. */
+int kb_tf_save(const kb_tf_model *m, const char *path, char *err, size_t errlen);
 void kb_tf_free(kb_tf_model *m);
+
+/* The index of the first NaN or Inf among x[0..n), or -1 when all are finite. */
+int64_t kb_first_nonfinite(const float *x, int64_t n);
 
 /* What a forward runs.  encoder and decoder are bare layer stacks
  * (nn.TransformerEncoder / nn.TransformerDecoder without a norm; the
@@ -83,12 +107,14 @@ typedef enum { KB_TF_ENCODER, KB_TF_DECODER, KB_TF_SEQ2SEQ } kb_tf_mode;
 
 /* The C reference forward of one sequence, accumulating in double.  src is
  * Ts x d, tgt is Tt x d (embedded activations; unused by the encoder); out
- * is Ts x d for the encoder, else Tt x d. */
-void kb_tf_reference_seq(const kb_tf_model *m, kb_tf_mode mode, int Ts, int Tt, const float *src,
-                         const float *tgt, float *out);
-/* seq2seq over a batch: src is B x Ts x d, tgt is B x Tt x d; out is B x Tt x d. */
-void kb_tf_reference(const kb_tf_model *m, int B, int Ts, int Tt, const float *src, const float *tgt,
-                     float *out);
+ * is Ts x d for the encoder, else Tt x d.  0, or -1 when out of memory for
+ * its scratch. */
+int kb_tf_reference_seq(const kb_tf_model *m, kb_tf_mode mode, int Ts, int Tt, const float *src,
+                        const float *tgt, float *out);
+/* seq2seq over a batch: src is B x Ts x d, tgt is B x Tt x d; out is B x Tt x d.
+ * 0, or -1 when out of memory. */
+int kb_tf_reference(const kb_tf_model *m, int B, int Ts, int Tt, const float *src, const float *tgt,
+                    float *out);
 
 #ifdef __cplusplus
 }
