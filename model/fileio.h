@@ -2,19 +2,35 @@
 #ifndef KBENCH_MODEL_FILEIO_H
 #define KBENCH_MODEL_FILEIO_H
 
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/stat.h>
 
-/* The file's size in bytes, leaving it positioned at the start. */
-static inline int kb_file_size(FILE *fp, uint64_t *size)
+/* One line into err; returns -1, so that a failure can return it. */
+__attribute__((format(printf, 3, 4))) static inline int kb_report(char *err, size_t errlen, const char *fmt, ...)
 {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* The size of a regular file in bytes, leaving it positioned at the start:
+ * NULL, or why not (a directory, a pipe or a device has no size to trust). */
+static inline const char *kb_file_size(FILE *fp, uint64_t *size)
+{
+    struct stat st;
+    if (fstat(fileno(fp), &st) != 0 || !S_ISREG(st.st_mode))
+        return "not a regular file";
     if (fseek(fp, 0, SEEK_END) != 0)
-        return -1;
+        return "cannot determine the file size";
     long end = ftell(fp);
     if (end < 0 || fseek(fp, 0, SEEK_SET) != 0)
-        return -1;
+        return "cannot determine the file size";
     *size = (uint64_t)end;
-    return 0;
+    return NULL;
 }
 
 #endif

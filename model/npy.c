@@ -4,11 +4,11 @@
  * and 'shape', padded with spaces and ended by a newline, then the data. */
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "harness/harness.h"
 #include "model/npy.h"
 #include "model/fileio.h"
 
@@ -19,18 +19,9 @@
 
 static const char magic[6] = "\x93NUMPY";
 
-static int report(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
 /* The header dict, parsed in place. */
 typedef struct {
-    const char *path;
+    const char *path;        /* as messages show it, control characters escaped */
     const char *text;
     size_t len, pos;
     size_t base;             /* file offset of text[0], for messages */
@@ -45,9 +36,17 @@ typedef struct {
     unsigned seen;
 } header_fields;
 
+/* A string from the header (not NUL-terminated) as messages show it. */
+static const char *shown(const char *s, size_t n, char *buf, size_t len)
+{
+    char raw[64];
+    snprintf(raw, sizeof raw, "%.*s", (int)(n < sizeof raw ? n : sizeof raw - 1), s);
+    return kb_quote(raw, buf, len);
+}
+
 static int malformed(parser *p, const char *what)
 {
-    return report(p->err, p->errlen, "%s: malformed .npy header at byte %zu: %s",
+    return kb_report(p->err, p->errlen, "%s: malformed .npy header at byte %zu: %s",
                   p->path, p->base + p->pos, what);
 }
 
@@ -153,16 +152,17 @@ static int parse_entry(parser *p, header_fields *h, kb_npy *a)
     unsigned field = same(key, n, "descr") ? HAS_DESCR
                    : same(key, n, "fortran_order") ? HAS_ORDER
                    : same(key, n, "shape") ? HAS_SHAPE : 0;
+    char q[KB_QUOTE_LEN];
     if (!field || (h->seen & field))
-        return report(p->err, p->errlen, "%s: .npy header has %s key '%.*s'", p->path,
-                      field ? "a repeated" : "an unexpected", (int)n, key);
+        return kb_report(p->err, p->errlen, "%s: .npy header has %s key '%s'", p->path,
+                      field ? "a repeated" : "an unexpected", shown(key, n, q, sizeof q));
     h->seen |= field;
     if (field == HAS_SHAPE)
         return parse_shape(p, a);
     if (field == HAS_ORDER)
         return parse_bool(p, &h->fortran_order);
     if (peek(p) != '\'' && peek(p) != '"')
-        return report(p->err, p->errlen, "%s: structured dtype; kbench reads only "
+        return kb_report(p->err, p->errlen, "%s: structured dtype; kbench reads only "
                       "little-endian float32 ('<f4')", p->path);
     return parse_string(p, &h->descr, &h->descr_len);
 }
@@ -195,12 +195,13 @@ static int check_header(parser *p, kb_npy *a)
                         : !(h.seen & HAS_ORDER) ? "fortran_order"
                         : !(h.seen & HAS_SHAPE) ? "shape" : NULL;
     if (missing)
-        return report(p->err, p->errlen, "%s: .npy header lacks '%s'", p->path, missing);
+        return kb_report(p->err, p->errlen, "%s: .npy header lacks '%s'", p->path, missing);
+    char q[KB_QUOTE_LEN];
     if (!same(h.descr, h.descr_len, "<f4"))
-        return report(p->err, p->errlen, "%s: dtype '%.*s'; kbench reads only little-endian "
-                      "float32 ('<f4')", p->path, (int)h.descr_len, h.descr);
+        return kb_report(p->err, p->errlen, "%s: dtype '%s'; kbench reads only little-endian "
+                      "float32 ('<f4')", p->path, shown(h.descr, h.descr_len, q, sizeof q));
     if (h.fortran_order)
-        return report(p->err, p->errlen, "%s: fortran_order is True; kbench reads only "
+        return kb_report(p->err, p->errlen, "%s: fortran_order is True; kbench reads only "
                       "C-order arrays", p->path);
     return 0;
 }
@@ -228,21 +229,21 @@ static int read_preamble(FILE *fp, const char *path, uint64_t size, size_t *star
     unsigned char b[12];
     size_t got = fread(b, 1, sizeof b, fp);
     if (got < sizeof magic || memcmp(b, magic, sizeof magic) != 0)
-        return report(err, errlen, "%s: not a .npy file (bad magic)", path);
+        return kb_report(err, errlen, "%s: not a .npy file (bad magic)", path);
     if (got < 10)
-        return report(err, errlen, "%s: truncated inside the .npy preamble", path);
+        return kb_report(err, errlen, "%s: truncated inside the .npy preamble", path);
     if (b[6] < 1 || b[6] > 3 || b[7] != 0)
-        return report(err, errlen, "%s: unsupported .npy version %d.%d (kbench reads 1.0, "
+        return kb_report(err, errlen, "%s: unsupported .npy version %d.%d (kbench reads 1.0, "
                       "2.0 and 3.0)", path, b[6], b[7]);
     int wide = b[6] > 1;
     if (wide && got < 12)
-        return report(err, errlen, "%s: truncated inside the .npy preamble", path);
+        return kb_report(err, errlen, "%s: truncated inside the .npy preamble", path);
     uint64_t n = (uint64_t)b[8] | (uint64_t)b[9] << 8;
     if (wide)
         n |= (uint64_t)b[10] << 16 | (uint64_t)b[11] << 24;
     *start = wide ? 12 : 10;
     if (n > size - *start)
-        return report(err, errlen, "%s: header length %" PRIu64 " runs past the end of the "
+        return kb_report(err, errlen, "%s: header length %" PRIu64 " runs past the end of the "
                       "file (%" PRIu64 " bytes)", path, n, size);
     *len = (size_t)n;
     return 0;
@@ -256,10 +257,10 @@ static int read_header(FILE *fp, const char *path, uint64_t size, kb_npy *a, uin
         return -1;
     char *text = malloc(len ? len : 1);
     if (!text)
-        return report(err, errlen, "%s: out of memory", path);
+        return kb_report(err, errlen, "%s: out of memory", path);
     int rc = -1;
     if (fseek(fp, (long)start, SEEK_SET) != 0 || fread(text, 1, len, fp) != len)
-        report(err, errlen, "%s: read error", path);
+        kb_report(err, errlen, "%s: read error", path);
     else {
         parser p = {.path = path, .text = text, .len = len, .base = start,
                     .err = err, .errlen = errlen};
@@ -287,34 +288,37 @@ static int read_data(FILE *fp, const char *path, uint64_t size, uint64_t data_at
     char shape[256];
     format_shape(shape, sizeof shape, a->ndim, a->shape);
     if (count_elements(a->ndim, a->shape, &a->count) != 0)
-        return report(err, errlen, "%s: shape %s is too large", path, shape);
+        return kb_report(err, errlen, "%s: shape %s is too large", path, shape);
     uint64_t need = (uint64_t)a->count * sizeof(float), have = size - data_at;
     if (have < need)
-        return report(err, errlen, "%s: truncated: %" PRIu64 " bytes of data, shape %s "
+        return kb_report(err, errlen, "%s: truncated: %" PRIu64 " bytes of data, shape %s "
                       "needs %" PRIu64, path, have, shape, need);
     if (have > need)
-        return report(err, errlen, "%s: %" PRIu64 " unexpected bytes after the data of shape %s",
+        return kb_report(err, errlen, "%s: %" PRIu64 " unexpected bytes after the data of shape %s",
                       path, have - need, shape);
     a->data = malloc(need ? (size_t)need : 1);
     if (!a->data)
-        return report(err, errlen, "%s: out of memory for %" PRIu64 " bytes", path, need);
+        return kb_report(err, errlen, "%s: out of memory for %" PRIu64 " bytes", path, need);
     if (fseek(fp, (long)data_at, SEEK_SET) != 0 || fread(a->data, 1, (size_t)need, fp) != need)
-        return report(err, errlen, "%s: read error", path);
+        return kb_report(err, errlen, "%s: read error", path);
     return 0;
 }
 
 int kb_npy_read(const char *path, kb_npy *a, char *err, size_t errlen)
 {
+    char shown[KB_QUOTE_LEN];
+    kb_quote(path, shown, sizeof shown);
     memset(a, 0, sizeof *a);
     FILE *fp = fopen(path, "rb");
     if (!fp)
-        return report(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return kb_report(err, errlen, "%s: cannot open: %s", shown, strerror(errno));
     uint64_t size = 0, data_at = 0;
     int rc = -1;
-    if (kb_file_size(fp, &size) != 0)
-        report(err, errlen, "%s: cannot determine the file size", path);
-    else if (read_header(fp, path, size, a, &data_at, err, errlen) == 0)
-        rc = read_data(fp, path, size, data_at, a, err, errlen);
+    const char *why = kb_file_size(fp, &size);
+    if (why)
+        kb_report(err, errlen, "%s: %s", shown, why);
+    else if (read_header(fp, shown, size, a, &data_at, err, errlen) == 0)
+        rc = read_data(fp, shown, size, data_at, a, err, errlen);
     fclose(fp);
     if (rc != 0)
         kb_npy_free(a);
@@ -362,18 +366,20 @@ int kb_npy_write(const char *path, int ndim, const int64_t *shape, const float *
                  char *err, size_t errlen)
 {
     int64_t count;
+    char shown[KB_QUOTE_LEN];
+    kb_quote(path, shown, sizeof shown);
     if (ndim < 0 || ndim > KB_NPY_MAX_DIMS || count_elements(ndim, shape, &count) != 0)
-        return report(err, errlen, "%s: cannot write: bad shape (ndim %d)", path, ndim);
+        return kb_report(err, errlen, "%s: cannot write: bad shape (ndim %d)", shown, ndim);
     char head[512];
     size_t head_len = build_header(head, sizeof head, ndim, shape);
     size_t tmp_len = strlen(path) + 32;
     char *tmp = malloc(tmp_len);
     if (!tmp)
-        return report(err, errlen, "%s: out of memory", path);
+        return kb_report(err, errlen, "%s: out of memory", shown);
     snprintf(tmp, tmp_len, "%s.tmp.%ld", path, (long)getpid());
     int rc = 0;
     if (write_file(tmp, head, head_len, data, count) != 0 || rename(tmp, path) != 0) {
-        rc = report(err, errlen, "%s: cannot write: %s", path, strerror(errno));
+        rc = kb_report(err, errlen, "%s: cannot write: %s", shown, strerror(errno));
         unlink(tmp);
     }
     free(tmp);

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "harness/harness.h"
 #include "model/safetensors.h"
 #include "model/fileio.h"
 
@@ -19,7 +20,7 @@
 #endif
 
 typedef struct {
-    const char *path;
+    const char *path;       /* as messages show it (kb_st_file.path) */
     const char *text;       /* the header JSON, not NUL-terminated */
     size_t len, pos;
     const char *tensor;     /* the tensor being parsed, for messages */
@@ -48,11 +49,12 @@ static int report(char *err, size_t errlen, const char *fmt, ...)
 /* A syntax error: the JSON does not have the expected structure here. */
 static int syntax(parser *p, const char *fmt, ...)
 {
-    char prefix[1024];
+    char prefix[1024], name[KB_QUOTE_LEN];
     int n = snprintf(prefix, sizeof prefix, "%s: malformed header JSON at byte %zu: ",
                      p->path, 8 + p->pos);
     if (p->tensor && n >= 0 && (size_t)n < sizeof prefix)
-        snprintf(prefix + n, sizeof prefix - (size_t)n, "(in tensor '%s') ", p->tensor);
+        snprintf(prefix + n, sizeof prefix - (size_t)n, "(in tensor '%s') ",
+                 kb_quote(p->tensor, name, sizeof name));
     va_list ap;
     va_start(ap, fmt);
     vreport(p->err, p->errlen, prefix, fmt, ap);
@@ -63,8 +65,8 @@ static int syntax(parser *p, const char *fmt, ...)
 /* Well-formed JSON that describes an impossible tensor. */
 static int invalid(parser *p, const char *fmt, ...)
 {
-    char prefix[1024];
-    snprintf(prefix, sizeof prefix, "%s: tensor '%s': ", p->path, p->tensor);
+    char prefix[1024], name[KB_QUOTE_LEN];
+    snprintf(prefix, sizeof prefix, "%s: tensor '%s': ", p->path, kb_quote(p->tensor, name, sizeof name));
     va_list ap;
     va_start(ap, fmt);
     vreport(p->err, p->errlen, prefix, fmt, ap);
@@ -312,14 +314,14 @@ typedef struct {
 
 static int parse_dtype(parser *p, kb_st_tensor *t)
 {
-    char *s;
+    char *s, q[KB_QUOTE_LEN];
     if (parse_string(p, &s) != 0)
         return -1;
     int fits = strlen(s) < sizeof t->dtype;
     if (fits)
         strcpy(t->dtype, s);
     else
-        invalid(p, "dtype \"%.40s\" is not a safetensors dtype", s);
+        invalid(p, "dtype \"%s\" is not a safetensors dtype", kb_quote(s, q, 48));
     free(s);
     return fits ? 0 : -1;
 }
@@ -356,8 +358,9 @@ static int tensor_member(parser *p, const char *key, void *ctx)
     unsigned field = !strcmp(key, "dtype") ? HAS_DTYPE
                    : !strcmp(key, "shape") ? HAS_SHAPE
                    : !strcmp(key, "data_offsets") ? HAS_OFFSETS : 0;
+    char q[KB_QUOTE_LEN];
     if (!field)
-        return invalid(p, "unknown field \"%.40s\"", key);
+        return invalid(p, "unknown field \"%s\"", kb_quote(key, q, 48));
     if (tf->seen & field)
         return invalid(p, "field \"%s\" appears twice", key);
     tf->seen |= field;
@@ -411,18 +414,18 @@ static int parse_header(parser *p, kb_st_file *f)
     return 0;
 }
 
-/* Bytes per element, or 0 for a dtype whose size is not checked here
- * (kb_st_get rejects everything but F32 anyway). */
-static uint64_t dtype_size(const char *dtype)
+/* Bits per element of every safetensors dtype, or 0 for a name that is
+ * none: such a tensor is refused, as the reference reader refuses it. */
+static uint64_t dtype_bits(const char *dtype)
 {
-    static const struct { const char *name; uint64_t size; } sizes[] = {
-        {"F64", 8}, {"I64", 8}, {"U64", 8}, {"F32", 4}, {"I32", 4}, {"U32", 4},
-        {"F16", 2}, {"BF16", 2}, {"I16", 2}, {"U16", 2}, {"I8", 1}, {"U8", 1},
-        {"BOOL", 1}, {"F8_E4M3", 1}, {"F8_E5M2", 1},
+    static const struct { const char *name; uint64_t bits; } sizes[] = {
+        {"F64", 64}, {"I64", 64}, {"U64", 64}, {"C64", 64}, {"F32", 32}, {"I32", 32}, {"U32", 32},
+        {"F16", 16}, {"BF16", 16}, {"I16", 16}, {"U16", 16}, {"I8", 8}, {"U8", 8}, {"BOOL", 8},
+        {"F8_E4M3", 8}, {"F8_E5M2", 8}, {"F8_E8M0", 8}, {"F6_E2M3", 6}, {"F6_E3M2", 6}, {"F4", 4},
     };
     for (size_t i = 0; i < sizeof sizes / sizeof *sizes; ++i)
         if (!strcmp(dtype, sizes[i].name))
-            return sizes[i].size;
+            return sizes[i].bits;
     return 0;
 }
 
@@ -435,41 +438,43 @@ static void format_shape(char *buf, size_t len, int ndim, const int64_t *shape)
         snprintf(buf + n, len - n, "]");
 }
 
-/* The tensor's byte size from its shape; -1 when it does not fit 64 bits. */
-static int shape_bytes(const kb_st_tensor *t, uint64_t elem_size, uint64_t *bytes)
+/* The tensor's size in bits from its shape; -1 when it does not fit 64 bits. */
+static int shape_bits(const kb_st_tensor *t, uint64_t elem_bits, uint64_t *bits)
 {
-    uint64_t n = elem_size;
-    for (int i = 0; i < t->ndim; ++i) {
-        uint64_t d = (uint64_t)t->shape[i];
-        if (d && n > UINT64_MAX / d)
+    uint64_t n = elem_bits;
+    for (int i = 0; i < t->ndim; ++i)
+        if (__builtin_mul_overflow(n, (uint64_t)t->shape[i], &n))
             return -1;
-        n *= d;
-    }
-    *bytes = n;
+    *bits = n;
     return 0;
 }
 
 static int check_tensor(const kb_st_file *f, const kb_st_tensor *t, char *err, size_t errlen)
 {
+    char name[KB_QUOTE_LEN], dtype[KB_QUOTE_LEN], shape[256];
+    kb_quote(t->name, name, sizeof name);
     if (t->end < t->begin)
         return report(err, errlen, "%s: tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64
-                      "] end before begin", f->path, t->name, t->begin, t->end);
+                      "] end before begin", f->path, name, t->begin, t->end);
     if (t->end > f->data_size)
         return report(err, errlen, "%s: tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64
                       "] past the end of the data section (%" PRIu64 " bytes; truncated file?)",
-                      f->path, t->name, t->begin, t->end, f->data_size);
-    uint64_t elem = dtype_size(t->dtype), need;
+                      f->path, name, t->begin, t->end, f->data_size);
+    uint64_t elem = dtype_bits(t->dtype), need;
     if (!elem)
-        return 0;
-    char shape[256];
+        return report(err, errlen, "%s: tensor '%s': dtype \"%s\" is not a safetensors dtype", f->path, name,
+                      kb_quote(t->dtype, dtype, sizeof dtype));
     format_shape(shape, sizeof shape, t->ndim, t->shape);
-    if (shape_bytes(t, elem, &need) != 0)
+    if (shape_bits(t, elem, &need) != 0)
         return report(err, errlen, "%s: tensor '%s': shape %s overflows 64-bit sizes",
-                      f->path, t->name, shape);
-    if (t->end - t->begin != need)
+                      f->path, name, shape);
+    if (need % 8)
+        return report(err, errlen, "%s: tensor '%s': %s %s is not a whole number of bytes", f->path, name,
+                      t->dtype, shape);
+    if (t->end - t->begin != need / 8)
         return report(err, errlen, "%s: tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64
-                      "] hold %" PRIu64 " bytes but %s %s needs %" PRIu64, f->path, t->name,
-                      t->begin, t->end, t->end - t->begin, t->dtype, shape, need);
+                      "] hold %" PRIu64 " bytes but %s %s needs %" PRIu64, f->path, name,
+                      t->begin, t->end, t->end - t->begin, t->dtype, shape, need / 8);
     return 0;
 }
 
@@ -478,19 +483,58 @@ static int by_name(const void *a, const void *b)
     return strcmp(((const kb_st_tensor *)a)->name, ((const kb_st_tensor *)b)->name);
 }
 
+static int by_offsets(const void *a, const void *b)
+{
+    const kb_st_tensor *x = *(const kb_st_tensor *const *)a, *y = *(const kb_st_tensor *const *)b;
+    return x->begin != y->begin ? (x->begin > y->begin) - (x->begin < y->begin)
+                                : (x->end > y->end) - (x->end < y->end);
+}
+
+/* The tensors must tile the data section, as the reference reader demands:
+ * no byte of two tensors (aliases would let writing one change another),
+ * none of no tensor. */
+static int check_layout(const kb_st_file *f, char *err, size_t errlen)
+{
+    const kb_st_tensor **order = malloc(sizeof *order * (size_t)(f->count ? f->count : 1));
+    if (!order)
+        return report(err, errlen, "%s: out of memory", f->path);
+    for (int i = 0; i < f->count; ++i)
+        order[i] = &f->tensors[i];
+    qsort(order, (size_t)f->count, sizeof *order, by_offsets);
+    char a[KB_QUOTE_LEN], b[KB_QUOTE_LEN];
+    uint64_t at = 0;
+    int rc = 0;
+    /* The end of the data section closes the last gap. */
+    for (int i = 0; i <= f->count && rc == 0; ++i) {
+        const uint64_t begin = i < f->count ? order[i]->begin : f->data_size;
+        if (begin < at)
+            rc = report(err, errlen, "%s: tensors '%s' [%" PRIu64 ", %" PRIu64 ") and '%s' [%" PRIu64 ", %"
+                        PRIu64 ") overlap", f->path, kb_quote(order[i - 1]->name, a, sizeof a), order[i - 1]->begin,
+                        order[i - 1]->end, kb_quote(order[i]->name, b, sizeof b), begin, order[i]->end);
+        else if (begin > at)
+            rc = report(err, errlen, "%s: bytes [%" PRIu64 ", %" PRIu64 ") of the data section belong to no "
+                        "tensor", f->path, at, begin);
+        if (i < f->count)
+            at = order[i]->end;
+    }
+    free(order);
+    return rc;
+}
+
 /* Sorted by name, so that lookups can bisect and duplicates sit side by side. */
 static int index_tensors(kb_st_file *f, char *err, size_t errlen)
 {
+    char name[KB_QUOTE_LEN];
     if (f->count > 1)
         qsort(f->tensors, (size_t)f->count, sizeof *f->tensors, by_name);
     for (int i = 0; i < f->count; ++i) {
         if (i && !strcmp(f->tensors[i - 1].name, f->tensors[i].name))
             return report(err, errlen, "%s: tensor '%s' appears twice in the header",
-                          f->path, f->tensors[i].name);
+                          f->path, kb_quote(f->tensors[i].name, name, sizeof name));
         if (check_tensor(f, &f->tensors[i], err, errlen) != 0)
             return -1;
     }
-    return 0;
+    return check_layout(f, err, errlen);
 }
 
 static int read_exact(FILE *fp, void *buf, size_t n)
@@ -526,8 +570,9 @@ static int read_file(FILE *fp, kb_st_file *f, char **text, uint64_t *text_len,
                      char *err, size_t errlen)
 {
     uint64_t size;
-    if (kb_file_size(fp, &size) != 0)
-        return report(err, errlen, "%s: cannot determine the file size", f->path);
+    const char *why = kb_file_size(fp, &size);
+    if (why)
+        return report(err, errlen, "%s: %s", f->path, why);
     if (read_prefix(fp, f->path, size, text_len, err, errlen) != 0)
         return -1;
     f->data_size = size - 8 - *text_len;
@@ -542,18 +587,20 @@ static int read_file(FILE *fp, kb_st_file *f, char **text, uint64_t *text_len,
 
 int kb_st_open(const char *path, kb_st_file *f, char *err, size_t errlen)
 {
+    char shown[KB_QUOTE_LEN];
+    kb_quote(path, shown, sizeof shown);
     memset(f, 0, sizeof *f);
     FILE *fp = fopen(path, "rb");
     if (!fp)
-        return report(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return report(err, errlen, "%s: cannot open: %s", shown, strerror(errno));
     char *text = NULL;
     uint64_t text_len = 0;
-    int rc = (f->path = copy_string(path)) ? 0 : report(err, errlen, "%s: out of memory", path);
+    int rc = (f->path = copy_string(shown)) ? 0 : report(err, errlen, "%s: out of memory", shown);
     if (rc == 0)
         rc = read_file(fp, f, &text, &text_len, err, errlen);
     fclose(fp);
     if (rc == 0) {
-        parser p = {.path = path, .text = text, .len = text_len, .err = err, .errlen = errlen};
+        parser p = {.path = f->path, .text = text, .len = text_len, .err = err, .errlen = errlen};
         rc = parse_header(&p, f) != 0 ? -1 : index_tensors(f, err, errlen);
     }
     free(text);
@@ -595,6 +642,12 @@ int kb_st_get(const kb_st_file *f, const char *name, int ndim, const int64_t *sh
                       ", not a multiple of 4", f->path, name, t->begin);
     *data = (const float *)(f->data + t->begin);
     return 0;
+}
+
+int kb_st_index(const kb_st_file *f, const char *name)
+{
+    const kb_st_tensor *t = find(f, name);
+    return t ? (int)(t - f->tensors) : -1;
 }
 
 int kb_st_shape(const kb_st_file *f, const char *name, int *ndim, int64_t *shape)

@@ -1,10 +1,11 @@
 /* Reading .safetensors weight files, as written by
  * safetensors.torch.save_file(model.state_dict(), path).
  *
- * kb_st_open validates the whole header up front (every tensor's offsets and
- * size against its dtype and shape), so later lookups only have to check
- * that the tensor is the one the model expects.  Every failure writes one
- * line, naming the file and the tensor, into err. */
+ * kb_st_open validates the whole header up front (every tensor's dtype, and
+ * its offsets and size against its dtype and shape; the tensors must tile
+ * the data section, none overlapping another), so later lookups only have
+ * to check that the tensor is the one the model expects.  Every failure
+ * writes one line, naming the file and the tensor, into err. */
 #ifndef KBENCH_MODEL_SAFETENSORS_H
 #define KBENCH_MODEL_SAFETENSORS_H
 
@@ -26,7 +27,7 @@ typedef struct {
 } kb_st_tensor;
 
 typedef struct {
-    char *path;
+    char *path;                      /* as messages show it: control characters escaped */
     unsigned char *data;             /* the data section, after the header */
     uint64_t data_size;
     kb_st_tensor *tensors;
@@ -40,6 +41,9 @@ int kb_st_open(const char *path, kb_st_file *f, char *err, size_t errlen);
  * shape.  The pointer lives until kb_st_close.  0 or -1 with err set. */
 int kb_st_get(const kb_st_file *f, const char *name, int ndim, const int64_t *shape,
               const float **data, char *err, size_t errlen);
+
+/* The tensor's index in f->tensors (which are sorted by name), or -1. */
+int kb_st_index(const kb_st_file *f, const char *name);
 
 /* The tensor's shape (shape needs KB_ST_MAX_DIMS slots), so a model can size
  * itself from its weights.  0, or -1 when there is no such tensor. */

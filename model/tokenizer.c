@@ -2,12 +2,17 @@
  * through an open-addressing hash table, so encoding is linear in the text. */
 #include <errno.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "harness/harness.h"
+#include "model/fileio.h"
 #include "model/tokenizer.h"
+
+/* Far above any real vocabulary (a few MiB at most), so a wrong path
+ * (a disk image, a model) is refused before it is read whole. */
+#define MAX_VOCAB_BYTES ((uint64_t)64 << 20)
 
 /* The special tokens first, at the ids the header promises, then common
  * words, so that a demo sentence encodes to mostly known ids. */
@@ -21,15 +26,6 @@ static const char default_vocab[] =
     "like\nhim\ninto\ntime\nhas\nlook\ntwo\nmore\nwrite\ngo\nsee\nnumber\nno\nway\n"
     "could\npeople\nmy\nthan\nfirst\nwater\nbeen\ncall\nwho\nnow\nfind\nlong\ndown\n"
     "day\ndid\nget\ncome\nmade\nmay\npart\nhe\nyou\ncat\ndog\nsat\nmat\nhello\nworld\n";
-
-static int report(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 static int is_space(char c)
 {
@@ -87,23 +83,24 @@ static int count_lines(const char *text, size_t len)
 }
 
 /* Check the next line (a CR before its newline is dropped) and enter it
- * with the next id. */
+ * with the next id.  path is as messages show it. */
 static int add_token(kb_vocab *v, char *line, size_t n, const char *path, char *err, size_t errlen)
 {
     int line_no = v->size + 1;
+    char q[64];
     if (n && line[n - 1] == '\r')
         n--;
     line[n] = '\0';
     if (!n)
-        return report(err, errlen, "%s:%d: empty line in the vocabulary", path, line_no);
+        return kb_report(err, errlen, "%s:%d: empty line in the vocabulary", path, line_no);
     for (size_t i = 0; i < n; ++i)
         if (is_space(line[i]) || line[i] == '\0')
-            return report(err, errlen, "%s:%d: token '%.60s' contains whitespace or a NUL byte",
-                          path, line_no, line);
+            return kb_report(err, errlen, "%s:%d: token '%s' contains whitespace or a NUL byte",
+                          path, line_no, kb_quote(line, q, sizeof q));
     size_t slot = slot_of(v, line, n);
     if (v->slots[slot] >= 0)
-        return report(err, errlen, "%s:%d: duplicate token '%.60s' (first on line %d)",
-                      path, line_no, line, v->slots[slot] + 1);
+        return kb_report(err, errlen, "%s:%d: duplicate token '%s' (first on line %d)",
+                      path, line_no, kb_quote(line, q, sizeof q), v->slots[slot] + 1);
     v->slots[slot] = v->size;
     v->tokens[v->size++] = line;
     return 0;
@@ -116,9 +113,9 @@ static int build(kb_vocab *v, char *text, size_t len, const char *path, char *er
     v->text = text;
     int count = count_lines(text, len);
     if (count == 0)
-        return report(err, errlen, "%s: the vocabulary is empty", path);
+        return kb_report(err, errlen, "%s: the vocabulary is empty", path);
     if (count < 0 || allocate(v, count) != 0)
-        return report(err, errlen, "%s: vocabulary too large", path);
+        return kb_report(err, errlen, "%s: vocabulary too large", path);
     for (size_t start = 0; start < len;) {
         char *nl = memchr(text + start, '\n', len - start);
         size_t n = nl ? (size_t)(nl - (text + start)) : len - start;
@@ -128,41 +125,44 @@ static int build(kb_vocab *v, char *text, size_t len, const char *path, char *er
     }
     v->unk_id = lookup(v, "<unk>", 5);
     if (v->unk_id < 0)
-        return report(err, errlen, "%s: the vocabulary has no <unk> token", path);
+        return kb_report(err, errlen, "%s: the vocabulary has no <unk> token", path);
     return 0;
 }
 
-/* The whole file, NUL-terminated, in a new buffer; NULL on failure. */
-static char *read_text(FILE *f, size_t *len)
+/* The whole file, NUL-terminated, in a new buffer; NULL with err set. */
+static char *read_text(FILE *f, const char *path, size_t *len, char *err, size_t errlen)
 {
-    if (fseek(f, 0, SEEK_END) != 0)
+    uint64_t size;
+    const char *why = kb_file_size(f, &size);
+    if (why || size > MAX_VOCAB_BYTES) {
+        kb_report(err, errlen, "%s: %s", path, why ? why : "a vocabulary over 64 MiB");
         return NULL;
-    long size = ftell(f);
-    if (size < 0 || fseek(f, 0, SEEK_SET) != 0)
-        return NULL;
+    }
     char *text = malloc((size_t)size + 1);
-    if (text && fread(text, 1, (size_t)size, f) != (size_t)size) {
+    if (!text || fread(text, 1, (size_t)size, f) != (size_t)size) {
+        kb_report(err, errlen, "%s: cannot read the vocabulary", path);
         free(text);
         return NULL;
     }
-    if (text)
-        text[size] = '\0';
+    text[size] = '\0';
     *len = (size_t)size;
     return text;
 }
 
 int kb_vocab_load(const char *path, kb_vocab *v, char *err, size_t errlen)
 {
+    char shown[KB_QUOTE_LEN];
+    kb_quote(path, shown, sizeof shown);
     memset(v, 0, sizeof *v);
     FILE *f = fopen(path, "rb");
     if (!f)
-        return report(err, errlen, "%s: cannot open the vocabulary: %s", path, strerror(errno));
+        return kb_report(err, errlen, "%s: cannot open the vocabulary: %s", shown, strerror(errno));
     size_t len = 0;
-    char *text = read_text(f, &len);
+    char *text = read_text(f, shown, &len, err, errlen);
     fclose(f);
     if (!text)
-        return report(err, errlen, "%s: cannot read the vocabulary", path);
-    if (build(v, text, len, path, err, errlen) == 0)
+        return -1;
+    if (build(v, text, len, shown, err, errlen) == 0)
         return 0;
     kb_vocab_free(v);
     return -1;

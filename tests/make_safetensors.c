@@ -31,7 +31,7 @@ typedef enum {
     ST_CUT_DATA,          /* ends 6 bytes before the data does */
     ST_HEADER_TOO_LONG,   /* header length 1 MiB in a file of a few hundred bytes */
     ST_BAD_JSON,          /* the ':' after "a" is missing */
-    ST_WRONG_DTYPE,       /* "a" is F16 (with a matching 12-byte range) */
+    ST_WRONG_DTYPE,       /* "a" is F16 [2, 6], the same 24 bytes */
     ST_OFFSETS_PAST_END,  /* "b.1" ends at 4000 */
     ST_END_BEFORE_BEGIN,  /* "b.1" has [24, 0] */
     ST_SIZE_MISMATCH,     /* "a" has 20 bytes for 6 floats */
@@ -44,7 +44,7 @@ static const char *st_json(st_variant v)
     case ST_BAD_JSON:
         return "{" ST_META ",\n \"a\" " ST_A ",\n " ST_B ",\n " ST_REST;
     case ST_WRONG_DTYPE:
-        return ST_JSON("{\"dtype\": \"F16\", \"shape\": [2, 3], \"data_offsets\": [0, 12]}", ST_B);
+        return ST_JSON("{\"dtype\": \"F16\", \"shape\": [2, 6], \"data_offsets\": [0, 24]}", ST_B);
     case ST_OFFSETS_PAST_END:
         return ST_JSON(ST_A, "\"b.1\": {\"dtype\": \"F32\", \"shape\": [4], \"data_offsets\": [24, 4000]}");
     case ST_END_BEFORE_BEGIN:

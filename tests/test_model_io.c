@@ -197,25 +197,69 @@ static void test_st_bad_headers(void)
     unlink(path);
 }
 
-/* Tensors may share bytes, and a dtype this reader has no size for is
- * accepted until someone asks for it. */
-static void test_st_overlap(void)
+/* The tensors must tile the data section (st_data's 44 bytes), and every
+ * dtype must be a safetensors dtype, even on a tensor nobody asks for. */
+static void test_st_layout(void)
 {
-    path_buf file = in_dir("overlap.safetensors");
+#define T(name, dtype, shape, begin, end) \
+    "\"" name "\": {\"dtype\": \"" dtype "\", \"shape\": [" shape "], \"data_offsets\": [" #begin ", " #end "]}"
+    static const char *const cases[][2] = {
+        {"{" T("x", "F32", "4", 0, 16) ", " T("y", "F32", "4", 8, 24) ", " T("z", "F32", "5", 24, 44) "}",
+         "tensors 'x' [0, 16) and 'y' [8, 24) overlap"},
+        {"{" T("x", "F32", "4", 0, 16) ", " T("y", "F32", "4", 0, 16) ", " T("z", "F32", "7", 16, 44) "}",
+         "tensors 'x' [0, 16) and 'y' [0, 16) overlap"},
+        {"{" T("x", "F32", "4", 0, 16) ", " T("z", "F32", "5", 24, 44) "}",
+         "bytes [16, 24) of the data section belong to no tensor"},
+        {"{" T("x", "F32", "4", 0, 16) "}", "bytes [16, 44) of the data section belong to no tensor"},
+        {"{" T("x", "F32", "11", 0, 44) ", " T("q", "Q99", "4294967296, 4294967296, 4294967296", 0, 44) "}",
+         "tensor 'q': dtype \"Q99\" is not a safetensors dtype"},
+        {"{" T("x", "F32", "10", 0, 40) ", " T("q", "F4", "3", 40, 44) "}", "F4 [3] is not a whole number of bytes"},
+        {"{" T("a\\nb\\u001b", "F32", "4", 0, 16) ", " T("y", "F32", "9", 8, 44) "}", "'a\\x0ab\\x1b' [0, 16)"},
+    };
+#undef T
+    path_buf file = in_dir("layout.safetensors");
     const char *path = file.s;
-    CHECK(st_write_json(path, "{\"x\": {\"dtype\": \"F32\", \"shape\": [4], \"data_offsets\": [0, 16]},"
-                              " \"y\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [8, 16]},"
-                              " \"q\": {\"dtype\": \"F4\", \"shape\": [3], \"data_offsets\": [0, 2]}}") == 0);
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; ++i) {
+        CHECK(st_write_json(path, cases[i][0]) == 0);
+        kb_st_file f;
+        char err[512] = "";
+        CHECK(kb_st_open(path, &f, err, sizeof err) != 0);
+        CHECK(has(err, cases[i][1]) && strchr(err, '\n') == NULL);
+    }
+    /* F4 is a dtype (two elements a byte): the file opens, the lookup refuses it. */
+    CHECK(st_write_json(path, "{\"q\": {\"dtype\": \"F4\", \"shape\": [88], \"data_offsets\": [0, 44]}}") == 0);
     kb_st_file f;
-    const float *y = NULL;
+    const float *q = NULL;
     char err[512] = "";
     CHECK(kb_st_open(path, &f, err, sizeof err) == 0);
-    CHECK(kb_st_get(&f, "y", 1, (int64_t[]){2}, &y, err, sizeof err) == 0);
-    CHECK(y && y[0] == 0 && y[1] == 0.5f);
-    CHECK(kb_st_get(&f, "q", 1, (int64_t[]){3}, &y, err, sizeof err) != 0);
+    CHECK(kb_st_get(&f, "q", 1, (int64_t[]){88}, &q, err, sizeof err) != 0);
     CHECK(has(err, "tensor 'q' has dtype F4"));
     kb_st_close(&f);
     unlink(path);
+}
+
+/* A file name with control characters stays one line in every message. */
+static void test_quoted_paths(void)
+{
+    path_buf file = in_dir("new\nline\033.bin");
+    const char *path = file.s;
+    CHECK(write_bytes(path, "junk", 4) == 0);
+    char err[512] = "";
+    kb_st_file f;
+    kb_npy a;
+    kb_vocab v;
+    CHECK(kb_st_open(path, &f, err, sizeof err) != 0 && has(err, "new\\x0aline\\x1b.bin"));
+    CHECK(strchr(err, '\n') == NULL);
+    CHECK(kb_npy_read(path, &a, err, sizeof err) != 0 && has(err, "new\\x0aline\\x1b.bin"));
+    CHECK(strchr(err, '\n') == NULL);
+    CHECK(kb_vocab_load(path, &v, err, sizeof err) != 0 && has(err, "new\\x0aline\\x1b.bin"));
+    CHECK(strchr(err, '\n') == NULL);
+    unlink(path);
+    /* Not a regular file: a directory's size is no size to read. */
+    CHECK(kb_st_open(dir, &f, err, sizeof err) != 0 && has(err, "not a regular file"));
+    CHECK(kb_npy_read(dir, &a, err, sizeof err) != 0 && has(err, "not a regular file"));
+    CHECK(kb_vocab_load(dir, &v, err, sizeof err) != 0 && has(err, "not a regular file"));
+    CHECK(kb_vocab_load("/dev/zero", &v, err, sizeof err) != 0 && has(err, "not a regular file"));
 }
 
 static void test_st_python(void)
@@ -475,6 +519,15 @@ static void test_vocab_file(void)
     expect_vocab("<unk>\n\nb\n", "vocab.txt:2: empty line");
     expect_vocab("<unk>\na b\n", "vocab.txt:2: token 'a b' contains whitespace");
     expect_vocab("a\nb\n", "no <unk> token");
+    expect_vocab("<unk>\nx\033[2J\n\033[2J\nx\033[2J\n", "duplicate token 'x\\x1b[2J'");
+    expect_vocab("<unk>\na\tb\n", "token 'a\\x09b' contains whitespace");
+    /* A file far larger than any vocabulary is refused before it is read. */
+    FILE *big = fopen(path, "wb");
+    CHECK(big && ftruncate(fileno(big), (off_t)65 << 20) == 0);
+    if (big)
+        fclose(big);
+    CHECK(kb_vocab_load(path, &v, err, sizeof err) != 0 && has(err, "vocab.txt: a vocabulary over 64 MiB"));
+    unlink(path);
     CHECK(kb_vocab_load(in_dir("absent.txt").s, &v, err, sizeof err) != 0);
     CHECK(has(err, "absent.txt: cannot open the vocabulary"));
 }
@@ -489,7 +542,8 @@ int main(void)
     test_st_damaged();
     test_st_json_offset();
     test_st_bad_headers();
-    test_st_overlap();
+    test_st_layout();
+    test_quoted_paths();
     test_st_python();
     test_npy_round_trip();
     test_npy_from_numpy();
