@@ -1,9 +1,12 @@
 /* Parsing `kbench model`.  Every problem is one line in err (exit 2), found
  * before anything is loaded or run. */
+#include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "harness/harness.h"
 #include "model/command.h"
 #include "model/gpu.h"
 
@@ -38,21 +41,47 @@ static int parse_int(const char *flag, const char *val, long lo, long hi, int *o
     return 0;
 }
 
+/* A comma-separated list of GEMM paths; an empty item is a mistake, not
+ * "every path". */
 static int parse_gemm(kb_model_opts *o, const char *list, char *err, size_t errlen)
 {
-    char *copy = strdup(list), *save = NULL;
-    int rc = 0;
-    for (char *tok = strtok_r(copy, ",", &save); tok && rc == 0; tok = strtok_r(NULL, ",", &save)) {
+    char *copy = strdup(list), *rest = copy, *tok, q[KB_QUOTE_LEN];
+    int rc = copy ? 0 : fail(err, errlen, "out of memory%s%s", "", "");
+    while (rc == 0 && (tok = strsep(&rest, ","))) {
         int g = 0;
         while (g < KB_TF_GEMM_COUNT && strcmp(tok, kb_tf_gemm_name((kb_tf_gemm)g)) != 0)
             ++g;
-        if (g == KB_TF_GEMM_COUNT)
-            rc = fail(err, errlen, "unknown --gemm '%s' (expected fp32 or 3xtf32)%s", tok, "");
+        if (!*tok)
+            rc = fail(err, errlen, "--gemm needs at least one of fp32, 3xtf32, comma-separated, got '%s'%s",
+                      kb_quote(list, q, sizeof q), "");
+        else if (g == KB_TF_GEMM_COUNT)
+            rc = fail(err, errlen, "unknown --gemm '%s' (expected fp32 or 3xtf32)%s",
+                      kb_quote(tok, q, sizeof q), "");
         else
             o->gemm_mask |= 1u << g;
     }
     free(copy);
     return rc;
+}
+
+/* --seed: a decimal uint64 (strtoull would wrap "-1"); --max-time: finite
+ * seconds in (0, 3600]. */
+static int parse_number(kb_model_opts *o, const char *flag, const char *val, char *err, size_t errlen)
+{
+    char *end, q[KB_QUOTE_LEN];
+    errno = 0;
+    if (!strcmp(flag, "--seed")) {
+        o->seed = strtoull(val, &end, 10);
+        if (!isdigit((unsigned char)*val) || errno || *end)
+            return fail(err, errlen, "--seed needs an integer from 0 to 2^64-1, got '%s'%s",
+                        kb_quote(val, q, sizeof q), "");
+        return 0;
+    }
+    o->max_time_s = strtod(val, &end);
+    if (errno || end == val || *end || !isfinite(o->max_time_s) || o->max_time_s <= 0 || o->max_time_s > 3600)
+        return fail(err, errlen, "--max-time needs seconds above 0 and at most 3600, got '%s'%s",
+                    kb_quote(val, q, sizeof q), "");
+    return 0;
 }
 
 /* A flag that takes a string; NULL when it is not one. */
@@ -100,19 +129,13 @@ static int parse_flag(int argc, char **argv, int *i, kb_model_opts *o, char *err
                              err, errlen);
         else if (!strcmp(a, "--gemm"))
             return parse_gemm(o, val, err, errlen);
-        else {
-            char *end;
-            errno = 0;
-            const int seed = !strcmp(a, "--seed");
-            if (seed)
-                o->seed = strtoull(val, &end, 10);
-            else
-                o->max_time_s = strtod(val, &end);
-            if (errno || end == val || *end || (!seed && (o->max_time_s <= 0 || o->max_time_s > 3600)))
-                return fail(err, errlen, "%s needs a number, got '%s'", a, val);
-        }
-    } else
-        return fail(err, errlen, "unknown option '%s' for kbench model (see kbench help)%s", a, "");
+        else
+            return parse_number(o, a, val, err, errlen);
+    } else {
+        char q[KB_QUOTE_LEN];
+        return fail(err, errlen, "unknown option '%s' for kbench model (see kbench help)%s",
+                    kb_quote(a, q, sizeof q), "");
+    }
     return 0;
 }
 
@@ -140,6 +163,8 @@ static int check_combinations(const kb_model_opts *o, char *err, size_t errlen)
         return fail(err, errlen, "--no-causal applies to the decoder's self-attention%s%s", "", "");
     if (!!o->csv_path + !!o->out_dir + !!o->append > 1)
         return fail(err, errlen, "--csv, --out-dir and --append each name the output; give one%s%s", "", "");
+    if (o->cpu_only && (o->csv_path || o->out_dir || o->append))
+        return fail(err, errlen, "--cpu-only writes no CSV: drop --csv, --out-dir and --append%s%s", "", "");
     return 0;
 }
 
@@ -154,8 +179,10 @@ int kb_model_parse(int argc, char **argv, kb_model_opts *o, char *err, size_t er
     int m = 0;
     while (m < 3 && strcmp(argv[1], modes[m]) != 0)
         ++m;
+    char q[KB_QUOTE_LEN];
     if (m == 3)
-        return fail(err, errlen, "unknown model '%s' (expected encoder, decoder or seq2seq)%s", argv[1], "");
+        return fail(err, errlen, "unknown model '%s' (expected encoder, decoder or seq2seq)%s",
+                    kb_quote(argv[1], q, sizeof q), "");
     o->mode = (kb_tf_mode)m;
     for (int i = 2; i < argc; ++i)
         if (parse_flag(argc, argv, &i, o, err, errlen) != 0)

@@ -2,10 +2,15 @@
  * each GEMM path on the GPU, checked before and after timing, timed as
  * plain stream launches and as CUDA graphs.  Prints the CPU vs GPU
  * breakdown and writes one CSV row per (path, launch mode). */
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <cuda_runtime_api.h>
 #include "harness/harness.h"
 #include "kernels/cuda_util.h"
@@ -70,39 +75,46 @@ static double forward_bytes(const kb_tf_config *c, kb_tf_mode mode, const model_
 
 /* ---- weights and inputs ------------------------------------------------------------ */
 
-static int load_model(const kb_model_opts *o, kb_tf_model *m, char *err, size_t errlen)
+/* The model the flags describe, checked before anything is allocated. */
+static int random_config(const kb_model_opts *o, kb_tf_config *c, char *err, size_t errlen)
 {
-    const int heads = o->heads ? o->heads : 8;
-    if (o->weights)
-        return kb_tf_load(m, o->weights, heads, !o->no_causal, err, errlen);
-    const int d = o->d_model ? o->d_model : 512, layers = o->layers ? o->layers : o->mode == KB_TF_SEQ2SEQ ? 6 : 1;
-    kb_tf_config c = {d, heads, o->d_ff ? o->d_ff : 4 * d, o->mode == KB_TF_DECODER ? 0 : layers,
-                      o->mode == KB_TF_ENCODER ? 0 : layers, 1e-5f, !o->no_causal};
-    if (d % heads) {
+    const int d = o->d_model ? o->d_model : 512, heads = o->heads ? o->heads : 8;
+    const int layers = o->layers ? o->layers : o->mode == KB_TF_SEQ2SEQ ? 6 : 1;
+    const int64_t ff = o->d_ff ? o->d_ff : 4 * (int64_t)d;
+    *c = (kb_tf_config){d, heads, (int)ff, o->mode == KB_TF_DECODER ? 0 : layers,
+                        o->mode == KB_TF_ENCODER ? 0 : layers, 1e-5f, !o->no_causal};
+    if (ff > 1 << 30)
+        snprintf(err, errlen, "--d-ff defaults to 4 x --d-model = %lld, over 2^30: give --d-ff", (long long)ff);
+    else if (d % heads)
         snprintf(err, errlen, "--d-model %d is not a multiple of --heads %d", d, heads);
-        return -1;
-    }
-    if (kb_tf_init_random(m, &c, o->seed) != 0) {
-        snprintf(err, errlen, "out of host memory for %lld weights", (long long)kb_tf_weight_count(&c));
-        return -1;
-    }
-    return 0;
+    else if (kb_tf_weight_count(c) < 0)
+        snprintf(err, errlen, "--d-model %d, --d-ff %d and --layers %d make over 2^40 weights, the most kbench "
+                 "allocates", d, c->d_ff, layers);
+    else
+        return 0;
+    return -1;
 }
 
-/* One .npy input: (B, T, d) or (T, d), d matching the model. */
+/* One .npy input: (B, T, d) or (T, d), d matching the model, all finite. */
 static int read_npy(const char *path, int d, kb_npy *a, int *B, int *T, char *err, size_t errlen)
 {
+    char q[KB_QUOTE_LEN];
     if (kb_npy_read(path, a, err, errlen) != 0)
         return -1;
     const int nd = a->ndim;
+    int64_t bad = -1;
     if ((nd != 2 && nd != 3) || a->shape[nd - 1] != d || a->count == 0 || a->shape[nd - 2] > (1 << 30) ||
-        (nd == 3 && a->shape[0] > (1 << 30))) {
-        snprintf(err, errlen, "%s: expected float32 (B, T, %d) or (T, %d) activations", path, d, d);
-        return -1;
+        (nd == 3 && a->shape[0] > (1 << 30)))
+        snprintf(err, errlen, "%s: expected float32 (B, T, %d) or (T, %d) activations",
+                 kb_quote(path, q, sizeof q), d, d);
+    else if ((bad = kb_first_nonfinite(a->data, a->count)) >= 0)
+        snprintf(err, errlen, "%s: holds NaN or Inf (element %lld)", kb_quote(path, q, sizeof q), (long long)bad);
+    else {
+        *B = nd == 3 ? (int)a->shape[0] : 1;
+        *T = (int)a->shape[nd - 2];
+        return 0;
     }
-    *B = nd == 3 ? (int)a->shape[0] : 1;
-    *T = (int)a->shape[nd - 2];
-    return 0;
+    return -1;
 }
 
 static int inputs_from_npy(const kb_model_opts *o, int d, model_inputs *in, char *err, size_t errlen)
@@ -115,7 +127,9 @@ static int inputs_from_npy(const kb_model_opts *o, int d, model_inputs *in, char
         return -1;
     }
     if (o->tgt_npy && Bt != in->B) {
-        snprintf(err, errlen, "%s holds %d sequences but %s holds %d", o->src_npy, in->B, o->tgt_npy, Bt);
+        char qs[KB_QUOTE_LEN], qt[KB_QUOTE_LEN];
+        snprintf(err, errlen, "%s holds %d sequences but %s holds %d", kb_quote(o->src_npy, qs, sizeof qs), in->B,
+                 kb_quote(o->tgt_npy, qt, sizeof qt), Bt);
         kb_npy_free(&s);
         kb_npy_free(&t);
         return -1;
@@ -128,24 +142,31 @@ static int inputs_from_npy(const kb_model_opts *o, int d, model_inputs *in, char
 }
 
 /* Token ids through a seeded embedding table, plus the positional encoding
- * (the embed op's convention, kernels/posenc.h). */
+ * (the embed op's convention, kernels/posenc.h).  NULL when out of memory;
+ * *T gets the token count either way. */
 static float *embed_text(const kb_vocab *v, const char *text, int d, uint64_t seed, int *T)
 {
-    int n = kb_encode(v, text, NULL, 0);
-    int *ids = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
-    float *x = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1) * d), *row = malloc(sizeof(float) * d);
-    float *pe = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1) * d);
-    kb_encode(v, text, ids, n);
-    posenc_table_f32(n, d, KB_POSENC_SEED_SCALE, pe);
-    for (int t = 0; t < n; ++t) {
-        kb_fill_uniform(row, d, seed * 1000003u + (uint64_t)ids[t]);
-        for (int j = 0; j < d; ++j)
-            x[(int64_t)t * d + j] = row[j] + pe[(int64_t)t * d + j];
+    const int n = kb_encode(v, text, NULL, 0);
+    const size_t rows = n > 0 ? (size_t)n : 1;
+    int *ids = malloc(sizeof(int) * rows);
+    float *x = malloc(sizeof(float) * rows * d), *row = malloc(sizeof(float) * d);
+    float *pe = malloc(sizeof(float) * rows * d);
+    *T = n;
+    if (ids && x && row && pe) {
+        kb_encode(v, text, ids, n);
+        posenc_table_f32(n, d, KB_POSENC_SEED_SCALE, pe);
+        for (int t = 0; t < n; ++t) {
+            kb_fill_uniform(row, d, seed * 1000003u + (uint64_t)ids[t]);
+            for (int j = 0; j < d; ++j)
+                x[(int64_t)t * d + j] = row[j] + pe[(int64_t)t * d + j];
+        }
+    } else {
+        free(x);
+        x = NULL;
     }
     free(ids);
     free(row);
     free(pe);
-    *T = n;
     return x;
 }
 
@@ -166,25 +187,57 @@ static int inputs_from_text(const kb_model_opts *o, int d, model_inputs *in, cha
         snprintf(err, errlen, "--%s holds no tokens", in->Ts == 0 ? "src" : "tgt");
         return -1;
     }
+    if (!in->src || (o->tgt_text && !in->tgt)) {
+        snprintf(err, errlen, "out of host memory for the embedded text");
+        return -1;
+    }
     return 0;
 }
 
-/* The kernels index tokens with int: refuse batches past 2^30 of them. */
-static int too_many_tokens(const model_inputs *in, char *err, size_t errlen)
+/* The kernels index tokens with int: at most 2^30 of them in a batch; and
+ * every activation buffer (tokens x d_model or d_ff) is within
+ * KB_TF_MAX_FLOATS, so no size computed from them overflows. */
+static int check_activations(const kb_tf_config *c, const model_inputs *in, char *err, size_t errlen)
 {
-    if ((int64_t)in->B * (in->Ts > in->Tt ? in->Ts : in->Tt) <= (1 << 30))
+    const int64_t tokens = (int64_t)in->B * (in->Ts > in->Tt ? in->Ts : in->Tt);
+    const int64_t width = c->d_ff > c->d_model ? c->d_ff : c->d_model;
+    if (tokens > 1 << 30)
+        snprintf(err, errlen, "batch x length is over 2^30 tokens");
+    else if (kb_size_muladd(tokens, width, 0) > KB_TF_MAX_FLOATS)
+        snprintf(err, errlen, "%lld tokens (--batch x --src-len, --tgt-len) at width %lld (--d-model, --d-ff) are "
+                 "over 2^40 activations, the most kbench allocates", (long long)tokens, (long long)width);
+    else
         return 0;
-    snprintf(err, errlen, "batch x length is over 2^30 tokens");
-    return 1;
+    return -1;
 }
 
-static int random_inputs(const kb_model_opts *o, int d, model_inputs *in, char *err, size_t errlen)
+/* The host memory of the random weights, the inputs and the output, known
+ * before they are allocated: past the host's memory only the OOM killer
+ * would say so, once the initializer touches the pages. */
+static int check_host_memory(const kb_model_opts *o, const kb_tf_config *c, const model_inputs *in, char *err,
+                             size_t errlen)
+{
+    const int64_t tokens = (int64_t)in->B * (in->Ts + in->Tt + out_len(o->mode, in));
+    const double floats = (double)tokens * c->d_model + (o->weights ? 0 : (double)kb_tf_weight_count(c));
+    const double need = 4 * floats / (1 << 30);
+    const double have = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGE_SIZE) / (1 << 30);
+    if (have <= 0 || need <= have)
+        return 0;
+    snprintf(err, errlen, "the weights and activations need %.1f GiB of host memory; this host has %.1f GiB",
+             need, have);
+    return -1;
+}
+
+/* The sizes of random inputs; allocated by random_inputs once checked. */
+static void random_shape(const kb_model_opts *o, model_inputs *in)
 {
     in->B = o->batch ? o->batch : 32;
     in->Ts = o->src_len ? o->src_len : 128;
     in->Tt = o->tgt_len ? o->tgt_len : 128;
-    if (too_many_tokens(in, err, errlen))
-        return -1;
+}
+
+static int random_inputs(const kb_model_opts *o, int d, model_inputs *in, char *err, size_t errlen)
+{
     const int64_t ns = (int64_t)in->B * in->Ts * d, nt = (int64_t)in->B * in->Tt * d;
     in->src = malloc(sizeof(float) * (size_t)ns);
     in->tgt = malloc(sizeof(float) * (size_t)nt);
@@ -197,18 +250,30 @@ static int random_inputs(const kb_model_opts *o, int d, model_inputs *in, char *
     return 0;
 }
 
-static int load_inputs(const kb_model_opts *o, const kb_tf_config *c, model_inputs *in, char *err, size_t errlen)
+/* Weights and inputs: sizes first, from the flags or the files, checked;
+ * then the random ones are allocated. */
+static int load_model(const kb_model_opts *o, kb_tf_model *m, model_inputs *in, char *err, size_t errlen)
 {
-    int rc = o->src_npy ? inputs_from_npy(o, c->d_model, in, err, errlen)
-             : o->src_text ? inputs_from_text(o, c->d_model, in, err, errlen)
-                           : random_inputs(o, c->d_model, in, err, errlen);
-    if (rc == 0 && too_many_tokens(in, err, errlen))
-        rc = -1;
-    if (rc == 0 && c->d_model % c->heads) {
-        snprintf(err, errlen, "d_model %d is not a multiple of --heads %d", c->d_model, c->heads);
-        rc = -1;
+    kb_tf_config c;
+    if (o->weights ? kb_tf_load(m, o->weights, o->heads ? o->heads : 8, !o->no_causal, err, errlen) != 0
+                   : random_config(o, &c, err, errlen) != 0)
+        return -1;
+    if (o->weights)
+        c = m->cfg;
+    int rc = 0;
+    if (o->src_npy)
+        rc = inputs_from_npy(o, c.d_model, in, err, errlen);
+    else if (o->src_text)
+        rc = inputs_from_text(o, c.d_model, in, err, errlen);
+    else
+        random_shape(o, in);
+    if (rc != 0 || check_activations(&c, in, err, errlen) != 0 || check_host_memory(o, &c, in, err, errlen) != 0)
+        return -1;
+    if (!o->weights && kb_tf_init_random(m, &c, o->seed) != 0) {
+        snprintf(err, errlen, "out of host memory for %lld weights", (long long)kb_tf_weight_count(&c));
+        return -1;
     }
-    return rc;
+    return in->src ? 0 : random_inputs(o, c.d_model, in, err, errlen);
 }
 
 /* ---- the C reference ------------------------------------------------------------- */
@@ -216,40 +281,51 @@ static int load_inputs(const kb_model_opts *o, const kb_tf_config *c, model_inpu
 static double now_ms(void) { return omp_get_wtime() * 1e3; }
 
 /* All sequences with --cpu-only or when cheap; else first, last and evenly
- * spaced ones within the budget (or --check-seqs of them). */
-static void pick_sequences(const kb_model_opts *o, double flops_per_seq, int B, reference_run *r)
+ * spaced ones within the budget (or --check-seqs of them).  -1 when out of
+ * memory. */
+static int pick_sequences(const kb_model_opts *o, double flops_per_seq, int B, reference_run *r)
 {
-    int n = o->check_seqs ? o->check_seqs : (int)(CPU_CHECK_FLOPS / flops_per_seq);
+    /* In double: the budget over a tiny model's FLOPs can pass INT_MAX. */
+    const double fit = CPU_CHECK_FLOPS / flops_per_seq;
+    int n = o->check_seqs ? o->check_seqs : fit < B ? (int)fit : B;
     n = o->cpu_only || n > B ? B : n < 2 ? 2 : n;
     n = n > B ? B : n;
     r->n = n;
     r->seq = malloc(sizeof(int) * (size_t)n);
+    if (!r->seq)
+        return -1;
     for (int i = 0; i < n; ++i)
         r->seq[i] = n == 1 ? 0 : (int)((int64_t)i * (B - 1) / (n - 1));
+    return 0;
 }
 
-static void run_reference(const kb_tf_model *m, kb_tf_mode mode, const model_inputs *in, reference_run *r)
+/* -1 when out of memory for the outputs or the reference's scratch. */
+static int run_reference(const kb_tf_model *m, kb_tf_mode mode, const model_inputs *in, reference_run *r)
 {
     const int64_t d = m->cfg.d_model, T = out_len(mode, in);
     r->ref = malloc(sizeof(float) * (size_t)(r->n * T * d));
+    if (!r->ref)
+        return -1;
     double t0 = now_ms();
     for (int i = 0; i < r->n; ++i) {
         const int64_t b = r->seq[i];
-        kb_tf_reference_seq(m, mode, in->Ts, in->Tt, in->src + b * in->Ts * d,
-                            in->tgt ? in->tgt + b * in->Tt * d : NULL, r->ref + i * T * d);
+        if (kb_tf_reference_seq(m, mode, in->Ts, in->Tt, in->src + b * in->Ts * d,
+                                in->tgt ? in->tgt + b * in->Tt * d : NULL, r->ref + i * T * d) != 0)
+            return -1;
     }
     r->cpu_ms = now_ms() - t0;
+    return 0;
 }
 
 static int write_out(const char *path, const float *out, int B, int T, int d)
 {
     const int64_t shape[3] = {B, T, d};
-    char err[512];
+    char err[512], q[KB_QUOTE_LEN];
     if (kb_npy_write(path, 3, shape, out, err, sizeof err) != 0) {
         fprintf(stderr, "kbench: %s\n", err);
         return -1;
     }
-    printf("wrote %s (%d x %d x %d)\n", path, B, T, d);
+    printf("wrote %s (%d x %d x %d)\n", kb_quote(path, q, sizeof q), B, T, d);
     return 0;
 }
 
@@ -271,6 +347,18 @@ static void print_cpu(const reference_run *r, int B)
     if (r->n < B)
         printf(" for %d of %d sequences; the batch would take ~%.0f ms", r->n, B, r->cpu_ms * B / r->n);
     putchar('\n');
+}
+
+/* Pick the sequences and run the reference on them, or say why not. */
+static int reference(const kb_model_opts *o, const kb_tf_model *m, const model_inputs *in, reference_run *r)
+{
+    const double flops_per_seq = o->cpu_only ? 1 : forward_flops(&m->cfg, in) / in->B;
+    if (pick_sequences(o, flops_per_seq, in->B, r) != 0 || run_reference(m, o->mode, in, r) != 0) {
+        fprintf(stderr, "kbench: out of host memory for the C reference\n");
+        return -1;
+    }
+    print_cpu(r, in->B);
+    return 0;
 }
 
 /* ---- the GPU paths ------------------------------------------------------------------ */
@@ -559,19 +647,7 @@ static void fill_row(const gpu_run *r, kb_tf_gemm gemm, int k, const path_result
                  (long long)row->check.nonfinite, p->check.pass ? " after timing" : "");
 }
 
-/* ---- the command ------------------------------------------------------------------ */
-
-static int cpu_only(const kb_model_opts *o, const kb_tf_model *m, const model_inputs *in)
-{
-    reference_run ref = {0};
-    pick_sequences(o, 1, in->B, &ref);
-    run_reference(m, o->mode, in, &ref);
-    print_cpu(&ref, in->B);
-    int rc = o->out_npy && write_out(o->out_npy, ref.ref, in->B, out_len(o->mode, in), m->cfg.d_model) != 0;
-    free(ref.seq);
-    free(ref.ref);
-    return rc ? KB_EXIT_FAIL : 0;
-}
+/* ---- outputs, checked before any work ---------------------------------------------- */
 
 typedef struct {
     kb_meta_set meta;
@@ -581,13 +657,100 @@ typedef struct {
     int nrows;
 } csv_out;
 
-static int open_gpu(const kb_model_opts *o, gpu_run *r, kb_device_info *dev, csv_out *co)
+static int output_error(char *err, size_t errlen, const char *flag, const char *path, const char *why)
+{
+    char q[KB_QUOTE_LEN];
+    snprintf(err, errlen, "%s '%s' %s", flag, kb_quote(path, q, sizeof q), why);
+    return -1;
+}
+
+/* Whether this process may create files in dir (which must exist). */
+static int writable_dir(const char *flag, const char *path, const char *dir, char *err, size_t errlen)
+{
+    char why[256];
+    if (access(dir, W_OK | X_OK) == 0)
+        return 0;
+    snprintf(why, sizeof why, "cannot be written: %s", strerror(errno));
+    return output_error(err, errlen, flag, path, why);
+}
+
+/* dir with path's last component dropped, as dirname(3) gives it. */
+static int parent_of(const char *path, char *dir, size_t len)
+{
+    if (strlen(path) >= len)
+        return -1;
+    strcpy(dir, path);
+    const char *parent = dirname(dir);
+    memmove(dir, parent, strlen(parent) + 1);
+    return 0;
+}
+
+/* An output file, as the writers replace it (a temporary file beside it,
+ * renamed over it): absent or a regular file, in a writable directory. */
+static int check_file(const char *flag, const char *path, char *err, size_t errlen)
+{
+    struct stat st;
+    char dir[PATH_MAX];
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+        return output_error(err, errlen, flag, path, "is not a regular file");
+    if (parent_of(path, dir, sizeof dir) != 0)
+        return output_error(err, errlen, flag, path, "is too long a path");
+    return writable_dir(flag, path, dir, err, errlen);
+}
+
+/* The CSV's directory: a writable one, or one that can be made (later, by
+ * kb_default_csv_path) in a writable parent. */
+static int check_dir(const char *flag, const char *path, char *err, size_t errlen)
+{
+    struct stat st;
+    char parent[PATH_MAX];
+    if (stat(path, &st) == 0)
+        return S_ISDIR(st.st_mode) ? writable_dir(flag, path, path, err, errlen)
+                                   : output_error(err, errlen, flag, path, "is not a directory");
+    if (parent_of(path, parent, sizeof parent) != 0)
+        return output_error(err, errlen, flag, path, "is too long a path");
+    return writable_dir(flag, path, parent, err, errlen);
+}
+
+/* Every output, so that a bad one is refused before the reference runs:
+ * --out, and for a GPU run the CSV (--csv; --append's kbench CSV, read now;
+ * or a new file under --out-dir or results/). */
+static int check_outputs(const kb_model_opts *o, csv_out *co, char *err, size_t errlen)
+{
+    if (o->out_npy && check_file("--out", o->out_npy, err, errlen) != 0)
+        return -1;
+    if (o->cpu_only)
+        return 0;
+    if (o->csv_path)
+        return check_file("--csv", o->csv_path, err, errlen);
+    if (!o->append)
+        return check_dir(o->out_dir ? "--out-dir" : "the default --out-dir", o->out_dir ? o->out_dir : "results",
+                         err, errlen);
+    if (check_file("--append", o->append, err, errlen) != 0)
+        return -1;
+    if (access(o->append, F_OK) != 0)
+        return output_error(err, errlen, "--append", o->append, "does not exist (it adds rows to a kbench CSV)");
+    co->prefix = kb_csv_read_for_append(o->append, err, errlen);
+    return co->prefix ? 0 : -1;
+}
+
+/* ---- the command ------------------------------------------------------------------ */
+
+static int cpu_only(const kb_model_opts *o, const kb_tf_model *m, const model_inputs *in)
+{
+    reference_run ref = {0};
+    int rc = reference(o, m, in, &ref) != 0 ||
+             (o->out_npy && write_out(o->out_npy, ref.ref, in->B, out_len(o->mode, in), m->cfg.d_model) != 0);
+    free(ref.seq);
+    free(ref.ref);
+    return rc ? KB_EXIT_FAIL : 0;
+}
+
+static int open_gpu(const kb_model_opts *o, gpu_run *r, const kb_device_info *dev, csv_out *co)
 {
     char err[512];
-    if (kb_gpu_open(o->device, dev, err, sizeof err) != 0 ||
-        (o->append && !(co->prefix = kb_csv_read_for_append(o->append, err, sizeof err))) ||
-        (!o->csv_path && !o->append &&
-         kb_default_csv_path(o->out_dir, co->csv, sizeof co->csv, err, sizeof err) != 0)) {
+    if (!o->csv_path && !o->append &&
+        kb_default_csv_path(o->out_dir, co->csv, sizeof co->csv, err, sizeof err) != 0) {
         fprintf(stderr, "kbench: %s\n", err);
         return -1;
     }
@@ -649,39 +812,43 @@ static int gpu_path(const kb_model_opts *o, const gpu_run *r, kb_tf_gemm gemm, i
     return path_passed(&res[0]) && path_passed(&res[1]) ? 0 : 1;
 }
 
-static int gpu_model(const kb_model_opts *o, const kb_tf_model *m, const model_inputs *in)
+static int gpu_model(const kb_model_opts *o, const kb_tf_model *m, const model_inputs *in,
+                     const kb_device_info *dev, csv_out *co)
 {
     gpu_run r = {.m = m, .mode = o->mode, .in = in, .hot = o->hot, .cap_s = o->max_time_s};
-    kb_device_info dev;
-    csv_out *co = calloc(1, sizeof *co);
     reference_run ref = {0};
     int rc = 0, first = 1;
-    if (open_gpu(o, &r, &dev, co) != 0) {
-        close_gpu(&r);
-        free(co->prefix);
-        free(co);
-        return KB_EXIT_FAIL;
+    if (open_gpu(o, &r, dev, co) != 0 || reference(o, m, in, &ref) != 0)
+        rc = -1;
+    else {
+        kb_meta_set_value(&co->meta, "cpu_reference_ms", "%.1f", ref.cpu_ms);
+        kb_meta_set_value(&co->meta, "cpu_reference_sequences", "%d of %d", ref.n, in->B);
+        r.ref = &ref;
     }
-    pick_sequences(o, forward_flops(&m->cfg, in) / in->B, in->B, &ref);
-    run_reference(m, o->mode, in, &ref);
-    print_cpu(&ref, in->B);
-    kb_meta_set_value(&co->meta, "cpu_reference_ms", "%.1f", ref.cpu_ms);
-    kb_meta_set_value(&co->meta, "cpu_reference_sequences", "%d of %d", ref.n, in->B);
-    r.ref = &ref;
     for (int gm = 0; gm < KB_TF_GEMM_COUNT && rc >= 0; ++gm)
         if (!o->gemm_mask || (o->gemm_mask >> gm & 1)) {
             int prc = gpu_path(o, &r, (kb_tf_gemm)gm, first, co);
             rc = prc < 0 ? -1 : rc | prc;
             first = 0;
         }
+    char q[KB_QUOTE_LEN];
     if (co->nrows)
-        printf("wrote %s\n", co->csv);
+        printf("wrote %s\n", kb_quote(co->csv, q, sizeof q));
     close_gpu(&r);
     free(ref.seq);
     free(ref.ref);
-    free(co->prefix);
-    free(co);
     return rc ? KB_EXIT_FAIL : 0;
+}
+
+/* Flags, outputs, sizes, weights and inputs (exit 2), then the GPU (exit
+ * 1), all before any work: 0, or the exit code with one line in err. */
+static int prepare(int argc, char **argv, kb_model_opts *o, csv_out *co, kb_device_info *dev, kb_tf_model *m,
+                   model_inputs *in, char *err, size_t errlen)
+{
+    if (kb_model_parse(argc, argv, o, err, errlen) != 0 || check_outputs(o, co, err, errlen) != 0 ||
+        load_model(o, m, in, err, errlen) != 0)
+        return KB_EXIT_USAGE;
+    return !o->cpu_only && kb_gpu_open(o->device, dev, err, errlen) != 0 ? KB_EXIT_FAIL : 0;
 }
 
 int kb_cmd_model(int argc, char **argv)
@@ -689,19 +856,24 @@ int kb_cmd_model(int argc, char **argv)
     kb_model_opts o;
     kb_tf_model m = {0};
     model_inputs in = {0};
+    kb_device_info dev;
+    csv_out *co = calloc(1, sizeof *co);
     char err[512];
-    if (kb_model_parse(argc, argv, &o, err, sizeof err) != 0 || load_model(&o, &m, err, sizeof err) != 0 ||
-        load_inputs(&o, &m.cfg, &in, err, sizeof err) != 0) {
-        fprintf(stderr, "kbench: %s\n", err);
-        kb_tf_free(&m);
-        free(in.src);
-        free(in.tgt);
-        return KB_EXIT_USAGE;
+    if (!co) {
+        fprintf(stderr, "kbench: out of host memory\n");
+        return KB_EXIT_FAIL;
     }
-    print_setup(&m, o.mode, &in);
-    int rc = o.cpu_only ? cpu_only(&o, &m, &in) : gpu_model(&o, &m, &in);
+    int rc = prepare(argc, argv, &o, co, &dev, &m, &in, err, sizeof err);
+    if (rc)
+        fprintf(stderr, "kbench: %s\n", err);
+    else {
+        print_setup(&m, o.mode, &in);
+        rc = o.cpu_only ? cpu_only(&o, &m, &in) : gpu_model(&o, &m, &in, &dev, co);
+    }
     kb_tf_free(&m);
     free(in.src);
     free(in.tgt);
+    free(co->prefix);
+    free(co);
     return rc;
 }

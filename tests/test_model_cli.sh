@@ -46,6 +46,40 @@ expect 2 "junk.safetensors" seq2seq --weights junk.safetensors
 expect 2 "missing.npy: cannot open" seq2seq --src-npy missing.npy --tgt-npy missing.npy
 expect 2 "holds no tokens" encoder --src "   " "${small[@]}"
 
+# Hostile command lines: sizes that overflow or exceed the host, values that
+# would wrap or are not numbers, empty lists, control characters.  Each gets
+# exit 2 and one line before any work.
+expect 2 "make over 2^40 weights" encoder --cpu-only --batch 1 --src-len 1 --d-model 1898672 --d-ff 107388880 \
+    --layers 32768
+expect 2 "--d-model 1073741824, --d-ff 1 and --layers 1 make over 2^40 weights" encoder --cpu-only --batch 1 \
+    --src-len 1 --d-model 1073741824 --heads 1 --d-ff 1
+expect 2 "--d-ff defaults to 4 x --d-model" encoder --cpu-only --d-model 1073741824 --heads 1
+expect 2 "GiB of host memory; this host has" encoder --cpu-only --batch 1 --src-len 1 --d-model 131072 --d-ff 131072 \
+    --layers 8
+expect 2 "at width 2048 (--d-model, --d-ff) are over 2^40 activations" encoder --cpu-only --batch 1024 \
+    --src-len 1048576 --d-model 64 --d-ff 2048
+expect 2 "--seed needs an integer from 0 to 2^64-1, got '-1'" seq2seq --seed -1
+expect 2 "--max-time needs seconds above 0 and at most 3600, got 'nan'" seq2seq --max-time nan
+expect 2 "--max-time needs seconds" seq2seq --max-time inf
+expect 2 "--gemm needs at least one of fp32, 3xtf32" seq2seq --gemm ,
+expect 2 "--gemm needs at least one of fp32, 3xtf32" seq2seq --gemm fp32,
+expect 2 "unknown model 'gpt.x0a.x1b\[2J'" $'gpt\n\e[2J'
+expect 2 "unknown option '--x.x0ay'" seq2seq $'--x\ny'
+
+# Outputs are checked before the reference runs: --out, --csv, --out-dir,
+# --append (which must be an existing kbench CSV).
+echo "not,a,kbench,csv" >junk.csv
+tiny=(--batch 1 --src-len 2 "${small[@]}")
+expect 2 "--out 'no/such/out.npy' cannot be written" encoder --cpu-only --out no/such/out.npy "${tiny[@]}"
+expect 2 "--out '.' is not a regular file" encoder --cpu-only --out . "${tiny[@]}"
+expect 2 "--csv 'no/such/r.csv' cannot be written" encoder --csv no/such/r.csv "${tiny[@]}"
+expect 2 "--out-dir 'junk.csv' is not a directory" encoder --out-dir junk.csv "${tiny[@]}"
+expect 2 "--append 'missing.csv' does not exist" encoder --append missing.csv "${tiny[@]}"
+expect 2 "--append '/dev/zero' is not a regular file" encoder --append /dev/zero "${tiny[@]}"
+expect 2 "junk.csv is not a kbench CSV" encoder --append junk.csv "${tiny[@]}"
+expect 2 "--cpu-only writes no CSV" encoder --cpu-only --csv r.csv "${tiny[@]}"
+[[ -e r.csv || -e no ]] && fail "a refused output was written"
+
 # The reference's output reads back as input: an encoder's (B, Ts, d) output
 # is a valid source for seq2seq, and the shapes come from the files.
 run_cpu enc.npy encoder --batch 3 --src-len 5 "${small[@]}"
@@ -55,6 +89,10 @@ grep -q "(3, 4, 16)" dec.npy || fail "decoder output is not (3, 4, 16)"
 run_cpu s2s.npy seq2seq --src-npy enc.npy --tgt-npy dec.npy "${small[@]}"
 grep -q "(3, 4, 16)" s2s.npy || fail "seq2seq output is not (3, 4, 16)"
 expect 2 "expected float32 (B, T, 8)" seq2seq --src-npy enc.npy --tgt-npy dec.npy --d-model 8 --heads 2
+# NaN or Inf in an input is refused naming the file, not run to a NaN output.
+cp enc.npy nan.npy
+printf '\x00\x00\xc0\x7f' | dd of=nan.npy bs=1 seek=$(($(stat -c %s nan.npy) - 4)) conv=notrunc 2>/dev/null
+expect 2 "nan.npy: holds NaN or Inf (element 239)" seq2seq --src-npy nan.npy --tgt-npy dec.npy "${small[@]}" --cpu-only
 
 # Same seed, same output; another seed or the mask off, another output.
 run_cpu a.npy seq2seq --batch 2 --src-len 5 --tgt-len 4 "${small[@]}"
