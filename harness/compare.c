@@ -1,7 +1,6 @@
 /* kbench compare BASE.csv NEW.csv [--threshold PCT]: match the rows of two
  * runs and say which got faster, slower or broke.  Columns are found by name,
  * so files from older or newer kbench versions still compare. */
-#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
