@@ -35,3 +35,13 @@ extern "C" cudaError_t kb_device_count_nonfinite(const void *x, int64_t n, kb_dt
     *out = (int64_t)host;
     return e;
 }
+
+/* Whether this binary's kernels load on the current device: an error such as
+ * cudaErrorNoKernelImageForDevice when it holds neither machine code for the
+ * device nor PTX that the driver can compile for it.  Every .cu file is
+ * built for the same archs, so one kernel stands for all. */
+extern "C" cudaError_t kb_device_code_loads(void)
+{
+    cudaFuncAttributes a;
+    return cudaFuncGetAttributes(&a, count_nonfinite_kernel<float>);
+}

@@ -4,6 +4,12 @@
 #include <cublas_v2.h>
 #include "harness/harness.h"
 
+#ifndef KB_ARCH_FLAGS
+#define KB_ARCH_FLAGS ""
+#endif
+
+cudaError_t kb_device_code_loads(void); /* device_scan.cu; only this file needs it */
+
 static int attr(enum cudaDeviceAttr a, int dev)
 {
     int v = 0;
@@ -36,6 +42,19 @@ static void driver_version(char *buf, size_t len)
     snprintf(buf, len, "CUDA %d.%d", v / 1000, (v % 1000) / 10);
 }
 
+/* "sm_80 sm_90 compute_90": the code=... targets of the -gencode flags
+ * this binary was built with (meson.build's gpu_arch). */
+static void built_archs(char *buf, size_t len)
+{
+    const char *p = KB_ARCH_FLAGS;
+    size_t used = 0;
+    buf[0] = '\0';
+    while ((p = strstr(p, "code=")) && used < len) {
+        int n = (int)strcspn(p += 5, " ");
+        used += (size_t)snprintf(buf + used, len - used, "%s%.*s", used ? " " : "", n, p);
+    }
+}
+
 int kb_gpu_open(int device, kb_device_info *info, char *err, size_t errlen)
 {
     int count = 0;
@@ -56,6 +75,20 @@ int kb_gpu_open(int device, kb_device_info *info, char *err, size_t errlen)
         (e = cudaGetDeviceProperties(&p, device)) != cudaSuccess ||
         (e = cudaFree(NULL)) != cudaSuccess) {
         snprintf(err, errlen, "cannot open CUDA device %d: %s", device, cudaGetErrorString(e));
+        return -1;
+    }
+    /* A binary without code for this GPU would fail every row; say once
+     * what to build instead. */
+    e = kb_device_code_loads();
+    if (e == cudaErrorNoKernelImageForDevice || e == cudaErrorUnsupportedPtxVersion) {
+        char built[256];
+        built_archs(built, sizeof built);
+        snprintf(err, errlen, "this binary has no code for sm_%d%d (built for %s); rebuild with -Dgpu_arch=%d%d",
+                 p.major, p.minor, built[0] ? built : "unknown archs", p.major, p.minor);
+        return -1;
+    }
+    if (e != cudaSuccess) {
+        snprintf(err, errlen, "cannot load kernels on CUDA device %d: %s", device, cudaGetErrorString(e));
         return -1;
     }
     memset(info, 0, sizeof *info);
