@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Install what is missing, configure, build and run the whole test suite:
 # `bash tools/test.sh`.  Without a GPU the GPU suite is skipped (exit 77).
-# Ends with the line `N passed, N failed, N skipped`.
+# Ends with the line `N passed, N failed, N skipped`.  Extra arguments go to
+# meson setup, or to meson setup --reconfigure when build/ exists.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.local/bin:/usr/local/cuda/bin:$PATH"
 bash tools/deps.sh --plots || exit 1
 if [[ ! -f build/build.ninja ]]; then
     meson setup build "$@" >build-setup.log 2>&1 || { cat build-setup.log; exit 1; }
+elif (($#)); then
+    meson setup --reconfigure build "$@" >build-setup.log 2>&1 || { cat build-setup.log; exit 1; }
 fi
 ninja -C build || exit 1
 meson test -C build --print-errorlogs --num-processes 2 | tee build/test-output.txt
