@@ -4,8 +4,12 @@
 #   bash plots/render.sh [--optional] [--out-dir DIR] [FILE.csv]
 #   bash plots/render.sh [--optional] [--out-dir DIR] --overlay BASE.csv NEW.csv
 #
-# FILE.csv defaults to the newest results/**/*.csv.  The plots go to
-# plots/<gpu>/, named after the CSV's `# gpu:` line, each as PNG and SVG:
+# Without FILE.csv it draws every GPU's runs under results/: those with the
+# columns of that GPU's newest run, merged oldest first by the `# date:` in
+# their metadata so that each row (op, variant, dtype, shape) comes from the
+# newest run that measured it (tools/merge_csv.sh --newest); that is how the
+# committed plots are made.  The plots go to plots/<gpu>/, named after the
+# CSV's `# gpu:` line, each as PNG and SVG:
 #   speed-OP-DTYPE  GFLOP/s (GB/s for memory-bound ops) against problem size
 #   speedup-OP      each variant's speedup over the library baseline
 #   roofline        every (op, variant) under the GPU's ceilings
@@ -14,7 +18,8 @@
 #   overlay-OP-DTYPE  each variant's speed in NEW (solid) and BASE (dashed),
 #                     one colour per variant
 # Only timed PASS rows are plotted.  Each plot is written under a temporary
-# name and renamed, so an interrupted run leaves no half-written file.
+# name and renamed, so an interrupted run leaves no half-written file.  It
+# replaces the plots it draws and removes none.
 #
 # Exit codes: 0 plots written (or nothing to plot); 1 gnuplot failed;
 # 2 bad input; 3 gnuplot is not installed.  With --optional a missing
@@ -49,9 +54,8 @@ else
     [[ ${#csvs[@]} -le 1 ]] || die 2 "render.sh takes one CSV file"
 fi
 if [[ ${#csvs[@]} -eq 0 ]]; then
-    csvs=("$(find "$root/results" -type f -name '*.csv' -printf '%T@ %p\n' 2>/dev/null |
-        sort -n | tail -n 1 | cut -d' ' -f2-)")
-    [[ -n ${csvs[0]} ]] || die 2 "no CSV under $root/results; pass one: bash plots/render.sh FILE.csv"
+    runs=$(bash "$root/tools/list_runs.sh" "$root/results" 2>/dev/null)
+    [[ -n $runs ]] || die 2 "no CSV under $root/results; pass one: bash plots/render.sh FILE.csv"
 fi
 for csv in "${csvs[@]}"; do
     [[ -f $csv && -r $csv ]] || die 2 "cannot read $csv"
@@ -65,6 +69,27 @@ fi
 data=$(mktemp -d)
 outdir=
 trap 'rm -rf "$data"; [[ -n $outdir ]] && rm -f "$outdir"/.tmp.$$.*' EXIT
+
+# Each GPU's runs (see the top), merged into one CSV and drawn by a call of
+# this script; exits with the first failure's code.
+if [[ ${#csvs[@]} -eq 0 ]]; then
+    declare -A columns parts # by " GPU": a run may lack its gpu line
+    while IFS=$'\t' read -r _ gpu csv; do # newest first
+        header=$(grep -m 1 -v '^#' "$csv")
+        [[ -n ${columns[" $gpu"]+set} ]] || columns[" $gpu"]=$header
+        [[ $header != "${columns[" $gpu"]}" ]] || parts[" $gpu"]=$csv$'\n'${parts[" $gpu"]:-}
+    done < <(tac <<<"$runs")
+    n=0 rc=0
+    for gpu in "${!parts[@]}"; do
+        mapfile -t run <<<"${parts[$gpu]%$'\n'}"
+        merged=$data/$((++n)).csv
+        bash "$root/tools/merge_csv.sh" --newest "$merged" "${run[@]}" || die 2 "cannot merge the runs of$gpu"
+        bash "$0" ${out_override:+--out-dir "$out_override"} "$merged"
+        code=$?
+        ((rc)) || rc=$code
+    done
+    exit $rc
+fi
 
 # split_run DIR CSV: split.awk's files for one CSV into DIR (see split.awk),
 # each speed line sorted by size.
@@ -123,18 +148,6 @@ render() {
     { mv -f "$tmp.png" "$outdir/$name.png" && mv -f "$tmp.svg" "$outdir/$name.svg"; } ||
         die 1 "cannot write $outdir/$name"
     written+=("$name")
-}
-
-# remove_stale PREFIX...: plots of these kinds that this run did not write.
-# Left from an earlier CSV, they would mix two runs in one folder.
-remove_stale() {
-    local prefix f name
-    for prefix in "$@"; do
-        for f in "$outdir/$prefix"*.{png,svg}; do
-            name=$(basename "${f%.*}")
-            [[ ! -e $f || " ${written[*]} " == *" $name "* ]] || rm -f "$f"
-        done
-    done
 }
 
 variants_of() { # variants_of DIR OP DTYPE: the variants with a speed line, in CSV order
@@ -248,7 +261,6 @@ render_run() { # render_run CSV
         speedup_plot "$op"
     done <"$data/run/ops"
     roofline_plot
-    remove_stale speed roofline
 }
 
 # "commit C, YYYY-MM-DD HH:MM" for a run's title line, to the minute: two runs
@@ -308,7 +320,6 @@ render_overlay() { # render_overlay BASE NEW
         echo "kbench: $1 and $2 share no (op, dtype) with timed PASS rows; nothing to plot"
         exit 0
     fi
-    remove_stale overlay-
 }
 
 if ((overlay)); then

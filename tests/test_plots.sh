@@ -2,7 +2,8 @@
 # plots/render.sh on a generated CSV with several ops, dtypes and variants,
 # a FAIL and a SKIP variant among them: every plot is written as PNG and SVG,
 # and the variants that never passed appear in none.  Then the overlay of two
-# such runs (render.sh --overlay), also as tools/compare_newest.sh draws it.
+# such runs (render.sh --overlay), also as tools/compare_newest.sh draws it,
+# and without a file, the runs under results/ merged by their dates.
 # Takes the source root (default: this script's parent).  Exits 77 (skip)
 # without gnuplot.
 set -u
@@ -143,11 +144,12 @@ bash "$work/plots/render.sh" --overlay "$work/sample.csv" >"$work/log" 2>&1
 
 # compare_newest.sh: compare's exit code, then the overlay of the same two
 # files.  A stand-in for kbench prints its arguments and exits 1 (SLOWER).
+# The runs' order is their dates', not their files' times.
 mkdir -p "$work/tools" "$work/results"
-cp "$src/tools/compare_newest.sh" "$work/tools/" || exit 1
+cp "$src"/tools/{compare_newest,list_runs,merge_csv}.sh "$work/tools/" || exit 1
 cp "$work/base.csv" "$work/results/run1.csv"
-touch -d '1 hour ago' "$work/results/run1.csv"
 cp "$work/sample.csv" "$work/results/run2.csv"
+touch -d '1 hour ago' "$work/results/run2.csv"
 printf '#!/bin/sh\necho "$*"\nexit 1\n' >"$work/fake-kbench"
 chmod +x "$work/fake-kbench"
 rm -f "$out"/overlay-*
@@ -158,6 +160,20 @@ grep -q "^compare $work/results/run1.csv $work/results/run2.csv$" "$work/log" ||
     fail "compare_newest.sh did not compare run1 with run2: $(cat "$work/log")"
 [[ -s $out/overlay-matmul-f32.png && -s $out/overlay-matmul-f32.svg ]] ||
     fail "compare_newest.sh drew no overlay: $(cat "$work/log")"
+
+
+# Without a file: the runs merged oldest first by date, each row from the
+# newest run that has it (base's oldvar stays, the title names the newest
+# commit).  A run with other columns is left out, and no plot is removed.
+sample_csv | sed 's/^# date: .*/# date: 2026-11-19T00:00:00Z/; s/^matmul,naive,/matmul,ancient,/
+    /^op,/s/,reason$//' >"$work/results/run0.csv"
+echo "not drawn by render.sh" >"$out/speed-gone-f32.png"
+bash "$work/plots/render.sh" >"$work/log" 2>&1 || fail "render.sh without a file: $(cat "$work/log")"
+svg=$out/speed-matmul-f32.svg
+grep -q '>oldvar<' "$svg" && grep -q '>coalesced<' "$svg" || fail "the runs were not merged row by row"
+grep -q 0123456789ab "$svg" && ! grep -q fedcba987654 "$svg" || fail "the title does not name the newest run"
+! grep -q ancient "$svg" || fail "a run with other columns was merged"
+[[ -f $out/speed-gone-f32.png ]] || fail "render.sh removed a plot it did not draw"
 
 [[ $failures -eq 0 ]] && echo "all plot checks passed"
 exit $((failures > 0))
