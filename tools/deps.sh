@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Install what kbench needs and this machine lacks: meson and ninja to build,
-# and (with --plots) gnuplot to draw.  The CUDA toolkit (nvcc, cuBLAS) must
+# with --plots gnuplot to draw, with --cuobjdump the tool that lists a
+# binary's cubins, and with --hostile clang's sanitizers and libFuzzer.  The CUDA toolkit (nvcc, cuBLAS) must
 # already be installed.  Safe to run again: it only installs what is missing.
 set -euo pipefail
-want_plots=${1:-}
+want=" $* "   # flags, each matched as ' --flag '
 sudo=""
 [[ $(id -u) -eq 0 ]] || sudo="sudo"
 
@@ -34,9 +35,28 @@ if ! command -v ninja >/dev/null; then
     echo "deps: installing ninja"
     apt_install ninja-build || pip_install ninja
 fi
-if [[ $want_plots == --plots ]] && ! command -v gnuplot >/dev/null; then
+# clang with its sanitizer runtimes and libFuzzer, for tools/hostile.sh.
+has_libfuzzer() {
+    command -v clang >/dev/null &&
+        echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return 0; }' |
+        clang -x c - -fsanitize=fuzzer,address,undefined -o /dev/null 2>/dev/null
+}
+if [[ $want == *' --hostile '* ]] && ! has_libfuzzer; then
+    echo "deps: installing clang and its sanitizer runtimes"
+    apt_install clang libclang-rt-dev || true
+    has_libfuzzer || { echo "deps: clang with libFuzzer is needed for tools/hostile.sh" >&2; exit 1; }
+fi
+if [[ $want == *' --plots '* ]] && ! command -v gnuplot >/dev/null; then
     echo "deps: installing gnuplot"
     apt_install gnuplot-nox || echo "deps: gnuplot unavailable; plots will be skipped" >&2
+fi
+# cuobjdump, for the test that reads the built cubins (tests/test_arch.sh):
+# NVIDIA's pip wheel, where the toolkit came without it.
+if [[ $want == *' --cuobjdump '* ]] && ! command -v cuobjdump >/dev/null &&
+   [[ ! -x /usr/local/cuda/bin/cuobjdump ]] &&
+   ! python3 -c 'import glob, nvidia, sys; sys.exit(not glob.glob(nvidia.__path__[0] + "/cu*/bin/cuobjdump"))' 2>/dev/null; then
+    echo "deps: installing cuobjdump"
+    pip_install nvidia-cuda-cuobjdump || echo "deps: cuobjdump unavailable; the arch test will be skipped" >&2
 fi
 # pip --user puts scripts here; make them visible to the caller's next command.
 export PATH="$HOME/.local/bin:$PATH"

@@ -1,0 +1,22 @@
+/* libFuzzer target: the CSV readers, that of `kbench compare` and that of
+ * --append.  The input is compared with itself, which reads it twice and
+ * matches every row, and read as a file to append to. */
+#include <string.h>
+#include "fuzz/fuzz.h"
+#include "harness/harness.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static fuzz_file file;
+    const char *path = fuzz_file_put(&file, data, size);
+    char *argv[] = {"compare", (char *)path, (char *)path, NULL}, err[512];
+    int rc = kb_cmd_compare(3, argv);
+    if (rc < 0 || rc > KB_EXIT_USAGE)
+        abort();
+    char *text = kb_csv_read_for_append(path, err, sizeof err);
+    if (text)
+        free(text);
+    else if (strchr(err, '\n'))
+        abort();
+    return 0;
+}

@@ -1,0 +1,46 @@
+/* libFuzzer target: .npy read, then write and read back.  Any input must be
+ * refused with one line or read; an array read must survive the round trip
+ * bit for bit, shape and data. */
+#include <string.h>
+#include "fuzz/fuzz.h"
+#include "model/npy.h"
+
+static char out_path[64];
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    (void)argc, (void)argv;
+    char dir[] = "/tmp/kbench-fuzz-npy-XXXXXX";
+    if (!mkdtemp(dir))
+        abort();
+    snprintf(out_path, sizeof out_path, "%s/out.npy", dir);
+    return 0;
+}
+
+static void round_trip(const kb_npy *a)
+{
+    char err[512];
+    kb_npy b;
+    if (kb_npy_write(out_path, a->ndim, a->shape, a->data, err, sizeof err) != 0 ||
+        kb_npy_read(out_path, &b, err, sizeof err) != 0)
+        abort(); /* what was read must write and read again */
+    if (b.ndim != a->ndim || b.count != a->count ||
+        memcmp(b.shape, a->shape, (size_t)a->ndim * sizeof *a->shape) != 0 ||
+        (a->count && memcmp(b.data, a->data, (size_t)a->count * sizeof *a->data) != 0))
+        abort();
+    kb_npy_free(&b);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static fuzz_file file;
+    const char *path = fuzz_file_put(&file, data, size);
+    char err[512];
+    kb_npy a;
+    if (kb_npy_read(path, &a, err, sizeof err) == 0) {
+        round_trip(&a);
+        kb_npy_free(&a);
+    } else if (strchr(err, '\n'))
+        abort();
+    return 0;
+}
