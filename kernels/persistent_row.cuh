@@ -1,116 +1,46 @@
 /* Long rows streamed by persistent blocks, shared by softmax/persistent_row
- * and layernorm/persistent_row: split_row (kernels/split_row.cuh) made a
- * pipeline.
+ * and layernorm/persistent_row.
  *
- * split_row gives each 8192-float chunk a block of its own, and that
- * block's life is a chain of round trips (ticket, loads, partials) during
- * which its shared memory holds data but moves none.  Here one block per
- * SM lives for the whole launch and walks its chunks in rounds:
+ * The rung below is split_row (kernels/split_row.cuh): a short-lived block
+ * per 8192-float chunk, whose shared memory holds data but moves none while
+ * it waits on its row.  Here one block per SM lives for the whole launch
+ * and walks its chunks in rounds, so loads for later rounds are always in
+ * flight:
  *
- *   - the grid G is every resident block that fits a multiple of S (the
- *     chunks per row): block b always takes chunk b % S of its rows, so its
- *     column range, and layernorm's gamma and beta registers, never change.
- *     The G / S blocks of one chunk (a class) share the R rows: the first
- *     rounds as a static split would (round r: row r * G / S + b / S);
- *     then each block's row is dealt by its class's counter, one a round,
- *     so a block on a faster SM takes more rows and the blocks end
- *     together.  Small classes (S >= 16) deal only their last 4 rounds: a
- *     row's chunks come from S classes, and the more classes deal, the
- *     further apart in time they reach the same row;
- *   - the chunks come into a ring of shared-memory buffers, three rounds
- *     ahead (KbPersistPlan): softmax's by cp.async, each thread copying
- *     the columns it will read, so no barrier is needed for the data;
- *     layernorm's by one bulk copy a round, issued by one thread to the
- *     TMA engine, which signals the buffer's mbarrier;
- *   - in round r a block reduces chunk r and publishes the partial, then
- *     merges the partials of the row of round r - LAG (LAG = 3: they are
- *     published two rounds before their loads are issued, a round before
- *     they are needed) and writes that chunk from its buffer, which then
- *     takes a later round's chunk; the last LAG rounds are stored after
- *     the loop;
+ *   - the grid G is a multiple of S (the chunks per row): block b always
+ *     takes chunk b % S of its rows, so its columns (and layernorm's gamma
+ *     and beta registers) never change.  The G / S blocks of one chunk (a
+ *     class) share the R rows: first a static split, then rows dealt one a
+ *     round by the class's counter, so a faster SM takes more rows.
+ *     Classes of fewer than 16 blocks deal only their last 4 rounds;
+ *   - chunks come into a ring of shared-memory buffers three rounds ahead
+ *     (KbPersistPlan): softmax's by cp.async, layernorm's by one bulk copy
+ *     a round (TMA), signalled on the buffer's mbarrier;
+ *   - in round r a block reduces chunk r and publishes its partial, then
+ *     merges the partials of the row of round r - LAG (LAG = 3) and writes
+ *     that chunk from its buffer; the last LAG rounds are stored after the
+ *     loop;
  *   - a partial is two 64-bit words, each a float tagged with the launch's
- *     epoch, stored and loaded relaxed: a word with this launch's tag holds
- *     this launch's value, so there is no fence and nothing to reset
- *     between launches (the class counters come in two sets: a launch
- *     deals from one and zeroes the other for the next);
- *   - each of the 16 column warps merges the row's partials itself, over
- *     the fewest lanes that hold S (two butterfly levels at S = 4), and a
- *     17th warp owns no columns: it merges the column warps' partials of
- *     the chunk and publishes, off their path.  One barrier per round
- *     keeps the warps in step.
+ *     epoch, stored and loaded relaxed: no fence, nothing to reset between
+ *     launches (the class counters come in two sets, one zeroed for the
+ *     next launch);
+ *   - 16 column warps each merge the row's partials over the fewest lanes
+ *     that hold S; a 17th warp merges the chunk's partials and publishes.
+ *     One barrier per round keeps the warps in step.
  *
- * Waiting on other blocks needs them resident: the launch is cooperative,
- * so it fails rather than deadlocks when G blocks do not fit at once.  A
- * block's rows rise round by round, and it holds one chunk of each, so
- * every wait ends: the lowest row with a partial missing is either held by
- * a block whose earlier rows are all lower, hence complete, or not dealt
- * yet by a class whose blocks wait only on lower rows.
+ * The launch is cooperative, so it fails rather than deadlocks when G
+ * blocks do not fit at once.  A block's rows rise round by round, so every
+ * wait ends: the lowest row with a partial missing is held by a block whose
+ * earlier rows are complete, or not dealt yet by a class whose blocks wait
+ * only on lower rows.  Dynamic shared memory starts on a 128-byte line.
  *
- * The measurements that shaped it (H100, % of the copy ceiling at
- * 512x65536, softmax / layernorm): one barrier-heavy block per round with
- * accurate expf and IEEE divisions, 67 / 66 (instruction-bound: 58
- * instructions per element); ex2.approx and one barrier per round, 85-88 /
- * 68; the row's first element by cp.async instead of a load a round ahead
- * (whose latency under load exceeds a round), 87 / 77; every warp
- * gathering for itself and a fast Welford division, 87 / 84; positions
- * stepped instead of divided, 89 / 89; the publishing warp, about +1 for
- * layernorm; the last LAG rounds stored without barriers, +0.5-1.5.
- * LAG = 2 cost 5-10 points (the partials' loads wait), and no
- * barrier at all (an mbarrier to the publisher) 2-8 points: the warps
- * drift apart.  Stages 5-7 and LAG 4 were within a point.  Shorter
- * chunks for layernorm so that S divides 132 blocks (11 chunks of 5960 at
- * C = 65536 instead of 8 of 8192 on 128 blocks) cost 8-9 points: a round
- * has a fixed cost, and more rounds pay it more often.
- *
- * Then a timeline (globaltimer per block and round, 512x65536): the
- * steady rounds moved bytes at ~3.1 TB/s, at the ceiling; what was lost
- * was the start and the end.  Six stages asked for at once left the first
- * partials' loads queued behind 25 MB of reads, and the first gather
- * waited ~4 us with DRAM idle: fetching three ahead from the start, as in
- * steady state, +0.5-1.  And the blocks ended up to 4-7 us apart: with a
- * static split, the same SMs (layernorm: fixed by SM position) were slow
- * every launch and the rest waited on them.  Rows dealt by the classes'
- * counters (measured in one call, % of the ceiling at 1024x32768 /
- * 512x65536 / 256x131072 / 128x262144 / 4096x32768 / 1024x65536, softmax;
- * layernorm):
- *     static split   89.5 90.7 89.3 91.3 93.3 92.6;  90.4 88.2 89.9 88.8 93.3 93.4
- *     last 3 rounds  92.9 92.5 92.3 90.6 93.2 95.3;  91.1 90.1 91.1 89.7 95.6 94.4
- *     last 6 rounds  92.9 91.3 92.0 91.8 95.0 95.4;  90.4 90.5 89.3 89.7 95.1 94.4
- *     every round    92.7 91.0 90.4 88.5 97.3 95.3;  90.3 88.8 87.3 84.8 96.3 91.8
- * Dealing every round pays where a class is large (S = 4: 33 blocks) and
- * costs where it is small (S = 32: 4 blocks).  Not kept: layernorm's
- * gamma and beta loaded before the first chunks (its first round began
- * 3 us earlier, but within a point), or late, in round LAG - 1 (1-2
- * points slower: they delay the first gather), or by two bulk copies
- * (cp.async.bulk and an mbarrier) into the last two buffers, taken out in
- * round 1 (8-12 points slower), and seven stages, four
- * rounds fetched ahead: +0.5-1 in one call against six stages, then 1-2
- * points below this version in another, at every 256 MB shape.
- *
- * Then the builds' lottery (same-call A/B, three repetitions, % of the
- * ceiling at 1024x32768 / 512x65536 / 128x262144 / 4096x32768): edits that
- * should not matter (layernorm with its shift constant, a cheaper merge,
- * gamma and beta loaded between the first chunks) each cost 4-5 points,
- * and ncu showed MIO-throttle and short-scoreboard stalls doubling to
- * tripling in the slow builds.  The cause was where the dynamic buffers
- * began: after the static variables, at 416-480 bytes, off the 128-byte
- * lines.  Aligned to 128: softmax 92.4-93.0 / 92.9-93.1 / 91.0-91.4 /
- * 97.7-98.0 -> 92.6-93.4 / 93.4-93.6 / 92.1-92.6 / 98.0-98.1; layernorm
- * (bulk copies) 89.6-90.2 / 89.1-89.5 / 86.8-87.1 / 94.9-95.1 -> 90.8-91.3
- * / 90.4-90.8 / 89.6-90.0 / 96.3-96.4.  Measurements above this paragraph
- * were taken with the buffers wherever the static size put them, so a
- * point or two of each may be that.  Layernorm's chunks by bulk copies,
- * all else equal: 91.1-91.7 / 91.3-91.8 / 90.4-91.0 / 96.3-96.6 against
- * 87.6-88.2 / 86.6-86.9 / 85.1-85.3 / 93.3 by cp.async (one instruction a
- * round instead of 64 per-thread copies through the MIO queue); softmax
- * by bulk copies 91.6-92.2 / 91.3-92.3 / 91.6-91.7 / 96.5-96.8, a point
- * below its cp.async (not profiled).  The gather over the fewest lanes,
- * +0.3-0.6 at S = 4 and 8.  With the buffers aligned, classes of 16
- * blocks (S = 8) dealing every round instead of their last four, at
- * 512x65536 / 1024x65536 / 2048x65536: layernorm 90.6-91.9 / 93.5-93.7 /
- * 93.7-93.9 -> 91.5-92.1 / 95.1-95.3 / 96.7-97.0, softmax 93.3-93.5 /
- * 95.7-95.9 / 95.9-96.4 -> 92.4-92.9 / 96.0-96.1 / 97.0-97.3; at S = 32
- * every round still cost layernorm a point (90.4-90.9 -> 89.2-89.8). */
+ * Measured (H100, cold L2, results/h100/kbench-20261123-deal16.csv, % of
+ * its 3006 GB/s copy ceiling): 92.4-98.1% for softmax and 90.4-96.6% for
+ * layernorm from 1024x32768 to 128x262144; each variant's header has its
+ * rows.  Gap to the limit: the steady rounds move bytes at the ceiling; a
+ * launch loses its start (three rounds of loads before the first store)
+ * and its end (the last blocks' stores).  The experiments that shaped it
+ * are in docs/notes/softmax-layernorm.md. */
 #ifndef KBENCH_PERSISTENT_ROW_CUH
 #define KBENCH_PERSISTENT_ROW_CUH
 

@@ -1,66 +1,40 @@
 /* attention flash_3xtf32: FlashAttention-2 in fp32 on the tensor cores,
  * with error-compensated tf32 ("3xTF32").  Every fp32 operand x is split
- * into hi = tf32(x) and lo = x - hi (read as tf32), and each product is
- * a_hi b_hi + a_hi b_lo + a_lo b_hi with mma.sync.m16n8k8 (tf32 in, fp32
- * accumulate): the dropped a_lo b_lo is ~2^-22 of the product, so the
- * result keeps fp32 accuracy and is checked with fp32's tolerance.
+ * into hi = tf32(x) and lo = x - hi, and each product is a_hi b_hi +
+ * a_hi b_lo + a_lo b_hi with mma.sync.m16n8k8 (tf32 in, fp32 accumulate):
+ * the dropped a_lo b_lo is ~2^-22 of the product, so the result keeps fp32
+ * accuracy and is checked with fp32's tolerance.
  *
- * A block of 4 warps owns 64 query rows of one head, 16 per warp (one m16
- * tile); it streams keys in tiles of 64 rows of K and V.  Per tile and warp:
- *   S = Q K^T: the k index (d) of each k-step of 8 is permuted so that a
- *     lane's two elements are adjacent (a0, a2 = Q[g][2t, 2t+1], b0, b1 =
- *     K[key g][2t, 2t+1]): Q and K fragments are 8-byte loads.  With Q and
- *     K rows 8 (mod 16) floats apart, each half-warp's 16 loads cover the
- *     32 banks: conflict-free.  Q stays in shared memory (scaled by
- *     scale * log2(e) as it is stored) and is split per k-step: its split
- *     fragments, in registers, would take 128 registers at D = 128.
- *   online softmax in registers: row max over the 4 lanes of a quad, exp2,
- *     the running sum per lane (summed over the quad at the end);
- *   O += P V with P straight from the S accumulators: their layout (c0, c1
- *     = row g, keys 2t, 2t+1; c2, c3 = row g+8) is the A layout under the
- *     key permutation a0 = c0, a1 = c2, a2 = c1, a3 = c3, which makes
- *     B's rows keys 2t and 2t+1: b0, b1 = V[2t][d g], V[2t+1][d g], scalar
- *     loads, conflict-free with V rows 4 (mod 8) floats apart.
- * The tensor cores truncate the fp32 accumulator (round toward zero), a
- * bias that grows with the number of MMAs into it.  S takes 3 D/8 of them,
- * but O would take 3 Tk/8 (accumulated in the MMAs, O failed fp32's
- * tolerance from Tk = 2048 on: rel. L2 2.9e-5 at 2x16x4096x4096x128, 5.7e-5
- * at Tk = 8192, against 1.2e-5).  So each tile's P V goes into a fresh
- * accumulator (24 MMAs), folded into O in fp32 FFMA (round to nearest)
- * with the rescale, O = O * alpha + O_tile, at no extra instruction; it
- * costs 4 D/8 registers.
- * Pipeline (one K and one V buffer, two barriers per tile): V(t) is copied
- * (cp.async, 16-byte, zero-filled past Tk) while S(t) and the softmax run,
- * K(t+1) while P V(t) runs.  Keys past Tk get -inf scores; rows past Tq
- * are computed on zeros and not written.  Causal: key tiles above the
- * block's last row are never loaded; only tiles that cross a warp's
- * diagonal are masked.  Row tiles run longest first across all heads.
- * Resources (ptxas, CUDA 13.0, no spills): at D = 128, 101 KiB of shared
- * memory and 255 registers, two blocks (8 warps) per SM; at D = 64, 53 KiB
- * and 168 registers, three blocks (12 warps).  Shapes: D a multiple of 8
- * up to 128 (the MMA k-step is 8), any B, H, Tq, Tk.
+ * A block of 4 warps owns 64 query rows of one head, 16 per warp; it
+ * streams keys in tiles of 64 rows of K and V.  Per tile and warp:
+ *   S = Q K^T with the k index permuted so that Q and K fragments are
+ *     8-byte, conflict-free loads; Q stays in shared memory, pre-scaled by
+ *     scale * log2(e), and is split per k-step;
+ *   online softmax in registers (quad shuffles, exp2);
+ *   O += P V with P straight from the S accumulators (a key permutation
+ *     makes their layout the A layout); V by conflict-free scalar loads.
+ * The tensor cores truncate the fp32 accumulator, a bias that grows with
+ * the MMAs into it, so each tile's P V goes into a fresh accumulator that
+ * is folded into O in fp32 FFMA with the rescale (accumulated in the MMAs,
+ * O failed fp32's tolerance from Tk = 2048).
+ * Pipeline: V(t) is copied (cp.async) while S(t) and the softmax run,
+ * K(t+1) while P V(t) runs.  Causal: key tiles above the block's last row
+ * are never loaded; only tiles that cross a warp's diagonal are masked.
+ * Resources (ptxas, CUDA 13.0): 101 KiB and 255 registers at D = 128 (two
+ * blocks per SM), 53 KiB and 168 registers at D = 64 (three).  Shapes: D a
+ * multiple of 8 up to 128, any B, H, Tq, Tk.
  *
- * Prediction over flash_f32 (35.0 TFLOP/s at 2x16x4096x4096x128, FFMA
- * bound): 3 MMAs per product on mma.sync's ~300-400 TFLOP/s of tf32 leave
- * ~100-130 TFLOP/s; splitting the operands (3 instructions per element:
- * K and V fragments are split by each of the 4 warps) and the 8-byte and
- * scalar fragment loads take about as many issue slots as the MMAs, so
- * ~55-65 TFLOP/s at D = 128 and ~50 at D = 64 (PyTorch SDPA fp32: 45.8
- * and 34.4).
- * Measured on H100 (cold L2, one run, flash_f32 beside it): 60.4 TFLOP/s
- * at 2x16x4096x4096x128 (flash_f32 35.0), 58.2 at 2x16x4096x4096x128c
- * (34.6); 60.3 at 4x16x2048x2048x128 (34.8), 57.7 at 4x16x2048x2048x128c
- * (32.9); 60.9 / 56.0 at 4x16x4096x4096x128 / c; 62.2 / 57.5 at
- * 4x16x8192x8192x128 / c; 60.3 at 4x16x4096x4096x64 (38.8), 57.5 at
- * 4x16x4096x4096x64c (38.6).  Rel. L2 error 2.9e-7 to 6.5e-7 (flash_f32:
- * 3.2e-7 to 1.6e-6; fp32's bound at D = 128 is 1.2e-5).
- * Gap to the limit: a sixth of the tensor cores' bf16 rate is ~129 TFLOP/s
- * (measured bf16 ceiling 772 / 6), ~178 by the datasheet; this is 47% and
- * 34% of them.  The MMAs issue at flash_bf16's rate (~0.34 mma.sync per SM
- * per clock at 1980 MHz, both kernels), the mma.sync limit these 8-12
- * warps per SM reach; the splits (~1800 instructions per 768 MMAs per warp
- * and tile at D = 128, K and V split again by each warp), the scalar V
- * loads and the softmax share their issue slots. */
+ * Builds on flash_f32: the products on the tensor cores at fp32 accuracy.
+ * Measured on H100 (results/h100/kbench-20261122-rowwise-attention.csv,
+ * cold L2, % of a sixth of that run's 780 TFLOP/s bf16 ceiling): 60.8
+ * TFLOP/s at 4x16x4096x4096x64 (46.7%), 59.0 at 4x16x4096x4096x64c
+ * (45.4%), 60.0 at 2x16x4096x4096x128 (46.1%), 61.2 at ..128c (47.1%),
+ * against flash_f32's 38.5 / 38.6 / 34.9 / 34.6; rel. L2 error 3.5e-7 to
+ * 6.3e-7; PyTorch SDPA fp32 1.78x and 1.32x slower at the non-causal two.
+ * Gap to the limit: the MMAs issue at flash_bf16's rate, the mma.sync limit
+ * at 8-12 warps per SM, and the operand splits (~1800 instructions per 768
+ * MMAs per warp and tile at D = 128), the scalar V loads and the softmax
+ * share their issue slots.  History: docs/notes/attention.md. */
 #include <stdint.h>
 #include "kernels/attention.h"
 #include "kernels/cuda_util.h"

@@ -1,54 +1,34 @@
 /* attention flash_bf16: FlashAttention-2 on the tensor cores with
  * mma.sync.m16n8k16 (bf16 in, fp32 accumulate).  A block of 4 warps owns
- * 128 query rows of one head, 32 per warp (two m16 tiles, so every K and V
- * fragment a warp loads from shared memory feeds two MMAs: rows 32w.. at
- * D = 128, rows 16w.. and 64+16w.. at D <= 64, see Causal); it streams keys
- * in tiles of 64 rows of K and V.  Per tile and warp:
+ * 128 query rows of one head, 32 per warp in two m16 tiles (rows 32w.. at
+ * D = 128; rows 16w.. and 64+16w.. at D <= 64, so that on the causal
+ * diagonal every warp does the same 1.5 tile times), and streams keys in
+ * tiles of 64 rows of K and V.  Per tile and warp:
  *   S = Q K^T: Q fragments by ldmatrix.x4 (kept in registers for D <= 64),
- *     K fragments by ldmatrix.x4 (K rows are the B operand's columns);
- *   online softmax in registers: row max over the 4 lanes of a quad
- *     (two shuffles), exp2 with scale * log2(e) folded into one FFMA, the
- *     running sum per lane (summed over the quad at the end), O rescaled;
+ *     K fragments by ldmatrix.x4;
+ *   online softmax in registers: row max over the 4 lanes of a quad, exp2
+ *     with scale * log2(e) folded into one FFMA, O rescaled;
  *   P V: the S accumulators, converted to bf16 pairs, are already the A
- *     fragments of the second MMA (the m16n8 C layout of two adjacent n
- *     tiles is the m16k16 A layout); V fragments by ldmatrix.x4.trans.
- * K and V go through a 2-stage cp.async pipeline (tile t+1 is in flight
- * while tile t is multiplied; one barrier per tile); rows past Tk are
- * zero-filled (src-size 0) and their scores set to -inf.  Shared rows are
- * padded by 16 bytes (D + 8 elements), so the 8 row addresses of every
- * ldmatrix fall in 8 different 16-byte bank groups: no conflicts.  O is
- * staged through the block's Q rows and written in 16-byte stores; rows
- * past Tq are not written.
- * Causal: key tiles above the block's last row are never loaded, work
- * wholly above the diagonal is skipped, and only tiles that cross a warp's
- * diagonal are masked.  Row tiles run longest first across all heads.
- * With 32 consecutive rows per warp, warps 0 and 1 sit out the block's
- * last key tile while 2 and 3 do all of it: two tile times on the
- * diagonal.  With rows 16w.. and 64+16w.. every warp skips its m tile 0
- * there and does m tile 1: 1.5 tile times.  Measured (two runs each, one
- * session): causal/non-causal at 4x16x2048x2048x64 0.885-0.888 -> 0.904-
- * 0.914, 4x16x1024x1024x64c +2-3%, non-causal unchanged; at D = 128 it
- * measured -2% on causal rows (the second instance of the tile's work,
- * without m tile 0, adds code to a kernel at 255 registers), so D = 128
- * keeps consecutive rows and skips whole warps.
+ *     fragments of the second MMA; V fragments by ldmatrix.x4.trans.
+ * K and V go through a 2-stage cp.async pipeline (one barrier per tile);
+ * rows past Tk are zero-filled and their scores set to -inf.  Shared rows
+ * are padded by 16 bytes, so every ldmatrix is conflict-free.  Causal: key
+ * tiles above the block's last row are never loaded, and only tiles that
+ * cross a warp's diagonal are masked; row tiles run longest first.
  * Resources: 104 KiB of shared memory at D = 128 (+2 KiB for the running
- * sums, kept there because in registers they tip D = 128 over 255 and into
- * spills), up to 255 registers: two blocks (8 warps) per SM.  Computing S
- * in two halves of 32 keys (half the S registers, Q fragments read twice)
- * measured 12% slower at 2x16x4096x4096x128.
- * Shapes: D a multiple of 16 up to 128 (the MMA k-step is 16; the output
- * accumulators of D = 128 take 128 registers per thread); any B, H, Tq, Tk.
+ * sums), up to 255 registers: two blocks per SM.  Shapes: D a multiple of
+ * 16 up to 128; any B, H, Tq, Tk.
  *
- * Prediction over flash_f32: the tensor cores; ~300-350 TFLOP/s at
- * 2x16x4096x4096x128 (about half the ~650 TFLOP/s mma.sync can reach on
- * H100; FlashAttention-2 reports ~335), causal within 10% of that.
- * Measured on H100 (results/h100/, cold L2): 308.8 TFLOP/s at
- * 4x16x4096x4096x64 (38.6% of peak); 294.3 TFLOP/s at 4x16x4096x4096x64c
- * (36.8% of peak); 367.4 TFLOP/s at 2x16x4096x4096x128 (45.9% of peak); 345.9
- * TFLOP/s at 2x16x4096x4096x128c (43.2% of peak).
- * Gap to the limit: mma.sync tops out near 2/3 of H100's wgmma peak
- * (~990 TFLOP/s dense bf16); the softmax's FP32/MUFU work and the ldmatrix
- * traffic compete with it for issue slots. */
+ * Builds on flash_f32: the same algorithm on the tensor cores.
+ * Measured on H100 (results/h100/kbench-20261122-attention-bf16-final.csv,
+ * cold L2, % of that run's measured 804 TFLOP/s bf16 ceiling): 365.9
+ * TFLOP/s at 2x16x4096x4096x128 (45.5%), 352.7 at 2x16x4096x4096x128c
+ * (43.9%), 305.8 at 4x16x4096x4096x64 (38.0%), 296.1 at 4x16x4096x4096x64c
+ * (36.8%); PyTorch's SDPA in the same run is 1.3-1.7x faster.
+ * Gap to the limit: mma.sync tops out near 2/3 of the wgmma rate that the
+ * ceiling's cuBLAS GEMM uses, and the softmax's FP32/MUFU work and the
+ * ldmatrix traffic share its issue slots.  History:
+ * docs/notes/attention.md. */
 #include <stdint.h>
 #include <type_traits>
 #include <cuda_bf16.h>

@@ -7,45 +7,27 @@
  * diagonal are never loaded, and only tiles that cross it (or the end of
  * the keys) are masked.
  *
- * Tiling: 256 threads as 32 row groups x 8 column groups.  Thread (rg, cg)
- * owns query rows rg + 32r (r < 4); for S it owns keys cg + 8c (c < 8), a
- * 4 x 8 register tile, and for O it owns D/8 columns (float4s at 32h + 4cg),
- * a 4 x D/8 tile (4 x 8 at D = 64).  Every shared-memory read is 16 bytes
- * and one wavefront:
- *   S += q . k reads float4s along d of Q rows (4 rows per warp: a
- *     broadcast) and of K rows (8 rows, 4 banks apart with rows padded to
- *     D + 4 floats: conflict-free), 12 LDS.128 per 128 FFMA;
- *   O += P V reads float4s along keys of P rows (a broadcast) and float4s of
- *     V rows (8 lanes cover 128 bytes), 12 LDS.128 per 128 FFMA at D = 64.
- * P goes through shared memory (rows padded to 72 floats, so the scalar
- * stores of the 4 row groups of a warp fall in 4 different bank octets).
- * The row max is an 8-lane shuffle reduction per tile; the row sum stays per
- * thread until the end.  Q is scaled by scale * log2(e) as it is stored, so
- * a score is ready for exp2.  The d loop of S stays rolled: unrolled, the
- * compiler runs its loads ahead and spills at the 128 registers that two
- * blocks per SM allow.
- * Pipeline (one K and one V buffer): K(t+1) is copied (cp.async, 16-byte,
- * zero-filled past the ends) while O += P V(t) runs, V(t+1) while the
- * scores of tile t+1 run.  103 KiB of shared memory and 128 registers at
- * D = 64: two blocks (16 warps) per SM; D = 128 takes 167 KiB and 168
- * registers (ptxas, CUDA 13.0), one block (8 warps) per SM: shared memory,
- * not registers, caps D = 128.  A 64-row block with 32-key tiles (128
- * threads, 75.5 KiB) still fits only two per SM (three need 229.5 KiB with
- * the per-block reserve), so it would not raise occupancy.  D is padded to
- * 32, 64 or 128 in shared memory (zeros); D % 4 != 0 takes 4-byte copies;
- * D > 128 takes a slow row-per-warp kernel (any D up to 7168).
+ * Tiling: 256 threads as 32 row groups x 8 column groups; a thread owns a
+ * 4 x 8 tile of S and a 4 x D/8 tile of O.  Every shared-memory read is a
+ * 16-byte, conflict-free one (K rows padded to D + 4 floats, P rows to 72):
+ * 12 LDS.128 per 128 FFMA.  Q is scaled by scale * log2(e) as it is stored,
+ * so a score is ready for exp2.  K(t+1) is copied (cp.async) while
+ * O += P V(t) runs, V(t+1) while the scores of tile t+1 run.  103 KiB of
+ * shared memory and 128 registers at D = 64 (two blocks per SM); D = 128
+ * takes 167 KiB and 168 registers, one block per SM.  D is padded to 32,
+ * 64 or 128 in shared memory; D % 4 != 0 takes 4-byte copies; D > 128 takes
+ * a slow row-per-warp kernel (any D up to 7168).
  *
- * Prediction over cublas: no score traffic, and ~85% of the issued
- * instructions are FFMAs: ~40 TFLOP/s at T >= 2048, D = 64 (PyTorch SDPA
- * fp32 is 34.2 at 4x16x4096x4096x64), 1.4x the unfused baseline there and
- * 2.5x on causal shapes, where cuBLAS does the masked half too.
- * Measured on H100 (results/h100/, cold L2): 38.8 TFLOP/s at 4x16x4096x4096x64
- * (60.9% of peak); 38.3 TFLOP/s at 4x16x4096x4096x64c (60.1% of peak); 35.0
- * TFLOP/s at 2x16x4096x4096x128 (55.0% of peak); 34.8 TFLOP/s at
- * 2x16x4096x4096x128c (54.7% of peak).
- * Gap to the limit: fp32 FFMA peak is ~67 TFLOP/s; the LDS, the softmax,
- * three barriers per tile and the exp2 (MUFU) take the rest of the issue
- * slots. */
+ * Builds on cublas (the unfused SGEMM, softmax, SGEMM recipe): no score
+ * traffic.
+ * Measured on H100 (results/h100/kbench-20261122-rowwise-attention.csv,
+ * cold L2, % of that run's 63.2 TFLOP/s fp32 ceiling): 38.5 TFLOP/s at
+ * 4x16x4096x4096x64 (60.8%, 1.35x cublas), 38.6 at 4x16x4096x4096x64c
+ * (61.0%, 2.51x), 34.9 at 2x16x4096x4096x128 (55.2%, 0.92x), 34.6 at
+ * 2x16x4096x4096x128c (54.6%, 1.75x).
+ * Gap to the limit: the LDS, the softmax, three barriers per tile and the
+ * exp2 (MUFU) take the issue slots that FFMAs do not.  History:
+ * docs/notes/attention.md. */
 #include <stdint.h>
 #include "kernels/attention.h"
 #include "kernels/cuda_util.h"

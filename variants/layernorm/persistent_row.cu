@@ -2,44 +2,29 @@
  * block per SM streams 8192-float chunks through a seven-deep ring of
  * shared-memory buffers, each filled by one bulk copy that a single thread
  * hands the TMA engine (kernels/persistent_row.cuh).  A block always has
- * the same chunk of its rows (the grid is a multiple of the chunks per
- * row), so its threads load their gamma and beta columns once, into
- * registers.  A thread takes d = x - x[row, 0] of its 16 floats (the shift
- * keeps a row with mean 1e4 and variance 1e-2 exact; x[row, 0] comes with
- * the chunk), their exact mean and then their squared deviations from it;
- * in a whole chunk every thread has 16, so the warp merges equal counts
- * (M2a + M2b + (sum_a - sum_b)^2 / 2h, no division), else by Chan's
- * formula, and the block publishes its chunk's (mean, M2).  Three rounds
- * later, with the row's triple merged from every chunk's pair, it writes
- * (d - mean) * rstd * gamma + beta from its buffer.  x read once, y
- * written once, gamma and beta once per launch.
+ * the same chunk of its rows, so its threads load their gamma and beta
+ * columns once, into registers.  A thread takes d = x - x[row, 0] of its
+ * 16 floats (the shift keeps a row with mean 1e4 and variance 1e-2 exact),
+ * their exact mean and then their squared deviations; the warp merges
+ * equal counts without a division, else by Chan's formula, and the block
+ * publishes its chunk's (mean, M2).  Three rounds later, with the row's
+ * statistics merged from every chunk, it writes (d - mean) * rstd * gamma
+ * + beta from its buffer.  x read once, y written once, gamma and beta
+ * once per launch.
  *
- * Idea over split_row (a short-lived block per chunk that reads gamma and
- * beta from L2 with every chunk and waits on its row with its shared
- * memory idle): the loads run two rounds ahead of the statistics, and
- * gamma and beta stay in registers.
- * Prediction: >= 90% of the copy ceiling from 1024x32768 to 128x262144
- * (split_row: 82.1 / 81.9 / 79.9 / 80.2%).
- * Measured on H100 (cold L2, % of the 3006 GB/s copy ceiling, 20 samples
- * a row; the reference run results/h100/kbench-20261123-deal16.csv): 2,759
- * GB/s (91.7%) at 1024x32768, 2,760 (91.8%) at 512x65536, 2,720 (90.4%)
- * at 256x131072, 2,752 (91.5%) at 128x262144, 2,906 (96.6%) at
- * 4096x32768, 2,862 (95.1%) at 1024x65536, the best layernorm at each
- * (welford 83.1 and 92.9 at C = 32768, split_row 79.0-90.9), PyTorch
- * 1.60-5.90x slower.  From C = 8192: 92.9% at 4096x8192 and 92.2 at
- * 2048x16384 (welford 92.0 and 89.9), 95.4 at 8192x8192 (welford 96.2).
- * Two runs before classes of 16 dealt every round (cd5bfa0, e975189):
- * 91.7 / 91.5 / 90.8 / 90.4 / 96.4 / 93.0 and 92.0 / 91.0 / 91.0 / 91.3 /
- * 96.5 / 93.7.  Before bulk copies and aligned buffers
- * (kbench-20261123-dealt.csv, cp.async): 90.5 / 91.2 / 90.8 / 90.0 / 96.1
- * / 94.6; the static split (kbench-20261123-persistent-row.csv) 88.7 /
- * 90.1 / 89.0 / 88.6 / 92.5 / 91.9.
+ * Builds on split_row (a short-lived block per chunk that reads gamma and
+ * beta with every chunk and waits on its row with its shared memory idle):
+ * the loads run two rounds ahead of the statistics, and gamma and beta
+ * stay in registers.
+ * Measured on H100 (results/h100/kbench-20261123-deal16.csv, cold L2, % of
+ * its 3006 GB/s copy ceiling): 91.7 / 91.8 / 90.4 / 91.5% at 1024x32768 /
+ * 512x65536 / 256x131072 / 128x262144 (2,720-2,760 GB/s), 96.6% at
+ * 4096x32768 and 95.1% at 1024x65536: the best layernorm at each (welford
+ * 83.1% and 92.9% at C = 32768, split_row 79.0-90.9%), PyTorch 2.20x and
+ * 5.90x slower at 512x65536 and 128x262144.
  * Gap to the limit: as for softmax persistent_row, the start and the end
- * of a launch, and a point or two more: the trace put layernorm's first
- * round 4 us after softmax's when its gamma and beta loads queued behind
- * three rounds of chunks (by cp.async; bulk copies leave that queue).
- * At 128x262144 (S = 32: four blocks a class) it is a point above the
- * 90% line. */
+ * of a launch, and a point or two more for layernorm's second pass over
+ * each chunk.  History: docs/notes/softmax-layernorm.md. */
 #include "kernels/layernorm.h"
 #include "kernels/cuda_util.h"
 #include "kernels/persistent_row.cuh"

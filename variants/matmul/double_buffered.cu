@@ -10,29 +10,23 @@
  * columns apart), so per k it does 128 FFMAs for 6 LDS.128.  ~230 registers,
  * one block (146 KiB of shared memory) per SM.  Blocks run in groups of 16
  * block-rows, column by column, so blocks resident together share B panels
- * in L2.
- *
- * Shared layout: As is A transposed (As[k][m], rows padded to BM + 4), built
- * by 4-byte copies, so a thread's A values for one k are float4 like its B
- * values.  (Keeping A row-major for 16-byte copies, and reading 4 k steps
- * per float4, measured ~5% slower: more registers, more shared loads per FFMA.)
- * Bs is B as is (Bs[k][n]), 16-byte copies.
+ * in L2.  As is A transposed (As[k][m], rows padded to BM + 4), built by
+ * 4-byte copies, so a thread's A values for one k are a float4 like its B
+ * values; Bs is B as is, 16-byte copies.
  *
  * Edges: a copy whose source lies outside A or B has source size 0, which
  * zero-fills its destination, so the math needs no checks.  16-byte copies of
  * B need N % 4 == 0 (aligned rows); otherwise B is copied 4 bytes at a time.
  * Every shape runs.
  *
- * Prediction over warptile: ~1.4x (to ~47 TFLOP/s at 4096^3), >= 90% of
- * cuBLAS SGEMM.
- * Measured on H100 (results/h100/, cold L2): 46.8 TFLOP/s at 4096^3 (90% of cuBLAS
- * SGEMM; 90.8-91.1% in three repeated runs), 48.0 at 8192^3 (93%), 33.5 at
- * 4096x768x3072.  Alternatives measured slower at 4096^3: GroupM 8 (same), BK 16
- * with 4 stages (-3%), 256x128 tiles (-9%), 4 stages at BK 32 (same).
- * That is 70% of the fp32 FFMA peak (66.9 TFLOP/s at 1980 MHz) at 4096^3.
- * Gap to the limit: fp32 FFMA peak is ~67 TFLOP/s at 1980 MHz; FFMAs are
- * ~92% of the main loop's instructions, the rest is issue and latency that
- * one block of 8 warps per SM does not fully hide. */
+ * Builds on warptile: the loads overlap the math.
+ * Measured on H100 (results/h100/kbench-20261122-full.csv, cold L2): 47.0
+ * TFLOP/s at 4096^3 (0.91x cuBLAS SGEMM; 74.5% of the run's measured 63.2
+ * TFLOP/s fp32 ceiling), 47.6 at 8192^3 (0.92x), 33.8 at 4096x768x3072
+ * (0.70x).
+ * Gap to the limit: FFMAs are ~92% of the main loop's instructions; the
+ * rest is issue and latency that one block of 8 warps per SM does not
+ * fully hide.  History: docs/notes/matmul.md. */
 #include <stdint.h>
 #include "kernels/matmul.h"
 #include "kernels/cuda_util.h"

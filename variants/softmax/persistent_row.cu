@@ -7,31 +7,20 @@
  * from every chunk's pair, it writes e * 2^(m - M) / S from its buffer.
  * x read once and y written once.
  *
- * Idea over split_row (a short-lived block per chunk that waits on its
+ * Builds on split_row (a short-lived block per chunk that waits on its
  * row with its shared memory idle): the loads run two rounds ahead of the
  * statistics, and a partial costs a tagged store and a load issued a round
  * early instead of a ticket, a release and an acquire.
- * Prediction: >= 90% of the copy ceiling from 1024x32768 to 128x262144
- * (split_row: 89.8 / 86.7 / 84.2 / 84.0%).
- * Measured on H100 (cold L2, % of the 3006 GB/s copy ceiling, 20 samples
- * a row; the reference run results/h100/kbench-20261123-deal16.csv,
- * buffers on 128-byte lines): 2,816 GB/s (93.7%) at 1024x32768, 2,792
- * (92.9%) at 512x65536, 2,794 (92.9%) at 256x131072, 2,776 (92.4%) at
- * 128x262144, 2,948 (98.1%) at 4096x32768, 2,875 (95.7%) at 1024x65536:
- * the best softmax at each (vectorized 90.4 and 97.7 at C = 32768,
- * split_row 84.8-95.3), PyTorch 1.77-2.07x slower, cuDNN 1.10-7.32x.
- * From C = 8192: 94.4% at 4096x8192, 97.1 at 8192x8192, 93.8 at
- * 2048x16384, where vectorized is a point faster (95.6 / 98.1 / 94.5).
- * The run before classes of 16 dealt every round (kbench-20261123-bulk.csv):
- * 93.7 / 92.9 / 92.8 / 92.6 / 98.0 / 95.7; before the alignment
- * (kbench-20261123-dealt.csv): 92.2 / 92.6 / 91.9 / 91.2 / 97.8 / 95.0;
- * the static split (kbench-20261123-persistent-row.csv): 89.2 / 90.9 /
- * 90.2 / 90.1 / 92.1 / 94.3.
+ * Measured on H100 (results/h100/kbench-20261123-deal16.csv, cold L2, % of
+ * its 3006 GB/s copy ceiling): 93.7 / 92.9 / 92.9 / 92.4% at 1024x32768 /
+ * 512x65536 / 256x131072 / 128x262144 (2,776-2,816 GB/s), 98.1% at
+ * 4096x32768 and 95.7% at 1024x65536: the best softmax at each (split_row
+ * 84.8-95.3%), PyTorch 1.95-2.07x slower at 512x65536 and 128x262144.
+ * Below C = 32768 vectorized is a point faster (4096x8192: 95.6 vs 94.4%).
  * Gap to the limit: the rounds move bytes at the ceiling; a launch takes
- * some 7 us longer than its bytes at the ceiling (3.5 us of it between
- * the events and the blocks' first and last instructions): its start
- * (three rounds of loads before the first store) and its end (the last
- * blocks' stores), which at 256 MB is 7 points. */
+ * some 7 us longer than its bytes at the ceiling, its start (three rounds
+ * of loads before the first store) and its end (the last blocks' stores),
+ * which at 256 MB is 7 points.  History: docs/notes/softmax-layernorm.md. */
 #include "kernels/softmax.h"
 #include "kernels/cuda_util.h"
 #include "kernels/persistent_row.cuh"
