@@ -47,6 +47,21 @@ static inline char *fuzz_string(const uint8_t *data, size_t size)
     return s;
 }
 
+/* A broken promise: say which (seen when a crash file is replayed, since
+ * fuzzing runs with the target's output closed), then abort for libFuzzer. */
+static inline void fuzz_fail(const char *what, const char *detail)
+{
+    fprintf(stderr, "fuzz: %s%s%s\n", what, detail ? ": " : "", detail ? detail : "");
+    abort();
+}
+
+/* Every refusal is one line. */
+static inline void fuzz_one_line(const char *err)
+{
+    if (strchr(err, '\n'))
+        fuzz_fail("an error spans lines", err);
+}
+
 #define FUZZ_MAX_ARGS 64
 
 /* Split the input at NUL bytes into argv[first..]; argv[0..first) are the

@@ -7,26 +7,20 @@
 #include "harness/harness.h"
 #include "model/command.h"
 
-static void one_line(const char *err)
-{
-    if (strchr(err, '\n'))
-        abort();
-}
-
 static void parse_run(int argc, char **argv)
 {
     kb_options o;
     kb_job *jobs;
     char err[512];
     if (kb_parse_args(argc, argv, &o, err, sizeof err) != 0) {
-        one_line(err);
+        fuzz_one_line(err);
         return;
     }
     if (o.cmd != KB_CMD_RUN)
         return;
     int n = kb_expand_sweep(&o, &jobs, err, sizeof err);
     if (n < 0)
-        one_line(err);
+        fuzz_one_line(err);
     else
         free(jobs);
 }
@@ -38,7 +32,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (argc > 1 && !strcmp(argv[1], "model")) {
         kb_model_opts o;
         if (kb_model_parse(argc - 1, argv + 1, &o, err, sizeof err) != 0)
-            one_line(err);
+            fuzz_one_line(err);
     } else
         parse_run(argc, argv);
     free(text);

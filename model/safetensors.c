@@ -173,8 +173,12 @@ static int escape(parser *p, size_t end, char *s, size_t *n)
     if (c == 'u')
         return unicode_escape(p, end, s, n);
     const char *hit = c ? strchr(from, c) : NULL;
-    if (!hit)
-        return syntax(p, "bad escape '\\%c'", c);
+    if (!hit) {
+        /* The byte may be anything: show it as kb_quote would. */
+        const char text[2] = {c, 0};
+        char q[8];
+        return syntax(p, "bad escape '\\%s'", kb_quote(text, q, sizeof q));
+    }
     s[(*n)++] = to[hit - from];
     p->pos += 2;
     return 0;

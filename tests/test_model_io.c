@@ -215,6 +215,8 @@ static void test_st_layout(void)
          "tensor 'q': dtype \"Q99\" is not a safetensors dtype"},
         {"{" T("x", "F32", "10", 0, 40) ", " T("q", "F4", "3", 40, 44) "}", "F4 [3] is not a whole number of bytes"},
         {"{" T("a\\nb\\u001b", "F32", "4", 0, 16) ", " T("y", "F32", "9", 8, 44) "}", "'a\\x0ab\\x1b' [0, 16)"},
+        /* A backslash before a raw newline: the message shows the byte escaped (found by fuzz_safetensors). */
+        {"{" T("a\\\n", "F32", "11", 0, 44) "}", "bad escape '\\\\x0a'"},
     };
 #undef T
     path_buf file = in_dir("layout.safetensors");
