@@ -8,8 +8,8 @@ const char *kb_quote(const char *s, char *buf, size_t len)
 {
     static const char more[] = "...";
     size_t used = 0;
-    if (len == 0)
-        return "";
+    if (len < sizeof more)
+        return len ? (buf[0] = '\0', buf) : "";
     for (const unsigned char *p = (const unsigned char *)s; *p; ++p) {
         const int plain = *p >= 0x20 && *p != 0x7f && *p != '\\';
         const size_t need = plain ? 1 : 4;
