@@ -27,6 +27,7 @@
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
+source "$root/tools/lib.sh"
 
 die() { # die CODE MESSAGE
     echo "kbench: $2" >&2
@@ -128,11 +129,7 @@ use_outdir() {
         mkdir -p "$outdir" || die 2 "cannot create $outdir"
         return
     fi
-    # The model ("NVIDIA H100 80GB HBM3" -> h100), or the whole name when the
-    # word after NVIDIA is a brand (GeForce RTX 4090 -> geforce-rtx-4090).
-    slug=$(printf '%s' "${1:-unknown gpu}" | tr '[:upper:]' '[:lower:]' | sed 's/^nvidia //' |
-        awk '$1 ~ /^(geforce|quadro|tesla|titan|rtx)$/ { print; next } { print $1 }' |
-        sed 's/[^a-z0-9]\{1,\}/-/g; s/^-//; s/-$//')
+    slug=$(kb_gpu_slug "$1")
     outdir=$here/$slug
     mkdir -p "$outdir" || die 2 "cannot create $outdir"
 }

@@ -14,8 +14,9 @@ fi
 src=$(realpath "${1:-$(dirname "$0")/..}")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-mkdir "$work/plots"
+mkdir "$work/plots" "$work/tools"
 cp "$src"/plots/render.sh "$src"/plots/split.awk "$src"/plots/*.gp "$work/plots/" || exit 1
+cp "$src"/tools/lib.sh "$work/tools/" || exit 1
 failures=0
 
 fail() {
@@ -145,7 +146,7 @@ bash "$work/plots/render.sh" --overlay "$work/sample.csv" >"$work/log" 2>&1
 # compare_newest.sh: compare's exit code, then the overlay of the same two
 # files.  A stand-in for kbench prints its arguments and exits 1 (SLOWER).
 # The runs' order is their dates', not their files' times.
-mkdir -p "$work/tools" "$work/results"
+mkdir -p "$work/results"
 cp "$src"/tools/{compare_newest,list_runs,merge_csv}.sh "$work/tools/" || exit 1
 cp "$work/base.csv" "$work/results/run1.csv"
 cp "$work/sample.csv" "$work/results/run2.csv"

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# tools/reference_run.sh's plumbing, with a stand-in for kbench (no GPU
+# here): one CSV per GPU under results/<gpu>/ that replaces the GPU's earlier
+# runs and keeps other GPUs', the model rows appended, the steps timed, and
+# a failed sweep that leaves no CSV failing the run and removing nothing.
+#   tests/test_reference_run.sh SOURCE_ROOT
+src=$(realpath "$1")
+source "$(dirname "$(realpath "$0")")/shell_test.sh" /dev/null
+mkdir -p repo/results/h100 repo/results/a100
+cp -r "$src/tools" "$src/plots" "$src/peers" repo/
+echo old >repo/results/h100/kbench-old.csv
+echo other >repo/results/a100/kbench-other.csv
+# The stand-in's run is a committed one, so the plots step has real rows.
+template=$(ls "$src"/results/*/*.csv | head -1)
+cat >fake-kbench <<STUB
+#!/usr/bin/env bash
+# kbench's stand-in: \`run --csv F\` writes a run, \`model ... --append F\`
+# repeats its last row; FAKE_FAIL=1 makes run fail before writing anything.
+last=\${!#}
+case \$1 in
+run) [[ \${FAKE_FAIL:-0} == 1 ]] && exit 1
+     cp "$template" "\$last" ;;
+model) tail -1 "\$last" >>"\$last" ;;
+esac
+STUB
+chmod +x fake-kbench
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+# Only the tools the scripts use, and no python3, so the PyTorch steps skip.
+mkdir bin && ln -s "$(command -v bash)" bin/bash
+for t in awk sed find mkdir mv rm cp date realpath mktemp tr cat grep sort head tail cut wc ls dirname basename \
+         uniq paste join tee env touch gnuplot; do
+    p=$(command -v $t) && ln -s "$p" bin/$t
+done
+PATH=$work/bin bash repo/tools/reference_run.sh "$work/fake-kbench" >log 2>&1
+rc=$?
+runs=(repo/results/h100/*.csv)
+[[ $rc -eq 0 ]] || fail "reference_run exited $rc: $(cat log)"
+[[ ${#runs[@]} -eq 1 && ${runs[0]} == repo/results/h100/kbench-*.csv && ${runs[0]} != *old* ]] ||
+    fail "results/h100 holds ${runs[*]}, not one new run"
+[[ -f repo/results/a100/kbench-other.csv ]] || fail "another GPU's run was removed"
+[[ $(wc -l <"${runs[0]}") -eq $(($(wc -l <"$template") + 3)) ]] || fail "the run lacks the three model rows"
+grep -q '^== sweep: exit 0 after [0-9]* s$' log || fail "the sweep step's time is not printed: $(cat log)"
+grep -q 'PyTorch rows: skipped' log || fail "the PyTorch step did not skip without PyTorch: $(cat log)"
+
+FAKE_FAIL=1 PATH=$work/bin bash repo/tools/reference_run.sh "$work/fake-kbench" >log 2>&1
+[[ $? -ne 0 ]] || fail "a sweep that wrote nothing did not fail"
+[[ -f ${runs[0]} ]] || fail "a failed sweep removed the GPU's run"
+
+[[ $failures -eq 0 ]] && echo "reference_run checks passed"
+exit $((failures > 0))

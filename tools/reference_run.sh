@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The reference run of this machine's GPU in one command: the default sweep
+# of every op with measured ceilings, the transformer's rows, and PyTorch's
+# rows where PyTorch sees a GPU, into one CSV, results/<gpu>/kbench-<date>.csv,
+# which replaces that GPU's earlier runs (git keeps them); then its plots in
+# plots/<gpu>/ and, with --readme, the README's results table from it.
+#   bash tools/reference_run.sh [--readme] [KBENCH]   (default: build/'s, built first)
+# `ninja -C build bench` runs it.
+# Each step says how long it took.  Exit 1 when a step failed; the CSV is
+# kept all the same, since a failed row never counts in its speed figures.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+source tools/lib.sh
+readme=0
+[[ ${1:-} == --readme ]] && { readme=1; shift; }
+kbench=${1:-}
+if [[ -z $kbench ]]; then
+    ninja -C build >/dev/null || { echo "reference_run: building build/ failed" >&2; exit 1; }
+    kbench=build/harness/kbench
+fi
+kbench=$(realpath "$kbench")
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+csv=$work/run.csv
+rc=0
+
+kb_step sweep "$kbench" run --ceilings --csv "$csv" || rc=1
+[[ -f $csv ]] || exit 1
+kb_step model kb_model_rows "$kbench" "$csv" || rc=1
+if kb_has_torch; then
+    kb_step "PyTorch ops" python3 peers/torch_peers.py "$csv" --max-time 0.3 || rc=1
+    PYTHONUNBUFFERED=1 kb_step "PyTorch model" python3 peers/torch_transformer.py --kbench "$kbench" \
+        --work "$work" --csv "$csv" || rc=1
+else
+    echo "== PyTorch rows: skipped (no PyTorch that sees a GPU)"
+fi
+
+slug=$(kb_gpu_slug "$(kb_csv_gpu "$csv")")
+dest=results/$slug/kbench-$(date -u +%Y%m%d-%H%M%S).csv
+mkdir -p "results/$slug" || exit 1
+find "results/$slug" -name '*.csv' -delete
+mv "$csv" "$dest" || exit 1
+echo "== wrote $dest"
+kb_step plots bash plots/render.sh --optional "$dest" || rc=1
+if ((readme)); then
+    kb_step "README table" "$kbench" report "$dest" --readme README.md || rc=1
+fi
+exit $rc
