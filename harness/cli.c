@@ -185,6 +185,15 @@ static int parse_pe(int argc, char **argv, kb_options *o, char *err, size_t errl
     return 0;
 }
 
+/* --help (or -h) anywhere after a command asks for the usage, exit 0. */
+int kb_asks_help(int argc, char **argv)
+{
+    for (int i = 1; i < argc; ++i)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+            return 1;
+    return 0;
+}
+
 int kb_parse_args(int argc, char **argv, kb_options *o, char *err, size_t errlen)
 {
     memset(o, 0, sizeof *o);
@@ -199,6 +208,10 @@ int kb_parse_args(int argc, char **argv, kb_options *o, char *err, size_t errlen
     else if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) o->cmd = KB_CMD_HELP;
     else if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) o->cmd = KB_CMD_VERSION;
     else return fail(err, errlen, "unknown command '%s' (expected list, run, ceilings, compare, pe, model, help or version)", cmd);
+    if (kb_asks_help(argc - 1, argv + 1)) {
+        o->cmd = KB_CMD_HELP;
+        return 0;
+    }
     if (o->cmd == KB_CMD_CEILINGS) {
         for (int i = 2; i < argc; ++i) {
             if (strcmp(argv[i], "--device") != 0)

@@ -131,6 +131,8 @@ typedef struct {
 
 /* Parse argv; 0 on success, else -1 with a one-line message in err. */
 int kb_parse_args(int argc, char **argv, kb_options *o, char *err, size_t errlen);
+/* Whether argv[1..argc) holds --help or -h. */
+int kb_asks_help(int argc, char **argv);
 int kb_variant_selected(const kb_options *o, const kb_variant *v);
 /* A finite decimal number and nothing else: no hex, nan, inf, spaces or
  * overflow.  0 on success. */

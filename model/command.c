@@ -853,6 +853,10 @@ static int prepare(int argc, char **argv, kb_model_opts *o, csv_out *co, kb_devi
 
 int kb_cmd_model(int argc, char **argv)
 {
+    if (kb_asks_help(argc, argv)) {
+        kb_model_usage(stdout);
+        return 0;
+    }
     kb_model_opts o;
     kb_tf_model m = {0};
     model_inputs in = {0};

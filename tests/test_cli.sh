@@ -133,5 +133,16 @@ CUDA_VISIBLE_DEVICES= expect 2 "cannot write fixtures/file/kbench-.*: Not a dire
 grep -q "^matmul (MxNxK)" list.txt || { echo "FAIL: list lacks matmul"; failures=$((failures + 1)); }
 grep -q "naive" list.txt || { echo "FAIL: list lacks naive"; failures=$((failures + 1)); }
 
+# --help after any command prints the usage on stdout and exits 0.
+for args in "run --help" "run --op matmul -h" "list --help" "ceilings --help" "pe --help" "model encoder --help" \
+            "model --help"; do
+    "$kbench" $args >stdout 2>stderr
+    rc=$?
+    if [[ $rc -ne 0 || -s stderr ]] || ! grep -q "^usage: kbench" stdout; then
+        echo "FAIL: kbench $args -> rc=$rc, stderr: $(cat stderr)"
+        failures=$((failures + 1))
+    fi
+done
+
 [[ $failures -eq 0 ]] && echo "all CLI checks passed"
 exit $((failures > 0))
