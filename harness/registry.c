@@ -1,29 +1,6 @@
-/* Every op kbench knows, and lookups by name. */
+/* Lookups by name in the op table (generated: harness/ops_table.c.in). */
 #include <string.h>
 #include "harness/harness.h"
-#include "kernels/add_layernorm.h"
-#include "kernels/add_relu.h"
-#include "kernels/attention.h"
-#include "kernels/copy.h"
-#include "kernels/embed.h"
-#include "kernels/ffn.h"
-#include "kernels/layernorm.h"
-#include "kernels/matmul.h"
-#include "kernels/posenc.h"
-#include "kernels/rmsnorm.h"
-#include "kernels/softmax.h"
-
-/* copy comes first: its best figure is the memory ceiling for later rows. */
-const kb_op *const kb_ops[] = {
-    &kb_op_copy, &kb_op_matmul, &kb_op_softmax, &kb_op_layernorm, &kb_op_add_layernorm, &kb_op_rmsnorm,
-    &kb_op_attention, &kb_op_posenc, &kb_op_embed, &kb_op_add_relu, &kb_op_ffn,
-    NULL,
-};
-
-/* --op takes each op at most once (cli.c), so this makes kb_options.ops
- * long enough for any --op list. */
-_Static_assert(sizeof kb_ops / sizeof *kb_ops - 1 <= sizeof ((kb_options *)0)->ops / sizeof *((kb_options *)0)->ops,
-               "kb_options.ops must hold every op");
 
 const kb_op *kb_find_op(const char *name)
 {
