@@ -27,21 +27,21 @@ static kb_tensor tensor(const kb_shape *s, kb_dtype t, int i)
 static void bind(const kb_shape *s, void *const *dev, void *args)
 {
     kb_matmul_args *a = args;
-    *a = (kb_matmul_args){(int)s->d[0], (int)s->d[1], (int)s->d[2], dev[0], dev[1], dev[2]};
+    *a = (kb_matmul_args){.M = (int)s->d[0], .N = (int)s->d[1], .K = (int)s->d[2],
+                          .A = dev[0], .B = dev[1], .C = dev[2]};
 }
 
 static void reference(const kb_shape *s, kb_dtype t, const void *const *in,
                       const int64_t *rows, int nrows, double **ref)
 {
-    (void)t; /* matmul is fp32-only */
-    matmul_reference_rows((int)s->d[0], (int)s->d[1], (int)s->d[2], in[0], in[1], rows, nrows, ref[0]);
+    matmul_reference_rows((int)s->d[0], (int)s->d[1], (int)s->d[2], t, in[0], in[1], rows, nrows, ref[0]);
 }
 
 static double row_cost(const kb_shape *s) { return (double)s->d[1] * s->d[2]; }
 
 const kb_op kb_op_matmul = {
     .name = "matmul",
-    .summary = "C = A*B, fp32, row-major, A is MxK",
+    .summary = "C = A*B, row-major, A is MxK; f32 and bf16 (fp32 accumulation)",
     .shape_fields = "MxNxK",
     .nd = 3,
     .default_sizes = "256x256x256,512x512x512,1024x1024x1024,2048x2048x2048,4096x4096x4096,"
@@ -49,7 +49,7 @@ const kb_op kb_op_matmul = {
                      "1x1x1,35x79x19,127x129x65,1000x1000x1000,4097x4095x511",
     .quick_sizes = "1024x1024x1024,4096x4096x4096,4096x768x3072,127x129x65",
     .test_sizes = "1x1x1,2x3x5,35x79x19,127x129x65,128x128x128,64x256x32,257x255x129,"
-                  "513x1031x17,1x4096x300,300x1x4096",
+                  "513x1031x17,1x4096x300,300x1x4096,4097x4095x511",
     .baseline = "cublas",
     .variants = matmul_variants,
     KB_OP_CONTRACT(kb_matmul_args),

@@ -11,12 +11,12 @@ static void hand_computed(void)
     const float A[] = {1, 2, 3, 4, 5, 6}, B[] = {7, 8, 9, 10, 11, 12};
     const int64_t rows[] = {0, 1};
     double C[4];
-    matmul_reference_rows(2, 2, 3, A, B, rows, 2, C);
+    matmul_reference_rows(2, 2, 3, KB_F32, A, B, rows, 2, C);
     CHECK(C[0] == 58 && C[1] == 64 && C[2] == 139 && C[3] == 154);
 
     /* Only the second row requested. */
     const int64_t second[] = {1};
-    matmul_reference_rows(2, 2, 3, A, B, second, 1, C);
+    matmul_reference_rows(2, 2, 3, KB_F32, A, B, second, 1, C);
     CHECK(C[0] == 139 && C[1] == 154);
 }
 
@@ -26,8 +26,28 @@ static void accumulates_in_double(void)
     const float A[] = {1e8f, 1.0f, -1e8f}, B[] = {1, 1, 1};
     const int64_t row0[] = {0};
     double C;
-    matmul_reference_rows(1, 1, 3, A, B, row0, 1, &C);
+    matmul_reference_rows(1, 1, 3, KB_F32, A, B, row0, 1, &C);
     CHECK(C == 1.0);
+}
+
+/* bf16: the reference reads the stored bf16 values, exactly what the GPU
+ * reads, and sums them in double; more rows than one block of the loop. */
+static void bf16_from_stored_values(void)
+{
+    enum { R = 20, K = 3 };
+    uint16_t A[R * K], B[K];
+    int64_t rows[R];
+    double C[R];
+    for (int i = 0; i < R * K; ++i)
+        A[i] = kb_float_to_bf16(i % K == 0 ? 1.0f + 0x1p-8f + 0x1p-12f : 1.0f);
+    for (int k = 0; k < K; ++k)
+        B[k] = kb_float_to_bf16(k == 2 ? -1.0f : 0.5f);
+    for (int r = 0; r < R; ++r)
+        rows[r] = R - 1 - r;
+    /* (1 + 2^-7) * 0.5 + 1 * 0.5 - 1 * 1 = 2^-8: the rounded first column counts. */
+    matmul_reference_rows(R, 1, K, KB_BF16, A, B, rows, R, C);
+    for (int r = 0; r < R; ++r)
+        CHECK(C[r] == 0x1p-8);
 }
 
 static void row_sampling(void)
@@ -86,6 +106,7 @@ int main(void)
 {
     hand_computed();
     accumulates_in_double();
+    bf16_from_stored_values();
     row_sampling();
     fill_is_seeded_and_bounded();
     bf16_rounding();
