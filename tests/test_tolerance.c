@@ -1,6 +1,9 @@
 /* The tolerance policy: what passes, what fails, and how it scales. */
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include "harness/harness.h"
+#include "kernels/matmul.h"
 #include "tests/check.h"
 
 static kb_check compare(const float *out, const double *ref, int n, kb_math m, int64_t L)
@@ -8,6 +11,73 @@ static kb_check compare(const float *out, const double *ref, int n, kb_math m, i
     kb_check c;
     kb_compare_rows(out, KB_F32, ref, n, m, L, &c);
     return c;
+}
+
+/* A bf16 matmul of `rows` x N x K as the harness runs it: inputs uniform in
+ * [-1, 1] rounded to bf16, the reference in double from those, and a GPU-like
+ * output, accumulated in fp32 in k order and rounded to bf16, skipping k in
+ * [drop_from, drop_to).  Returns the largest |out - ref| / tolerance; c
+ * receives kb_compare_rows's verdict. */
+enum { BF_ROWS = 8, BF_N = 256, K_TILE = 32 };
+
+static double bf16_matmul_ratio(int K, int drop_from, int drop_to, kb_check *c)
+{
+    uint16_t *A = malloc((size_t)BF_ROWS * K * sizeof *A), *B = malloc((size_t)K * BF_N * sizeof *B);
+    float *tmp = malloc((size_t)K * BF_N * sizeof *tmp);
+    static uint16_t C[BF_ROWS * BF_N];
+    static double ref[BF_ROWS * BF_N];
+    int64_t rows[BF_ROWS];
+    kb_fill_uniform(tmp, (int64_t)BF_ROWS * K, 11u + (uint64_t)K);
+    for (int64_t i = 0; i < (int64_t)BF_ROWS * K; ++i)
+        A[i] = kb_float_to_bf16(tmp[i]);
+    kb_fill_uniform(tmp, (int64_t)K * BF_N, 12u + (uint64_t)K);
+    for (int64_t i = 0; i < (int64_t)K * BF_N; ++i)
+        B[i] = kb_float_to_bf16(tmp[i]);
+    for (int r = 0; r < BF_ROWS; ++r)
+        rows[r] = r;
+    matmul_reference_rows(BF_ROWS, BF_N, K, KB_BF16, A, B, rows, BF_ROWS, ref);
+    for (int r = 0; r < BF_ROWS; ++r)
+        for (int j = 0; j < BF_N; ++j) {
+            float acc = 0;
+            for (int k = 0; k < K; ++k)
+                if (k < drop_from || k >= drop_to)
+                    acc += kb_bf16_to_float(A[(size_t)r * K + k]) * kb_bf16_to_float(B[(size_t)k * BF_N + j]);
+            C[r * BF_N + j] = kb_float_to_bf16(acc);
+        }
+    double worst = 0;
+    for (int i = 0; i < BF_ROWS * BF_N; ++i)
+        worst = fmax(worst, fabs(kb_bf16_to_float(C[i]) - ref[i]) / kb_tolerance(KB_MATH_BF16, K, ref[i]));
+    kb_compare_rows(C, KB_BF16, ref, BF_ROWS * BF_N, KB_MATH_BF16, K, c);
+    free(A);
+    free(B);
+    free(tmp);
+    return worst;
+}
+
+/* The bf16 bound is loose enough for fp32 accumulation and bf16 output
+ * rounding, yet a matmul that misses one K-tile of 32 fails at every K:
+ * the missing terms are ~sqrt(32/9) = 1.9 against ~|ref|/32 with |ref| ~
+ * sqrt(K/9), so even at K = 8192 most elements are over.  Prints the
+ * margins: the worst correct ratio, and for the broken outputs the smallest
+ * worst ratio and the smallest share of elements over. */
+static void bf16_matmul_catches_a_dropped_tile(void)
+{
+    double worst_ok = 0, least_broken = INFINITY, least_share = 1;
+    kb_check c;
+    for (int K = 64; K <= 8192; K *= 2) {
+        for (int odd = 0; odd < 2; ++odd) {
+            int k = K + odd * 33, tile = k / 2 / K_TILE * K_TILE;
+            double ok = bf16_matmul_ratio(k, k, k, &c);
+            CHECK(c.pass && ok < 1);
+            worst_ok = fmax(worst_ok, ok);
+            double broken = bf16_matmul_ratio(k, tile, tile + K_TILE, &c);
+            CHECK(!c.pass && broken > 1);
+            least_broken = fmin(least_broken, broken);
+            least_share = fmin(least_share, (double)c.bad_elems / (BF_ROWS * BF_N));
+        }
+    }
+    printf("bf16 matmul, K 64..8225: correct max err/tol %.3f; a dropped K-tile of %d: max err/tol >= %.1f, "
+           ">= %.0f%% of elements over\n", worst_ok, K_TILE, least_broken, 100 * least_share);
 }
 
 int main(void)
@@ -67,5 +137,7 @@ int main(void)
     c = compare(o2, r2, 2, KB_MATH_BF16, 1);
     CHECK_NEAR(c.rel_l2_err, 0.2, 1e-12);
     CHECK(!c.pass);
+
+    bf16_matmul_catches_a_dropped_tile();
     return CHECK_DONE();
 }
