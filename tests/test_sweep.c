@@ -65,9 +65,20 @@ int main(void)
     CHECK(expand(8, glob, &jobs) == 1);
     free(jobs);
 
-    /* No matmul variant stores bf16, so a bf16-only sweep has nothing to run. */
+    /* --dtype bf16 keeps matmul's bf16 variants, each at every default shape. */
     char *bf16[] = {"kbench", "run", "--op", "matmul", "--dtype", "bf16"};
-    CHECK(expand(6, bf16, &jobs) == -1);
+    int nbf16 = 0;
+    for (int i = 0; i < nv; ++i)
+        nbf16 += mm->variants[i]->dtype == KB_BF16;
+    n = expand(6, bf16, &jobs);
+    CHECK(nbf16 > 0 && n == count_shapes(mm->default_sizes) * nbf16);
+    for (int i = 0; i < n; ++i)
+        CHECK(jobs[i].variant->dtype == KB_BF16);
+    if (n > 0)
+        free(jobs);
+    /* No softmax variant stores bf16, so a bf16-only sweep has nothing to run. */
+    char *no_bf16[] = {"kbench", "run", "--op", "softmax", "--dtype", "bf16"};
+    CHECK(expand(6, no_bf16, &jobs) == -1);
 
     /* All ops by default: every op contributes rows, copy (the ceiling) first. */
     char *every[] = {"kbench", "run", "--quick"};

@@ -20,14 +20,13 @@ static const char *setup(const void *args, void **ctx)
 static const char *launch(const void *args, void *ctx, cudaStream_t stream)
 {
     const kb_matmul_args *a = (const kb_matmul_args *)args;
-    cublasHandle_t h = (cublasHandle_t)ctx;
     const float one = 1.0f, zero = 0.0f;
-    const char *err = kb_cublas_error(cublasSetStream(h, stream));
-    if (err)
-        return err;
-    return kb_cublas_error(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, a->N, a->M, a->K, &one, a->B16,
-                                        CUDA_R_16BF, a->N, a->A16, CUDA_R_16BF, a->K, &zero, a->C16,
-                                        CUDA_R_16BF, a->N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    cublasHandle_t h;
+    const char *err = kb_cublas_on(ctx, stream, &h);
+    return err ? err
+               : kb_cublas_error(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, a->N, a->M, a->K, &one, a->B16,
+                                              CUDA_R_16BF, a->N, a->A16, CUDA_R_16BF, a->K, &zero, a->C16,
+                                              CUDA_R_16BF, a->N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
 extern "C" const kb_variant matmul_cublas_bf16 = {

@@ -1,6 +1,6 @@
-/* cuBLAS plumbing shared by the cublas and cublas_tf32 variants: a handle
- * made in .setup with a chosen math mode, destroyed in .teardown, and the
- * row-major product expressed as a column-major SGEMM. */
+/* cuBLAS plumbing shared by the cublas, cublas_tf32 and cublas_bf16
+ * variants: a handle made in .setup with a chosen math mode, destroyed in
+ * .teardown, and the row-major product expressed as a column-major GEMM. */
 #ifndef KBENCH_MATMUL_CUBLAS_COMMON_H
 #define KBENCH_MATMUL_CUBLAS_COMMON_H
 
@@ -36,19 +36,24 @@ static inline void kb_cublas_teardown(void *ctx)
         cublasDestroy((cublasHandle_t)ctx);
 }
 
+/* The handle that .setup put in ctx, its work enqueued on `stream`. */
+static inline const char *kb_cublas_on(void *ctx, cudaStream_t stream, cublasHandle_t *h)
+{
+    *h = (cublasHandle_t)ctx;
+    return kb_cublas_error(cublasSetStream(*h, stream));
+}
+
 /* Row-major C = A * B is column-major C^T = B^T * A^T, and a row-major
  * matrix read column-major is its transpose, so: SGEMM with no transposes,
  * operands swapped, m = N, n = M. */
 static inline const char *kb_cublas_matmul(const void *args, void *ctx, cudaStream_t stream)
 {
     const kb_matmul_args *a = (const kb_matmul_args *)args;
-    cublasHandle_t h = (cublasHandle_t)ctx;
     const float one = 1.0f, zero = 0.0f;
-    const char *err = kb_cublas_error(cublasSetStream(h, stream));
-    if (err)
-        return err;
-    return kb_cublas_error(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, a->N, a->M, a->K, &one,
-                                       a->B, a->N, a->A, a->K, &zero, a->C, a->N));
+    cublasHandle_t h;
+    const char *err = kb_cublas_on(ctx, stream, &h);
+    return err ? err : kb_cublas_error(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, a->N, a->M, a->K, &one,
+                                                   a->B, a->N, a->A, a->K, &zero, a->C, a->N));
 }
 
 #endif
