@@ -2,10 +2,10 @@
  * runs and say which got faster, slower or broke.  Columns are found by name,
  * so files from older or newer kbench versions still compare. */
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "harness/csv_read.h"
 #include "harness/harness.h"
 
 #define DEFAULT_THRESHOLD_PCT 2.0
@@ -13,256 +13,46 @@
  * add in quadrature.  A change inside twice that combined spread (about 95%
  * of pure noise, were it normal) is not called a change. */
 #define NOISE_FACTOR 2.0
-#define MAX_COLUMNS 256
+/* Two rows whose mean SM clocks differ by more than this compare the
+ * clocks as much as the code: a throttled run looks like a slow kernel. */
+#define CLOCK_WARN_PCT 3.0
 
 typedef struct {
-    char *key, *value;
-} meta_pair;
-
-typedef struct {
-    const char *op, *variant, *dtype, *shape, *l2, *status;
-    double median_ms, noise_pct;  /* NAN when the cell is empty */
-    int matched;
-} cmp_row;
-
-/* The timing cells, each empty (not measured) or a finite decimal above
- * zero; a spread of zero is possible (every sample alike), a time is not. */
-typedef struct {
-    const char *name;
-    int zero_ok;
-} timing_column;
-enum { T_MEDIAN, T_NOISE, T_MIN, T_MAX, T_COUNT };
-static const timing_column timing_columns[T_COUNT] = {
-    {"median_ms", 0}, {"rel_stdev_pct", 1}, {"min_ms", 0}, {"max_ms", 0}};
-
-typedef struct {
-    const char *path;
-    char *text;  /* the whole file, split in place; every string points into it */
-    meta_pair *meta;
-    int nmeta;
-    cmp_row *rows;
-    int nrows;
-    int has_l2;  /* the header has an l2 column */
+    kb_run_file run;
+    char *matched;      /* per row: paired with a row of the other file */
+    double *clock_mhz;  /* per row: the mean SM clock; NAN when not recorded */
 } cmp_file;
 
-/* Column positions in one file's header; -1 when absent. */
+/* A base row and the new row it was paired with. */
 typedef struct {
-    int op, variant, dtype, shape, status, l2, ncols;
-    int timing[T_COUNT];
-} cmp_columns;
+    int base, new;
+} cmp_pair;
 
 typedef enum { V_NONE, V_SAME, V_FASTER, V_SLOWER, V_FAIL, V_COUNT } verdict;
 static const char *const verdict_names[V_COUNT] = {"", "SAME", "FASTER", "SLOWER", "FAIL"};
 
-/* Out of memory ends the command: there is nothing useful to fall back on. */
-static void *must(void *p)
+static int read_csv(cmp_file *f, const char *path, char *err, size_t errlen)
 {
-    if (!p) {
-        fprintf(stderr, "kbench: out of memory\n");
-        exit(KB_EXIT_FAIL);
-    }
-    return p;
-}
-
-/* Make room for item n of an array of n items.  Capacity is implied: the
- * array doubles whenever n reaches a power of two. */
-static void *grow(void *p, int n, size_t size)
-{
-    if (n > 0 && (n & (n - 1)) != 0)
-        return p;
-    return must(realloc(p, (size_t)(n ? 2 * n : 1) * size));
-}
-
-/* Split one record in place.  The writer quotes fields holding a comma or a
- * quote and never spans lines, so a record is one line.  Returns the field
- * count, or -1 when there are more than max. */
-static int split_fields(char *r, char **fields, int max)
-{
-    for (int n = 0; n < max; ++r) {
-        char *w = r;
-        fields[n++] = w;
-        if (*r == '"') {
-            for (++r; *r; ++r) {
-                if (*r == '"' && *++r != '"')  /* "" stands for one quote */
-                    break;
-                *w++ = *r;
-            }
-        }
-        while (*r && *r != ',')
-            *w++ = *r++;
-        int more = *r == ',';
-        *w = '\0';
-        if (!more)
-            return n;
-    }
-    return -1;
-}
-
-static int find_column(char **names, int n, const char *want)
-{
-    for (int i = 0; i < n; ++i)
-        if (!strcmp(names[i], want))
-            return i;
-    return -1;
-}
-
-static int read_header(const cmp_file *f, char *line, cmp_columns *c, char *err, size_t errlen)
-{
-    static const char *const required[] = {"op", "variant", "dtype", "shape",
-                                           "median_ms", "rel_stdev_pct", "status"};
-    char *names[MAX_COLUMNS], q[KB_QUOTE_LEN];
-    c->ncols = split_fields(line, names, MAX_COLUMNS);
-    if (c->ncols < 0) {
-        snprintf(err, errlen, "%s is not a kbench CSV (more than %d columns)",
-                 kb_quote(f->path, q, sizeof q), MAX_COLUMNS);
+    if (kb_run_read(&f->run, path, err, errlen) != 0)
         return -1;
-    }
-    int *slots[] = {&c->op, &c->variant, &c->dtype, &c->shape, &c->timing[T_MEDIAN],
-                    &c->timing[T_NOISE], &c->status};
-    for (size_t i = 0; i < sizeof required / sizeof *required; ++i) {
-        *slots[i] = find_column(names, c->ncols, required[i]);
-        if (*slots[i] < 0) {
-            snprintf(err, errlen, "%s is not a kbench CSV (no '%s' column)", kb_quote(f->path, q, sizeof q),
-                     required[i]);
+    f->matched = kb_must(calloc((size_t)f->run.nrows + 1, 1));
+    f->clock_mhz = kb_must(malloc(((size_t)f->run.nrows + 1) * sizeof *f->clock_mhz));
+    const int col = kb_run_column(&f->run, "clock_mhz");
+    for (int i = 0; i < f->run.nrows; ++i)
+        if (kb_run_decimal(&f->run, &f->run.rows[i], col, &f->clock_mhz[i], err, errlen) != 0)
             return -1;
-        }
-    }
-    c->l2 = find_column(names, c->ncols, "l2");
-    c->timing[T_MIN] = find_column(names, c->ncols, "min_ms");
-    c->timing[T_MAX] = find_column(names, c->ncols, "max_ms");
     return 0;
-}
-
-static int __attribute__((format(printf, 5, 6)))
-row_error(const cmp_file *f, int lineno, char *err, size_t errlen, const char *fmt, ...)
-{
-    char q[KB_QUOTE_LEN];
-    int used = snprintf(err, errlen, "%s:%d: ", kb_quote(f->path, q, sizeof q), lineno);
-    va_list ap;
-    va_start(ap, fmt);
-    if (used >= 0 && (size_t)used < errlen)
-        vsnprintf(err + used, errlen - (size_t)used, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
-/* Every timing cell present; median and spread go into r. */
-static int read_timing(const cmp_file *f, int lineno, char **v, const cmp_columns *c, cmp_row *r,
-                       char *err, size_t errlen)
-{
-    double t[T_COUNT];
-    char q[KB_QUOTE_LEN];
-    for (int i = 0; i < T_COUNT; ++i) {
-        const int col = c->timing[i];
-        const char *cell = col >= 0 ? v[col] : "";
-        t[i] = NAN;
-        if (*cell && (kb_parse_decimal(cell, &t[i]) != 0 || t[i] < 0 || (t[i] == 0 && !timing_columns[i].zero_ok)))
-            return row_error(f, lineno, err, errlen, "%s (column %d) is '%s', not a finite decimal %s",
-                             timing_columns[i].name, col + 1, kb_quote(cell, q, sizeof q),
-                             timing_columns[i].zero_ok ? ">= 0" : "above 0");
-    }
-    r->median_ms = t[T_MEDIAN];
-    r->noise_pct = t[T_NOISE];
-    return 0;
-}
-
-/* The key cells are printed in the report: a control character in one
- * would break its lines or drive the terminal. */
-static int check_key(const cmp_file *f, int lineno, char **v, const cmp_columns *c, char *err, size_t errlen)
-{
-    static const char *const names[] = {"op", "variant", "dtype", "shape", "l2"};
-    const int cols[] = {c->op, c->variant, c->dtype, c->shape, c->l2};
-    for (size_t i = 0; i < sizeof cols / sizeof *cols; ++i)
-        for (const unsigned char *p = cols[i] >= 0 ? (const unsigned char *)v[cols[i]] : NULL; p && *p; ++p)
-            if (*p < 0x20 || *p == 0x7f)
-                return row_error(f, lineno, err, errlen, "%s (column %d) holds control character 0x%02x",
-                                 names[i], cols[i] + 1, *p);
-    return 0;
-}
-
-static int read_row(cmp_file *f, char *line, int lineno, const cmp_columns *c, char *err,
-                    size_t errlen)
-{
-    char *v[MAX_COLUMNS], q[KB_QUOTE_LEN];
-    int n = split_fields(line, v, MAX_COLUMNS);
-    if (n < 0)
-        return row_error(f, lineno, err, errlen, "more than %d fields, the header has %d", MAX_COLUMNS,
-                         c->ncols);
-    if (n != c->ncols)
-        return row_error(f, lineno, err, errlen, "%d fields, the header has %d", n, c->ncols);
-    const char *status = v[c->status];
-    if (strcmp(status, "PASS") && strcmp(status, "FAIL") && strcmp(status, "SKIP"))
-        return row_error(f, lineno, err, errlen, "unknown status '%s'", kb_quote(status, q, sizeof q));
-    cmp_row r = {v[c->op], v[c->variant], v[c->dtype], v[c->shape],
-                 c->l2 >= 0 ? v[c->l2] : NULL, status, 0, 0, 0};
-    if (check_key(f, lineno, v, c, err, errlen) != 0 || read_timing(f, lineno, v, c, &r, err, errlen) != 0)
-        return -1;
-    f->rows = grow(f->rows, f->nrows, sizeof *f->rows);
-    f->rows[f->nrows++] = r;
-    return 0;
-}
-
-/* A `# key: value` line; other comments are kept out of the metadata. */
-static void read_meta(cmp_file *f, char *line)
-{
-    char *colon = strstr(line, ": ");
-    if (strncmp(line, "# ", 2) || !colon)
-        return;
-    *colon = '\0';
-    f->meta = grow(f->meta, f->nmeta, sizeof *f->meta);
-    f->meta[f->nmeta++] = (meta_pair){line + 2, colon + 2};
-}
-
-static const char *meta_get(const cmp_file *f, const char *key)
-{
-    for (int i = 0; i < f->nmeta; ++i)
-        if (!strcmp(f->meta[i].key, key))
-            return f->meta[i].value;
-    return NULL;
-}
-
-static int read_csv(cmp_file *f, char *err, size_t errlen)
-{
-    f->text = kb_read_text(f->path, KB_CSV_MAX_BYTES, err, errlen);
-    if (!f->text)
-        return -1;
-    char q[KB_QUOTE_LEN];
-    cmp_columns cols;
-    int have_header = 0, lineno = 0;
-    for (char *line = f->text, *next; line; line = next) {
-        next = strchr(line, '\n');
-        if (next)
-            *next++ = '\0';
-        size_t len = strlen(line);
-        if (len && line[len - 1] == '\r') /* CRLF line ends */
-            line[len - 1] = '\0';
-        ++lineno;
-        if (line[0] == '#' && !have_header)
-            read_meta(f, line);
-        else if (!line[0])
-            continue;
-        else if (!have_header) {
-            if (read_header(f, line, &cols, err, errlen))
-                return -1;
-            have_header = 1;
-            f->has_l2 = cols.l2 >= 0;
-        } else if (read_row(f, line, lineno, &cols, err, errlen))
-            return -1;
-    }
-    if (!have_header)
-        snprintf(err, errlen, "%s is not a kbench CSV (no header line)", kb_quote(f->path, q, sizeof q));
-    return have_header ? 0 : -1;
 }
 
 static void free_csv(cmp_file *f)
 {
-    free(f->text);
-    free(f->meta);
-    free(f->rows);
+    kb_run_free(&f->run);
+    free(f->matched);
+    free(f->clock_mhz);
 }
 
 /* l2 joins the key only when both files record it. */
-static int same_key(const cmp_row *a, const cmp_row *b, int use_l2)
+static int same_key(const kb_run_row *a, const kb_run_row *b, int use_l2)
 {
     return !strcmp(a->op, b->op) && !strcmp(a->variant, b->variant) &&
            !strcmp(a->dtype, b->dtype) && !strcmp(a->shape, b->shape) &&
@@ -278,7 +68,7 @@ static uint64_t hash_text(uint64_t h, const char *s)
     return h;
 }
 
-static uint64_t key_hash(const cmp_row *r, int use_l2)
+static uint64_t key_hash(const kb_run_row *r, int use_l2)
 {
     uint64_t h = 0xcbf29ce484222325u;
     h = hash_text(hash_text(hash_text(hash_text(h, r->op), r->variant), r->dtype), r->shape);
@@ -296,7 +86,7 @@ typedef struct {
     int use_l2;
 } row_index;
 
-static size_t find_slot(const row_index *x, const cmp_file *f, const cmp_row *key)
+static size_t find_slot(const row_index *x, const kb_run_file *f, const kb_run_row *key)
 {
     size_t s = key_hash(key, x->use_l2) & x->mask;
     while (x->key_row[s] >= 0 && !same_key(&f->rows[x->key_row[s]], key, x->use_l2))
@@ -304,14 +94,14 @@ static size_t find_slot(const row_index *x, const cmp_file *f, const cmp_row *ke
     return s;
 }
 
-static void index_rows(row_index *x, const cmp_file *f, int use_l2)
+static void index_rows(row_index *x, const kb_run_file *f, int use_l2)
 {
     size_t slots = 2;
     while (slots < 2 * (size_t)f->nrows)
         slots *= 2;
-    x->key_row = must(malloc(slots * sizeof *x->key_row));
-    x->head = must(malloc(slots * sizeof *x->head));
-    x->next = must(malloc(((size_t)f->nrows + 1) * sizeof *x->next));
+    x->key_row = kb_must(malloc(slots * sizeof *x->key_row));
+    x->head = kb_must(malloc(slots * sizeof *x->head));
+    x->next = kb_must(malloc(((size_t)f->nrows + 1) * sizeof *x->next));
     x->mask = slots - 1;
     x->use_l2 = use_l2;
     memset(x->key_row, 0xff, slots * sizeof *x->key_row); /* all -1 */
@@ -323,14 +113,14 @@ static void index_rows(row_index *x, const cmp_file *f, int use_l2)
     }
 }
 
-static cmp_row *take_match(row_index *x, cmp_file *f, const cmp_row *key)
+/* The index in f of key's next unmatched row, or -1. */
+static int take_match(row_index *x, const kb_run_file *f, const kb_run_row *key)
 {
     size_t s = find_slot(x, f, key);
     int i = x->key_row[s] < 0 ? -1 : x->head[s];
-    if (i < 0)
-        return NULL;
-    x->head[s] = x->next[i];
-    return &f->rows[i];
+    if (i >= 0)
+        x->head[s] = x->next[i];
+    return i;
 }
 
 static void free_index(row_index *x)
@@ -340,12 +130,12 @@ static void free_index(row_index *x)
     free(x->next);
 }
 
-static int timed(const cmp_row *r)
+static int timed(const kb_run_row *r)
 {
     return !strcmp(r->status, "PASS") && r->median_ms > 0;
 }
 
-static verdict judge(const cmp_row *base, const cmp_row *new, double threshold_pct)
+static verdict judge(const kb_run_row *base, const kb_run_row *new, double threshold_pct)
 {
     if (!strcmp(new->status, "FAIL") && !strcmp(base->status, "PASS"))
         return V_FAIL;
@@ -363,7 +153,7 @@ static verdict judge(const cmp_row *base, const cmp_row *new, double threshold_p
 }
 
 /* Cold L2 is the default, so only hot rows carry a mark. */
-static int hot(const cmp_row *r)
+static int hot(const kb_run_row *r)
 {
     return r->l2 && !strcmp(r->l2, "hot");
 }
@@ -379,7 +169,7 @@ static void fit(int *width, size_t len)
         *width = (int)len;
 }
 
-static void widen(widths *w, const cmp_row *r)
+static void widen(widths *w, const kb_run_row *r)
 {
     fit(&w->op, strlen(r->op));
     fit(&w->variant, strlen(r->variant));
@@ -387,7 +177,7 @@ static void widen(widths *w, const cmp_row *r)
     fit(&w->shape, strlen(r->shape) + (hot(r) ? 4 : 0));
 }
 
-static void print_key(const widths *w, const cmp_row *r)
+static void print_key(const widths *w, const kb_run_row *r)
 {
     char shape[256];
     snprintf(shape, sizeof shape, "%s%s", r->shape, hot(r) ? "/hot" : "");
@@ -396,7 +186,7 @@ static void print_key(const widths *w, const cmp_row *r)
 }
 
 /* A timed row shows its median; others show their status instead. */
-static void print_time(const cmp_row *r)
+static void print_time(const kb_run_row *r)
 {
     if (timed(r))
         printf(" %12.4f", r->median_ms);
@@ -407,14 +197,14 @@ static void print_time(const cmp_row *r)
 /* Metadata is free text: quoted, so it cannot break the report's lines. */
 static const char *meta_quoted(const cmp_file *f, const char *key, char *buf, size_t len)
 {
-    const char *v = meta_get(f, key);
+    const char *v = kb_run_meta(&f->run, key);
     return v ? kb_quote(v, buf, len) : "unknown";
 }
 
 static void print_origin(const char *label, const cmp_file *f)
 {
     char path[KB_QUOTE_LEN], gpu[KB_QUOTE_LEN], commit[KB_QUOTE_LEN];
-    printf("%s %s: gpu %s, commit %s\n", label, kb_quote(f->path, path, sizeof path),
+    printf("%s %s: gpu %s, commit %s\n", label, kb_quote(f->run.path, path, sizeof path),
            meta_quoted(f, "gpu", gpu, sizeof gpu), meta_quoted(f, "git_commit", commit, sizeof commit));
 }
 
@@ -423,7 +213,7 @@ static void print_header(const cmp_file *base, const cmp_file *new, const widths
 {
     print_origin("base", base);
     print_origin("new ", new);
-    const char *g1 = meta_get(base, "gpu"), *g2 = meta_get(new, "gpu");
+    const char *g1 = kb_run_meta(&base->run, "gpu"), *g2 = kb_run_meta(&new->run, "gpu");
     char q1[KB_QUOTE_LEN], q2[KB_QUOTE_LEN];
     if (g1 && g2 && strcmp(g1, g2))
         printf("the files come from different GPUs (%s vs %s); timings are not comparable\n",
@@ -434,7 +224,7 @@ static void print_header(const cmp_file *base, const cmp_file *new, const widths
            w->dtype, "dtype", w->shape, "shape", "base_ms", "new_ms", "new/base", "verdict");
 }
 
-static void print_pair(const widths *w, const cmp_row *base, const cmp_row *new, verdict v)
+static void print_pair(const widths *w, const kb_run_row *base, const kb_run_row *new, verdict v)
 {
     print_key(w, base);
     print_time(base);
@@ -449,43 +239,86 @@ static void print_pair(const widths *w, const cmp_row *base, const cmp_row *new,
 static int list_unmatched(const widths *w, const cmp_file *f, const char *label)
 {
     int n = 0;
-    for (int i = 0; i < f->nrows; ++i) {
-        if (f->rows[i].matched)
+    for (int i = 0; i < f->run.nrows; ++i) {
+        if (f->matched[i])
             continue;
         printf("only in %s: ", label);
-        print_key(w, &f->rows[i]);
-        printf("  %s\n", f->rows[i].status);
+        print_key(w, &f->run.rows[i]);
+        printf("  %s\n", f->run.rows[i].status);
         ++n;
     }
     return n;
 }
 
+/* Clocks of 0 or none (NVML unavailable) say nothing. */
+static int clocks_differ(const cmp_file *base, const cmp_file *new, cmp_pair p)
+{
+    double a = base->clock_mhz[p.base], b = new->clock_mhz[p.new];
+    return a > 0 && b > 0 && fabs(b / a - 1.0) * 100.0 > CLOCK_WARN_PCT;
+}
+
+/* One line for all, then the rows: a throttled run makes many at once. */
+static void warn_clocks(const widths *w, const cmp_file *base, const cmp_file *new, const cmp_pair *pairs,
+                        int npairs)
+{
+    int n = 0;
+    for (int i = 0; i < npairs; ++i)
+        n += clocks_differ(base, new, pairs[i]);
+    if (!n)
+        return;
+    printf("\nwarning: %d row%s ran at SM clocks more than %g%% apart; their times compare clocks as well as code:\n",
+           n, n == 1 ? "" : "s", CLOCK_WARN_PCT);
+    for (int i = 0; i < npairs; ++i)
+        if (clocks_differ(base, new, pairs[i])) {
+            printf("  ");
+            print_key(w, &base->run.rows[pairs[i].base]);
+            printf("  %.0f MHz -> %.0f MHz\n", base->clock_mhz[pairs[i].base], new->clock_mhz[pairs[i].new]);
+        }
+}
+
 static int compare_files(cmp_file *base, cmp_file *new, double threshold_pct)
 {
+    const kb_run_file *b = &base->run, *n = &new->run;
     widths w = {2, 7, 5, 5};
-    for (int i = 0; i < base->nrows; ++i)
-        widen(&w, &base->rows[i]);
-    for (int i = 0; i < new->nrows; ++i)
-        widen(&w, &new->rows[i]);
+    for (int i = 0; i < b->nrows; ++i)
+        widen(&w, &b->rows[i]);
+    for (int i = 0; i < n->nrows; ++i)
+        widen(&w, &n->rows[i]);
     print_header(base, new, &w, threshold_pct);
 
-    int counts[V_COUNT] = {0};
+    int counts[V_COUNT] = {0}, npairs = 0;
+    cmp_pair *pairs = kb_must(malloc(((size_t)b->nrows + 1) * sizeof *pairs));
     row_index index;
-    index_rows(&index, new, base->has_l2 && new->has_l2);
-    for (int i = 0; i < base->nrows; ++i) {
-        cmp_row *b = &base->rows[i], *n = take_match(&index, new, b);
-        if (!n)
+    index_rows(&index, n, kb_run_column(b, "l2") >= 0 && kb_run_column(n, "l2") >= 0);
+    for (int i = 0; i < b->nrows; ++i) {
+        int j = take_match(&index, n, &b->rows[i]);
+        if (j < 0)
             continue;
-        b->matched = n->matched = 1;
-        verdict v = judge(b, n, threshold_pct);
+        base->matched[i] = new->matched[j] = 1;
+        pairs[npairs++] = (cmp_pair){i, j};
+        verdict v = judge(&b->rows[i], &n->rows[j], threshold_pct);
         counts[v]++;
-        print_pair(&w, b, n, v);
+        print_pair(&w, &b->rows[i], &n->rows[j], v);
     }
     free_index(&index);
+    warn_clocks(&w, base, new, pairs, npairs);
+    free(pairs);
     int lone = list_unmatched(&w, base, "base") + list_unmatched(&w, new, "new");
     printf("\nsummary: %d FASTER, %d SLOWER, %d SAME, %d FAIL, %d only in one file\n",
            counts[V_FASTER], counts[V_SLOWER], counts[V_SAME], counts[V_FAIL], lone);
     return counts[V_SLOWER] || counts[V_FAIL] ? KB_EXIT_FAIL : 0;
+}
+
+#define USAGE "usage: kbench compare BASE.csv NEW.csv [--threshold PCT]"
+
+static void print_help(void)
+{
+    puts(USAGE "\n"
+         "Match the rows of two runs by op, variant, dtype, shape and l2 mode and judge each\n"
+         "new median against the base one: FASTER or SLOWER beyond both PCT (default 2) and\n"
+         "twice the rows' combined noise, else SAME; FAIL when a passing row now fails.\n"
+         "Rows whose SM clocks (clock_mhz) differ by more than 3% are listed in a warning.\n"
+         "Exit 0: nothing got slower or broke; 1: a SLOWER or FAIL verdict; 2: bad input.");
 }
 
 static int parse_args(int argc, char **argv, const char **paths, double *threshold_pct,
@@ -510,7 +343,7 @@ static int parse_args(int argc, char **argv, const char **paths, double *thresho
             npaths = 3;
     }
     if (npaths != 2) {
-        snprintf(err, errlen, "usage: kbench compare BASE.csv NEW.csv [--threshold PCT]");
+        snprintf(err, errlen, USAGE);
         return -1;
     }
     return 0;
@@ -523,12 +356,13 @@ int kb_cmd_compare(int argc, char **argv)
     char err[512];
     cmp_file base = {0}, new = {0};
     int rc = KB_EXIT_USAGE;
-    if (parse_args(argc, argv, paths, &threshold_pct, err, sizeof err) == 0) {
-        base.path = paths[0];
-        new.path = paths[1];
-        if (read_csv(&base, err, sizeof err) == 0 && read_csv(&new, err, sizeof err) == 0)
-            rc = compare_files(&base, &new, threshold_pct);
+    if (kb_asks_help(argc, argv)) {
+        print_help();
+        return 0;
     }
+    if (parse_args(argc, argv, paths, &threshold_pct, err, sizeof err) == 0 && read_csv(&base, paths[0], err, sizeof err) == 0 &&
+        read_csv(&new, paths[1], err, sizeof err) == 0)
+        rc = compare_files(&base, &new, threshold_pct);
     if (rc == KB_EXIT_USAGE)
         fprintf(stderr, "kbench: %s\n", err);
     free_csv(&base);

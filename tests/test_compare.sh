@@ -185,6 +185,37 @@ cut -d, -f1-27,29- base.csv >nol2.csv
 compare 0 hot.csv nol2.csv
 expect_out "summary: 0 FASTER, 0 SLOWER, 2 SAME, 0 FAIL, 0 only in one file"
 
+# Clocks: rows whose clock_mhz differ by more than 3% are listed under one
+# warning line; a file without the column, or an empty cell, says nothing.
+with_clocks() { # with_clocks IN OUT MHZ...: one clock per row, in order
+    local in=$1 out=$2 IFS=:
+    shift 2
+    awk -F, -v OFS=, -v clocks="$*" 'BEGIN { split(clocks, c, ":") }
+        /^#/ { print; next } !h++ { print $0, "clock_mhz"; next } { print $0, c[++n] }' "$in" >"$out"
+}
+with_clocks base.csv clk1.csv 1980 1980 "" ""
+with_clocks base.csv clk2.csv 1900 1930 "" ""
+compare 0 clk1.csv clk1.csv
+grep -q warning out && fail "warning for equal clocks: $(cat out)"
+compare 0 clk1.csv clk2.csv
+expect_out "^warning: 1 row ran at SM clocks more than 3% apart"
+expect_out "^  matmul naive .*  1980 MHz -> 1900 MHz$"
+grep -q "^  matmul tiled" out && fail "tiled's 2.5% listed: $(cat out)"
+compare 0 base.csv clk2.csv
+grep -q warning out && fail "warning without base clocks: $(cat out)"
+with_clocks base.csv clk3.csv "" 1500 "" ""
+compare 0 clk3.csv clk2.csv
+expect_out "^warning: 1 row ran"
+expect_out "^  matmul tiled .*  1500 MHz -> 1930 MHz$"
+with_clocks base.csv bad.csv 1980 fast "" ""
+bad_input "bad.csv:5: clock_mhz (column 31) is 'fast', not a finite decimal >= 0" clk1.csv bad.csv
+
+# --help: the usage on stdout, exit 0.
+compare 0 --help
+expect_out "^usage: kbench compare BASE.csv NEW.csv"
+compare 0 base.csv -h
+expect_out "^usage: kbench compare"
+
 # Scale: 40k x 40k rows match in linear time.  NEW lists the rows in
 # reverse, so quadratic matching scans half the file per row (27 s).
 big_csv() { # big_csv FILE MS FIRST STEP: 40000 distinct shapes, each MS long
