@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "harness/harness.h"
+#include "harness/report.h"
 #include "model/command.h"
 #include "version.h"
 
@@ -9,9 +10,11 @@ int main(int argc, char **argv)
 {
     kb_options o;
     char err[512];
-    /* compare has its own arguments and needs no GPU. */
+    /* compare and report have their own arguments and need no GPU. */
     if (argc > 1 && !strcmp(argv[1], "compare"))
         return kb_cmd_compare(argc - 1, argv + 1);
+    if (argc > 1 && !strcmp(argv[1], "report"))
+        return kb_cmd_report(argc - 1, argv + 1);
     if (argc > 1 && !strcmp(argv[1], "model"))
         return kb_cmd_model(argc - 1, argv + 1);
     if (kb_parse_args(argc, argv, &o, err, sizeof err) != 0) {
@@ -32,6 +35,7 @@ int main(int argc, char **argv)
         return 0;
     default:
         kb_print_usage(stdout);
+        kb_report_usage(stdout);
         kb_model_usage(stdout);
         return 0;
     }
