@@ -85,6 +85,9 @@ void kb_collect_meta(const kb_device_info *d, const kb_options *o, kb_meta_set *
     kb_meta_set_value(m, "compute_capability", "%d.%d", d->cc_major, d->cc_minor);
     kb_meta_set_value(m, "sm_count", "%d", d->sm_count);
     kb_meta_set_value(m, "sm_clock_mhz", "%d", d->sm_clock_khz / 1000);
+    kb_meta_set_value(m, "nvml", "%s", kb_nvml_status());
+    if (kb_nvml_max_clock_mhz() > 0)
+        kb_meta_set_value(m, "clock_flag_max_mhz", "%.0f", kb_nvml_max_clock_mhz());
     kb_meta_set_value(m, "mem_clock_mhz", "%d", d->mem_clock_khz / 1000);
     kb_meta_set_value(m, "mem_bus_width_bits", "%d", d->bus_width_bits);
     kb_meta_set_value(m, "l2_bytes", "%lld", (long long)d->l2_bytes);

@@ -108,5 +108,9 @@ int kb_gpu_open(int device, kb_device_info *info, char *err, size_t errlen)
     cublasGetProperty(MINOR_VERSION, &minor);
     cublasGetProperty(PATCH_LEVEL, &patch);
     info->cublas_version = major * 10000 + minor * 100 + patch;
+    /* NVML is optional: without it the CSV says why and leaves its columns empty. */
+    if (cudaDeviceGetPCIBusId(info->pci_bus_id, sizeof info->pci_bus_id, device) != cudaSuccess)
+        info->pci_bus_id[0] = '\0';
+    kb_nvml_open(info->pci_bus_id, info->sm_clock_khz / 1000);
     return 0;
 }

@@ -104,6 +104,12 @@ typedef struct {
     kb_check check;
     int64_t rows_checked, rows_total;
     int hot;                  /* L2 left warm between samples */
+    /* NVML over the timed samples (nvml.c); 0 where not read */
+    double clock_mhz, power_w; /* means over the readings */
+    double temp_c;            /* the highest reading */
+    unsigned long long throttle; /* the reasons seen, KB_THR_* bits */
+    double mj_per_launch;     /* energy counter over the timed phase / timed launches */
+    int throttled;            /* kb_clock_throttled */
     kb_status status;
     char reason[200];
 } kb_result;
@@ -157,6 +163,7 @@ typedef struct {
     int64_t l2_bytes, global_mem_bytes;
     char driver[96];
     int runtime_version, cublas_version;
+    char pci_bus_id[32];      /* NVML finds the same device by it */
 } kb_device_info;
 /* 0 when a device is usable, else -1 with a one-line reason. */
 int kb_gpu_open(int device, kb_device_info *info, char *err, size_t errlen);
@@ -194,6 +201,56 @@ char *kb_read_text(const char *path, size_t max, char *err, size_t errlen);
  * one-line message in err. */
 int kb_csv_check_output(const char *path, char *err, size_t errlen);
 void kb_csv_row(FILE *f, const kb_result *r);
+
+/* ---- nvml.c: clocks, power, temperature and energy through a dlopen'ed NVML ---- */
+/* NVML's clock event ("throttle") reason bits. */
+#define KB_THR_IDLE 0x1ull
+#define KB_THR_APP_CLOCKS 0x2ull
+#define KB_THR_SW_POWER_CAP 0x4ull
+#define KB_THR_HW_SLOWDOWN 0x8ull
+#define KB_THR_SYNC_BOOST 0x10ull
+#define KB_THR_SW_THERMAL 0x20ull
+#define KB_THR_HW_THERMAL 0x40ull
+#define KB_THR_HW_POWER_BRAKE 0x80ull
+#define KB_THR_DISPLAY_CLOCKS 0x100ull
+/* The reasons that mean power or heat held the clock down. */
+#define KB_THR_POWER_THERMAL (KB_THR_SW_POWER_CAP | KB_THR_HW_SLOWDOWN | KB_THR_SW_THERMAL | \
+                              KB_THR_HW_THERMAL | KB_THR_HW_POWER_BRAKE)
+typedef struct {
+    double clock_mhz, power_w, temp_c;  /* 0: not read */
+    unsigned long long reasons;
+} kb_nvml_reading;
+/* The readings of one row's timed phase; start it zeroed. */
+typedef struct {
+    double clock_sum, power_sum, temp_max;
+    int clock_n, power_n;
+    unsigned long long reasons;  /* their union, idle left out */
+    unsigned long long held;     /* power and thermal reasons seen with the clock under the maximum */
+} kb_nvml_window;
+
+/* Pure: "sw_power_cap|hw_thermal", empty for none (idle is never named). */
+const char *kb_throttle_names(unsigned long long reasons, char *buf, size_t len);
+/* Pure: a mean clock over 5% under the maximum, or a power or thermal reason
+ * among `held`. */
+int kb_clock_throttled(double clock_mhz, double max_clock_mhz, unsigned long long reasons);
+/* Pure: the energy counter's delta (mJ) per launch; 0 when unknown, or when
+ * the window was too short for the counter's 100 ms steps (under 1 s). */
+double kb_mj_per_launch(unsigned long long mj0, unsigned long long mj1, double window_s, int launches);
+/* Pure: GFLOP/J or GB/J from flops or bytes per launch; 0 when unknown. */
+double kb_per_joule(double per_launch, double mj_per_launch);
+void kb_nvml_add(kb_nvml_window *w, const kb_nvml_reading *r, double max_clock_mhz);
+void kb_nvml_summarize(const kb_nvml_window *w, double mj_per_launch, double max_clock_mhz, kb_result *r);
+
+/* Load NVML and find the CUDA device by its PCI bus id; 0, or -1 with the
+ * reason in kb_nvml_status().  fallback_max_clock_mhz stands for NVML's
+ * maximum SM clock when it has none. */
+int kb_nvml_open(const char *pci_bus_id, int fallback_max_clock_mhz);
+const char *kb_nvml_status(void);    /* "available" or "unavailable: why" */
+double kb_nvml_max_clock_mhz(void);  /* what kb_clock_throttled compares with */
+/* Read clock, power, temperature and reasons into w (nothing without NVML). */
+void kb_nvml_sample(kb_nvml_window *w);
+/* The total-energy counter in mJ; -1 when unavailable. */
+int kb_nvml_energy(unsigned long long *mj);
 
 /* ---- ceilings.c ---- */
 typedef struct {

@@ -19,6 +19,7 @@
                              /* stopped 0.1 ms rows whose medians then moved by a point between runs */
 #define MAX_SAMPLES 2000
 #define TARGET_NOISE 0.01    /* stop once the median's relative noise is under 1% */
+#define NVML_EVERY_S 0.01    /* an NVML reading (some 40 us) between samples this often */
 
 typedef struct {
     const kb_op *op;
@@ -268,8 +269,45 @@ static void describe_failure(kb_result *r, const char *when)
                  when, r->check.rel_l2_err);
 }
 
-const char *kb_time_variant(const kb_variant *v, const void *args, void *ctx, int hot,
-                            double cap_s, void *flush, size_t flush_bytes, kb_stats *st)
+/* NVML over a row's timed phase: the energy counter at both ends, readings
+ * at both ends and every NVML_EVERY_S between samples, never inside an
+ * event pair.  Without NVML it costs nothing and reads nothing. */
+typedef struct {
+    kb_nvml_window w;
+    unsigned long long mj0;
+    int have_mj0;
+    double t0, last;
+} power_meter;
+
+static void meter_start(power_meter *m)
+{
+    memset(m, 0, sizeof *m);
+    m->have_mj0 = kb_nvml_energy(&m->mj0) == 0;
+    kb_nvml_sample(&m->w);
+    m->t0 = m->last = now_s();
+}
+
+static void meter_tick(power_meter *m)
+{
+    double t = now_s();
+    if (t - m->last >= NVML_EVERY_S) {
+        kb_nvml_sample(&m->w);
+        m->last = t;
+    }
+}
+
+static void meter_stop(power_meter *m, int launches, kb_result *r)
+{
+    unsigned long long mj1 = 0;
+    kb_nvml_sample(&m->w);
+    double window = now_s() - m->t0;
+    double mj = m->have_mj0 && kb_nvml_energy(&mj1) == 0 ? kb_mj_per_launch(m->mj0, mj1, window, launches) : 0;
+    kb_nvml_summarize(&m->w, mj, kb_nvml_max_clock_mhz(), r);
+}
+
+/* kb_time_variant, also metering power into r when r is not NULL. */
+static const char *time_variant(const kb_variant *v, const void *args, void *ctx, int hot, double cap_s,
+                                void *flush, size_t flush_bytes, kb_stats *st, kb_result *r)
 {
     const char *e;
     double t0 = now_s();
@@ -278,11 +316,14 @@ const char *kb_time_variant(const kb_variant *v, const void *args, void *ctx, in
             return e;
     while (now_s() - t0 < WARMUP_S);
 
+    power_meter meter;
     cudaEvent_t start, stop;
     cudaEventCreate(&start);
     cudaEventCreate(&stop);
     double *samples = malloc(MAX_SAMPLES * sizeof *samples), *scratch = malloc(MAX_SAMPLES * sizeof *scratch);
     int n = 0;
+    if (r)
+        meter_start(&meter);
     t0 = now_s();
     for (;;) {
         /* A memset, not a read, empties L2: it leaves L2 full of dirty
@@ -305,6 +346,8 @@ const char *kb_time_variant(const kb_variant *v, const void *args, void *ctx, in
         float ms;
         cudaEventElapsedTime(&ms, start, stop);
         samples[n++] = ms;
+        if (r)
+            meter_tick(&meter);
         if (n < MIN_SAMPLES)
             continue;
         memcpy(scratch, samples, (size_t)n * sizeof *samples);
@@ -313,11 +356,19 @@ const char *kb_time_variant(const kb_variant *v, const void *args, void *ctx, in
             (n >= SETTLE_SAMPLES && kb_median_noise(st) < TARGET_NOISE))
             break;
     }
+    if (r)
+        meter_stop(&meter, n, r);
     cudaEventDestroy(start);
     cudaEventDestroy(stop);
     free(samples);
     free(scratch);
     return e;
+}
+
+const char *kb_time_variant(const kb_variant *v, const void *args, void *ctx, int hot,
+                            double cap_s, void *flush, size_t flush_bytes, kb_stats *st)
+{
+    return time_variant(v, args, ctx, hot, cap_s, flush, flush_bytes, st, NULL);
 }
 
 static kb_case current;
@@ -343,7 +394,7 @@ static void run_variant(kb_case *c, const kb_job *job, const kb_options *o, void
         r->status = KB_FAIL;
         describe_failure(r, "before timing");
     } else if (!o->check_only) {
-        if ((e = kb_time_variant(v, args, ctx, o->hot, o->row_cap_s, flush, flush_bytes, &r->time_ms))) {
+        if ((e = time_variant(v, args, ctx, o->hot, o->row_cap_s, flush, flush_bytes, &r->time_ms, r))) {
             set_reason(r, KB_FAIL, "failed while timing: %s", e);
         } else {
             r->timed = 1;
