@@ -17,6 +17,8 @@ static const char *const columns[] = {
     "flops", "bytes", "median_ms", "min_ms", "max_ms", "rel_stdev_pct", "samples",
     "gflop_s", "gb_s", "speedup_x", "pct_of_ceiling", "pct_of_peak", "bound", "max_abs_err", "rel_l2_err", "tol_at_max_err",
     "rows_checked", "rows_total", "l2", "status", "reason",
+    /* Added at the end, so that readers of the older columns keep working. */
+    "clock_mhz", "power_w", "temp_c", "throttle", "mj_per_launch", "gflop_per_j", "gb_per_j", "clock_flag",
 };
 
 void kb_meta_set_value(kb_meta_set *m, const char *key, const char *fmt, ...)
@@ -67,6 +69,21 @@ static void put_measured(FILE *f, int valid, const char *fmt, double v)
         fprintf(f, fmt, v);
 }
 
+/* NVML's columns: empty without NVML, and where the row was not timed. */
+static void put_power(FILE *f, int timed, const kb_result *r)
+{
+    char names[160];
+    int e = timed && r->mj_per_launch > 0;
+    put_measured(f, timed && r->clock_mhz > 0, "%.0f", r->clock_mhz);
+    put_measured(f, timed && r->power_w > 0, "%.1f", r->power_w);
+    put_measured(f, timed && r->temp_c > 0, "%.0f", r->temp_c);
+    fprintf(f, ",%s", timed ? kb_throttle_names(r->throttle, names, sizeof names) : "");
+    put_measured(f, e, "%.4f", r->mj_per_launch);
+    put_measured(f, e, "%.3f", kb_per_joule(r->flops, r->mj_per_launch));
+    put_measured(f, e, "%.3f", kb_per_joule(r->bytes, r->mj_per_launch));
+    fprintf(f, ",%s", timed && r->throttled ? "throttled" : "");
+}
+
 void kb_csv_row(FILE *f, const kb_result *r)
 {
     char shape[128];
@@ -100,6 +117,7 @@ void kb_csv_row(FILE *f, const kb_result *r)
     put_measured(f, c, "%.0f", (double)r->rows_total);
     fprintf(f, ",%s,%s,", r->hot ? "hot" : "cold", kb_status_name(r->status));
     put_text(f, r->reason);
+    put_power(f, t, r);
     fputc('\n', f);
 }
 

@@ -37,6 +37,12 @@ static kb_result passed_row(void)
     r.pct_of_peak = 70.0;
     r.check = (kb_check){.max_abs_err = 1e-6, .rel_l2_err = 1e-7, .worst_tol = 1e-4, .pass = 1};
     r.rows_checked = r.rows_total = 128;
+    r.clock_mhz = 1412.4;
+    r.power_w = 698.96;
+    r.temp_c = 71;
+    r.throttle = KB_THR_IDLE | KB_THR_SW_POWER_CAP | KB_THR_HW_THERMAL;
+    r.mj_per_launch = 0.25;
+    r.throttled = 1;
     r.status = KB_PASS;
     return r;
 }
@@ -65,8 +71,13 @@ int main(void)
     CHECK(strstr(text, "matmul,naive,f32,f32,MxNxK,128x64x32,128,64,32,,,,,,524288,") != NULL);
     CHECK(strstr(text, ",0.500000,0.250000,1.000000,2.000,7,1.049,") != NULL);
     CHECK(strstr(text, ",2.0000,50.0,70.0,compute,1.000e-06,") != NULL);
-    /* A skipped row leaves timing and error cells empty, and the reason is quoted. */
-    CHECK(strstr(text, ",,,,,,,,,,,,,,,,,cold,SKIP,\"needs 3 GiB, 1 GiB free, \"\"say\"\"\"\n") != NULL);
+    /* NVML's columns close the header, so readers of the older ones keep working.
+     * 524288 FLOP and 57344 B for 0.25 mJ: 2.097 GFLOP/J and 0.229 GB/J. */
+    CHECK(strstr(text, ",status,reason,clock_mhz,power_w,temp_c,throttle,mj_per_launch,gflop_per_j,gb_per_j,"
+                       "clock_flag\n") != NULL);
+    CHECK(strstr(text, ",cold,PASS,,1412,699.0,71,sw_power_cap|hw_thermal,0.2500,2.097,0.229,throttled\n") != NULL);
+    /* A skipped row leaves timing, error and NVML cells empty, and the reason is quoted. */
+    CHECK(strstr(text, ",,,,,,,,,,,,,,,,,cold,SKIP,\"needs 3 GiB, 1 GiB free, \"\"say\"\"\",,,,,,,,\n") != NULL);
 
     /* Every data row has as many cells as the header (counting outside quotes). */
     FILE *f = fopen(path, "r");
