@@ -33,8 +33,9 @@ int kb_cmd_list(FILE *f)
 {
     for (int i = 0; kb_ops[i]; ++i) {
         const kb_op *op = kb_ops[i];
-        fprintf(f, "%s (%s): %s\n  baseline: %s\n  default sizes: %s\n", op->name,
-                op->shape_fields, op->summary, op->baseline, op->default_sizes);
+        fprintf(f, "%s (%s): %s\n  baseline: %s%s%s\n  default sizes: %s\n", op->name,
+                op->shape_fields, op->summary, op->baseline, op->baseline_bf16 ? ", bf16: " : "",
+                op->baseline_bf16 ? op->baseline_bf16 : "", op->default_sizes);
         for (int j = 0; op->variants[j]; ++j) {
             const kb_variant *v = op->variants[j];
             char needs[64];
@@ -105,6 +106,10 @@ void kb_collect_meta(const kb_device_info *d, const kb_options *o, kb_meta_set *
         char key[64];
         snprintf(key, sizeof key, "baseline_%s", o->ops[i]->name);
         kb_meta_set_value(m, key, "%s", o->ops[i]->baseline);
+        if (o->ops[i]->baseline_bf16) {
+            snprintf(key, sizeof key, "baseline_bf16_%s", o->ops[i]->name);
+            kb_meta_set_value(m, key, "%s", o->ops[i]->baseline_bf16);
+        }
     }
 }
 
@@ -149,9 +154,12 @@ static void fill_speedup(kb_result *rows, int n)
     kb_result *r = &rows[n - 1];
     if (!r->timed || r->status != KB_PASS)
         return;
+    const char *base = kb_baseline_for(r->op, r->variant->dtype);
+    if (!base)
+        return;
     for (int i = n - 1; i >= 0; --i) {
         const kb_result *b = &rows[i];
-        if (b->op == r->op && !strcmp(b->variant->name, r->op->baseline) &&
+        if (b->op == r->op && !strcmp(b->variant->name, base) &&
             !memcmp(&b->shape, &r->shape, sizeof b->shape) && b->timed && b->status == KB_PASS) {
             r->speedup = b->time_ms.median / r->time_ms.median;
             return;

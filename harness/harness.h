@@ -23,6 +23,8 @@ extern const kb_unbuilt_variant kb_unbuilt_variants[]; /* generated; NULL-termin
 
 const kb_op *kb_find_op(const char *name);
 const kb_variant *kb_find_variant(const kb_op *op, const char *name);
+/* The variant a row of dtype t is compared with; NULL when none. */
+const char *kb_baseline_for(const kb_op *op, kb_dtype t);
 const char *kb_dtype_name(kb_dtype t);
 const char *kb_math_name(kb_math m);
 int kb_parse_dtype(const char *s, kb_dtype *out);

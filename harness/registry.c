@@ -10,6 +10,13 @@ const kb_op *kb_find_op(const char *name)
     return NULL;
 }
 
+/* A row's speedup is over the baseline of its own dtype: a bf16 kernel
+ * measured against an fp32 library call would flatter it. */
+const char *kb_baseline_for(const kb_op *op, kb_dtype t)
+{
+    return t == KB_BF16 ? op->baseline_bf16 : op->baseline;
+}
+
 const kb_variant *kb_find_variant(const kb_op *op, const char *name)
 {
     for (int i = 0; op->variants[i]; ++i)

@@ -57,18 +57,20 @@ static int by_date(const void *a, const void *b)
     return c ? c : i - j;
 }
 
-/* The op's baseline as the newest run names it, else as this build does. */
-static const char *baseline_of(const run_set *s, const char *op)
+/* The baseline of the op's rows of this dtype as the newest run names it,
+ * else as this build does (bf16 rows have their own, or none). */
+static const char *baseline_of(const run_set *s, const char *op, const char *dtype)
 {
+    const int bf16 = !strcmp(dtype, "bf16");
     char key[160];
-    snprintf(key, sizeof key, "baseline_%s", op);
+    snprintf(key, sizeof key, bf16 ? "baseline_bf16_%s" : "baseline_%s", op);
     for (int i = s->nfiles - 1; i >= 0; --i) {
         const char *v = kb_run_meta(&s->files[s->order[i]], key);
         if (v)
             return v;
     }
     const kb_op *o = kb_find_op(op);
-    return o ? o->baseline : NULL;
+    return o ? kb_baseline_for(o, bf16 ? KB_BF16 : KB_F32) : NULL;
 }
 
 /* kbench's own kernels: not the baseline, not PyTorch, and not a vendor
@@ -218,7 +220,7 @@ static const entry *group_end(const entry *e, const entry *end, int same_shape)
 static table_line pick_line(const run_set *s, const entry *g, const entry *end)
 {
     const kb_op *op = kb_find_op(g->row->op);
-    const char *baseline = baseline_of(s, g->row->op);
+    const char *baseline = baseline_of(s, g->row->op, g->row->dtype);
     const entry *shape = NULL, *shape_end = NULL;
     shape_size top = {0, 0, 0};
     table_line line = {NULL, NULL, NULL, baseline};

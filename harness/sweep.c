@@ -41,12 +41,15 @@ static int validate_shapes(const kb_options *o, const kb_op *op, const kb_shape 
 static int add_op_jobs(const kb_options *o, const kb_op *op, const kb_shape *s, int ns,
                        kb_job **jobs, int *n, int *cap)
 {
-    const kb_variant *base = kb_find_variant(op, op->baseline);
+    /* Per shape the baselines come first, so every later row can show its speedup. */
+    const kb_variant *base[2] = {kb_find_variant(op, op->baseline),
+                                 op->baseline_bf16 ? kb_find_variant(op, op->baseline_bf16) : NULL};
     for (int i = 0; i < ns; ++i) {
-        if (base && wanted(o, base) && push(jobs, n, cap, op, base, &s[i]) != 0)
-            return -1;
+        for (int b = 0; b < 2; ++b)
+            if (base[b] && wanted(o, base[b]) && push(jobs, n, cap, op, base[b], &s[i]) != 0)
+                return -1;
         for (int j = 0; op->variants[j]; ++j)
-            if (op->variants[j] != base && wanted(o, op->variants[j]) &&
+            if (op->variants[j] != base[0] && op->variants[j] != base[1] && wanted(o, op->variants[j]) &&
                 push(jobs, n, cap, op, op->variants[j], &s[i]) != 0)
                 return -1;
     }

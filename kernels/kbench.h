@@ -85,6 +85,7 @@ typedef struct kb_op {
     const char *quick_sizes;
     const char *test_sizes;            /* regular and tile-hostile shapes for the GPU tests */
     const char *baseline;              /* variant that speedups are measured against */
+    const char *baseline_bf16;         /* the bf16 rows' baseline; NULL: they have none */
     const kb_variant *const *variants; /* NULL-terminated table */
 
     double (*flops)(const kb_shape *s);

@@ -74,6 +74,10 @@ int main(void)
     CHECK(nbf16 > 0 && n == count_shapes(mm->default_sizes) * nbf16);
     for (int i = 0; i < n; ++i)
         CHECK(jobs[i].variant->dtype == KB_BF16);
+    /* Each shape starts with the bf16 baseline, so the rows after it get their speedup. */
+    for (int i = 0; i < n; i += nbf16)
+        CHECK(!strcmp(jobs[i].variant->name, kb_baseline_for(mm, KB_BF16)));
+    CHECK(!strcmp(kb_baseline_for(mm, KB_BF16), "cublas_bf16") && !strcmp(kb_baseline_for(mm, KB_F32), "cublas"));
     if (n > 0)
         free(jobs);
     /* No softmax variant stores bf16, so a bf16-only sweep has nothing to run. */
