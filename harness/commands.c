@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <omp.h>
 #include <unistd.h>
 #include "harness/harness.h"
 #include "kernels/posenc.h"
@@ -183,6 +184,8 @@ static int sweep(const kb_job *jobs, int n, const kb_options *o, const char *csv
     kb_result *rows = calloc((size_t)n, sizeof *rows);
     int fails = 0, skips = 0;
     char err[512];
+    const double t0 = omp_get_wtime();
+    double csv_s = 0;
     kb_table_header(stdout);
     for (int i = 0; i < n; ++i) {
         kb_run_job(&jobs[i], o, flush, flush_bytes, &rows[i]);
@@ -192,7 +195,10 @@ static int sweep(const kb_job *jobs, int n, const kb_options *o, const char *csv
         skips += rows[i].status == KB_SKIP;
         kb_table_row(stdout, &rows[i], i + 1, n);
         /* Rewrite after every row: an interrupted sweep leaves a complete file of the rows done. */
-        if (kb_csv_write(csv, meta->meta, meta->n, rows, i + 1, err, sizeof err) != 0) {
+        const double w0 = omp_get_wtime();
+        const int written = kb_csv_write(csv, meta->meta, meta->n, rows, i + 1, err, sizeof err);
+        csv_s += omp_get_wtime() - w0;
+        if (written != 0) {
             fprintf(stderr, "kbench: %s\n", err);
             free(rows);
             return KB_EXIT_FAIL;
@@ -202,6 +208,7 @@ static int sweep(const kb_job *jobs, int n, const kb_options *o, const char *csv
     free(rows);
     printf("%d rows: %d passed, %d failed, %d skipped; wrote %s\n", n, n - fails - skips, fails,
            skips, csv);
+    kb_run_phases(stdout, omp_get_wtime() - t0, csv_s);
     return fails ? KB_EXIT_FAIL : 0;
 }
 

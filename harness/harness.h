@@ -275,6 +275,10 @@ void kb_table_row(FILE *f, const kb_result *r, int index, int total);
 void kb_run_job(const kb_job *job, const kb_options *o, void *flush_buf,
                 size_t flush_bytes, kb_result *r);
 void kb_run_release(void);
+/* One line: where the sweep's total_s went (the CSV rewrites, csv_s, then
+ * device alloc, inputs, reference, upload, check, warm-up, timed launches,
+ * L2 flush, NVML, other). */
+void kb_run_phases(FILE *f, double total_s, double csv_s);
 /* Warm up by time, then sample one launch per CUDA event pair (flushing L2
  * first unless hot) until, from 20 samples on, the median's noise is under
  * 1%, or cap_s is spent. */

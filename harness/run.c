@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 #include <time.h>
 #include "harness/harness.h"
 #include "kernels/cuda_util.h"
@@ -35,6 +36,7 @@ typedef struct {
     int64_t *rows;                /* sampled output rows, shared by all outputs */
     int nrows;
     double *ref[KB_MAX_TENSORS];  /* per output, nrows * row_len */
+    double started;               /* when the host inputs began, for kb_run_phases */
 } kb_case;
 
 static double now_s(void)
@@ -42,6 +44,31 @@ static double now_s(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Where a sweep's wall time goes, summed over its rows (kb_run_phases). */
+enum { PH_ALLOC, PH_INPUTS, PH_REFERENCE, PH_UPLOAD, PH_CHECK, PH_WARMUP, PH_TIMING, PH_FLUSH, PH_NVML, PH_COUNT };
+static const char *const phase_names[PH_COUNT] = {
+    "device alloc", "inputs", "reference", "upload", "check", "warm-up", "timed launches", "L2 flush", "NVML"};
+static double phase_s[PH_COUNT];
+
+/* Add the time since t0 to a phase; returns now, to start the next. */
+static double phase_end(int ph, double t0)
+{
+    double t = now_s();
+    phase_s[ph] += t - t0;
+    return t;
+}
+
+void kb_run_phases(FILE *f, double total_s, double csv_s)
+{
+    double sum = csv_s;
+    fprintf(f, "time: CSV writes %.1f s,", csv_s);
+    for (int i = 0; i < PH_COUNT; ++i) {
+        fprintf(f, " %s %.1f s,", phase_names[i], phase_s[i]);
+        sum += phase_s[i];
+    }
+    fprintf(f, " other %.1f s; total %.1f s\n", total_s - sum, total_s);
 }
 
 static void case_free(kb_case *c)
@@ -125,7 +152,9 @@ static void case_prepare_host(kb_case *c)
     for (int i = 0; i < c->n; ++i)
         if (c->t[i].is_output)
             c->ref[i] = malloc((size_t)c->nrows * (size_t)c->t[i].row_len * sizeof(double));
+    double t0 = phase_end(PH_INPUTS, c->started);
     reference_parallel(c);
+    phase_end(PH_REFERENCE, t0);
 }
 
 /* Device tensors; a SKIP reason when they do not fit. */
@@ -172,7 +201,9 @@ static const char *case_for(kb_case *c, const kb_job *job, char *why, size_t len
         if (c->t[i].is_output)
             c->first_out = i;
     }
+    double t0 = now_s();
     const char *skip = case_alloc_device(c, why, len);
+    c->started = phase_end(PH_ALLOC, t0);
     if (skip) {
         case_free(c);
         return skip;
@@ -238,6 +269,15 @@ static cudaError_t case_check(kb_case *c, kb_math math, kb_result *r)
     r->check = worst;
     r->rows_checked = c->nrows;
     return cudaSuccess;
+}
+
+/* case_check, its time counted as the check phase. */
+static cudaError_t timed_check(kb_case *c, kb_math math, kb_result *r)
+{
+    double t0 = now_s();
+    cudaError_t e = case_check(c, math, r);
+    phase_end(PH_CHECK, t0);
+    return e;
 }
 
 static void set_reason(kb_result *r, kb_status s, const char *fmt, const char *what)
@@ -315,15 +355,21 @@ static const char *time_variant(const kb_variant *v, const void *args, void *ctx
         if ((e = launch_sync(v, args, ctx)))
             return e;
     while (now_s() - t0 < WARMUP_S);
+    phase_end(PH_WARMUP, t0);
 
     power_meter meter;
-    cudaEvent_t start, stop;
+    cudaEvent_t flushed, start, stop;
+    cudaEventCreate(&flushed);
     cudaEventCreate(&start);
     cudaEventCreate(&stop);
+    double flush_ms = 0;
     double *samples = malloc(MAX_SAMPLES * sizeof *samples), *scratch = malloc(MAX_SAMPLES * sizeof *scratch);
     int n = 0;
-    if (r)
+    if (r) {
+        t0 = now_s();
         meter_start(&meter);
+        phase_end(PH_NVML, t0);
+    }
     t0 = now_s();
     for (;;) {
         /* A memset, not a read, empties L2: it leaves L2 full of dirty
@@ -333,6 +379,7 @@ static const char *time_variant(const kb_variant *v, const void *args, void *ctx
          * second half: on the H100 a 64 MB copy then ran at 3241 GB/s,
          * above the 3030 the DRAM sustains (memset: 2506); from 256 MB
          * moved every row gained some 5 us. */
+        cudaEventRecord(flushed, 0);
         if (!hot && (e = kb_cuda_status(cudaMemsetAsync(flush, n & 0xff, flush_bytes, 0))))
             break;
         cudaEventRecord(start, 0);
@@ -343,8 +390,10 @@ static const char *time_variant(const kb_variant *v, const void *args, void *ctx
             e = e ? e : cudaGetErrorString(s);
             break;
         }
-        float ms;
+        float ms, flush_one;
         cudaEventElapsedTime(&ms, start, stop);
+        cudaEventElapsedTime(&flush_one, flushed, start);
+        flush_ms += flush_one;
         samples[n++] = ms;
         if (r)
             meter_tick(&meter);
@@ -356,8 +405,14 @@ static const char *time_variant(const kb_variant *v, const void *args, void *ctx
             (n >= SETTLE_SAMPLES && kb_median_noise(st) < TARGET_NOISE))
             break;
     }
-    if (r)
+    phase_s[PH_FLUSH] += flush_ms * 1e-3;
+    double timed = phase_end(PH_TIMING, t0);
+    phase_s[PH_TIMING] -= flush_ms * 1e-3;
+    if (r) {
         meter_stop(&meter, n, r);
+        phase_end(PH_NVML, timed);
+    }
+    cudaEventDestroy(flushed);
     cudaEventDestroy(start);
     cudaEventDestroy(stop);
     free(samples);
@@ -388,9 +443,12 @@ static void run_variant(kb_case *c, const kb_job *job, const kb_options *o, void
         set_reason(r, KB_SKIP, "setup failed: %s", e);
         return;
     }
-    if (case_reset(c) != cudaSuccess || (e = launch_sync(v, args, ctx))) {
+    double t0 = now_s();
+    cudaError_t reset = case_reset(c);
+    phase_end(PH_UPLOAD, t0);
+    if (reset != cudaSuccess || (e = launch_sync(v, args, ctx))) {
         set_reason(r, KB_FAIL, "launch failed: %s", e ? e : "could not reset tensors");
-    } else if (case_check(c, v->math, r) != cudaSuccess || !r->check.pass) {
+    } else if (timed_check(c, v->math, r) != cudaSuccess || !r->check.pass) {
         r->status = KB_FAIL;
         describe_failure(r, "before timing");
     } else if (!o->check_only) {
@@ -398,7 +456,7 @@ static void run_variant(kb_case *c, const kb_job *job, const kb_options *o, void
             set_reason(r, KB_FAIL, "failed while timing: %s", e);
         } else {
             r->timed = 1;
-            if (case_check(c, v->math, r) != cudaSuccess || !r->check.pass) {
+            if (timed_check(c, v->math, r) != cudaSuccess || !r->check.pass) {
                 r->status = KB_FAIL;
                 describe_failure(r, "after timing");
             }
