@@ -21,18 +21,11 @@ csv() {
     } >"$file"
 }
 
-fail() {
-    echo "FAIL: $*"
-    failures=$((failures + 1))
-}
-
 # compare CODE BASE NEW [ARGS...]: run it, check the exit code; output in out.
 compare() {
     local code=$1
     shift
-    "$kbench" compare "$@" >out 2>err
-    local rc=$?
-    [[ $rc -eq $code ]] || fail "compare $* -> rc=$rc (want $code): $(cat out err)"
+    expect_rc "$code" compare "$@"
 }
 
 expect_out() { # expect_out PATTERN: the last compare printed a line matching it

@@ -4,7 +4,6 @@
 # which reads back as input; seeds, the causal mask and text inputs change
 # the output as they should; with no GPU the GPU path says so and exits 1.
 source "$(dirname "$(realpath "$0")")/shell_test.sh" "$1"
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
 expect() { # expect CODE PATTERN ARGS...
     local code=$1 pattern=$2

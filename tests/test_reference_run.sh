@@ -24,7 +24,6 @@ model) tail -1 "\$last" >>"\$last" ;;
 esac
 STUB
 chmod +x fake-kbench
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
 # Only the tools the scripts use, and no python3, so the PyTorch steps skip.
 mkdir bin && ln -s "$(command -v bash)" bin/bash

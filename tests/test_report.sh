@@ -9,18 +9,11 @@ root=${2:+$(realpath "$2")}
 
 header=op,variant,dtype,math,shape,flops,bytes,median_ms,rel_stdev_pct,pct_of_peak,bound,l2,status
 
-fail() {
-    echo "FAIL: $*"
-    failures=$((failures + 1))
-}
-
 # report CODE ARGS...: run it, check the exit code; output in out, err.
 report() {
     local code=$1
     shift
-    "$kbench" report "$@" >out 2>err
-    local rc=$?
-    [[ $rc -eq $code ]] || fail "report $* -> rc=$rc (want $code): $(cat out err)"
+    expect_rc "$code" report "$@"
 }
 
 # bad_input PATTERN ARGS...: exit 2 and exactly one stderr line matching.
