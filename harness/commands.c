@@ -103,6 +103,9 @@ void kb_collect_meta(const kb_device_info *d, const kb_options *o, kb_meta_set *
     kb_meta_set_value(m, "date", "%s", date);
     kb_meta_set_value(m, "l2_mode", "%s", o->hot ? "hot (not flushed)" : "cold (flushed between samples)");
     kb_meta_set_value(m, "mode", "%s", o->check_only ? "check only" : "check and time");
+    char rule[160];
+    kb_stop_rule_text(o, rule, sizeof rule);
+    kb_meta_set_value(m, "stop_rule", "%s", rule);
     for (int i = 0; i < o->nops; ++i) {
         char key[64];
         snprintf(key, sizeof key, "baseline_%s", o->ops[i]->name);

@@ -135,6 +135,8 @@ typedef struct {
     const char *csv_path;          /* NULL = <out_dir>/<timestamp>.csv */
     const char *out_dir;           /* NULL = results */
     double row_cap_s;              /* time cap per row */
+    double max_noise;              /* a row stops once its median's relative noise is under this; 0: 1% */
+    int min_samples;               /* ... but not before this many samples; 0: 20 */
 } kb_options;
 
 /* Parse argv; 0 on success, else -1 with a one-line message in err. */
@@ -275,6 +277,8 @@ void kb_table_row(FILE *f, const kb_result *r, int index, int total);
 void kb_run_job(const kb_job *job, const kb_options *o, void *flush_buf,
                 size_t flush_bytes, kb_result *r);
 void kb_run_release(void);
+/* The options' stop rule in words, for the CSV's metadata. */
+void kb_stop_rule_text(const kb_options *o, char *buf, size_t len);
 /* One line: where the sweep's total_s went (the CSV rewrites, csv_s, then
  * device alloc, inputs, reference, upload, check, warm-up, timed launches,
  * L2 flush, NVML, other). */

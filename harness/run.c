@@ -16,10 +16,10 @@
 #define REF_BUDGET 1e9       /* CPU work (op units) spent on reference rows per case */
 #define WARMUP_S 0.05        /* warm up by time, at least one launch */
 #define MIN_SAMPLES 3
-#define SETTLE_SAMPLES 20    /* the noise estimate may end a row only from here: at 3 samples it */
-                             /* stopped 0.1 ms rows whose medians then moved by a point between runs */
+#define SETTLE_SAMPLES 20    /* the noise estimate may end a row only from here (--min-samples): at 3 */
+                             /* samples it stopped 0.1 ms rows whose medians then moved a point between runs */
 #define MAX_SAMPLES 2000
-#define TARGET_NOISE 0.01    /* stop once the median's relative noise is under 1% */
+#define TARGET_NOISE 0.01    /* stop once the median's relative noise is under 1% (--max-noise) */
 #define NVML_EVERY_S 0.01    /* an NVML reading (some 40 us) between samples this often */
 
 typedef struct {
@@ -345,8 +345,29 @@ static void meter_stop(power_meter *m, int launches, kb_result *r)
     kb_nvml_summarize(&m->w, mj, kb_nvml_max_clock_mhz(), r);
 }
 
+/* When a row's sampling stops: at cap_s, or from min_samples on once the
+ * median's relative noise is under max_noise. */
+typedef struct {
+    double cap_s, max_noise;
+    int min_samples;
+} stop_rule;
+
+/* The options' rule; their zeros (a caller that set none) mean the defaults. */
+static stop_rule stop_rule_of(const kb_options *o)
+{
+    return (stop_rule){o->row_cap_s, o->max_noise > 0 ? o->max_noise : TARGET_NOISE,
+                       o->min_samples > 0 ? o->min_samples : SETTLE_SAMPLES};
+}
+
+void kb_stop_rule_text(const kb_options *o, char *buf, size_t len)
+{
+    stop_rule s = stop_rule_of(o);
+    snprintf(buf, len, "median noise under %g%% from %d samples, or %g s, or %d samples", 100 * s.max_noise,
+             s.min_samples, s.cap_s, MAX_SAMPLES);
+}
+
 /* kb_time_variant, also metering power into r when r is not NULL. */
-static const char *time_variant(const kb_variant *v, const void *args, void *ctx, int hot, double cap_s,
+static const char *time_variant(const kb_variant *v, const void *args, void *ctx, int hot, stop_rule rule,
                                 void *flush, size_t flush_bytes, kb_stats *st, kb_result *r)
 {
     const char *e;
@@ -401,8 +422,8 @@ static const char *time_variant(const kb_variant *v, const void *args, void *ctx
             continue;
         memcpy(scratch, samples, (size_t)n * sizeof *samples);
         kb_stats_compute(scratch, n, st);
-        if (n == MAX_SAMPLES || now_s() - t0 > cap_s ||
-            (n >= SETTLE_SAMPLES && kb_median_noise(st) < TARGET_NOISE))
+        if (n == MAX_SAMPLES || now_s() - t0 > rule.cap_s ||
+            (n >= rule.min_samples && kb_median_noise(st) < rule.max_noise))
             break;
     }
     phase_s[PH_FLUSH] += flush_ms * 1e-3;
@@ -423,7 +444,8 @@ static const char *time_variant(const kb_variant *v, const void *args, void *ctx
 const char *kb_time_variant(const kb_variant *v, const void *args, void *ctx, int hot,
                             double cap_s, void *flush, size_t flush_bytes, kb_stats *st)
 {
-    return time_variant(v, args, ctx, hot, cap_s, flush, flush_bytes, st, NULL);
+    return time_variant(v, args, ctx, hot, (stop_rule){cap_s, TARGET_NOISE, SETTLE_SAMPLES}, flush, flush_bytes,
+                        st, NULL);
 }
 
 static kb_case current;
@@ -452,7 +474,7 @@ static void run_variant(kb_case *c, const kb_job *job, const kb_options *o, void
         r->status = KB_FAIL;
         describe_failure(r, "before timing");
     } else if (!o->check_only) {
-        if ((e = time_variant(v, args, ctx, o->hot, o->row_cap_s, flush, flush_bytes, &r->time_ms, r))) {
+        if ((e = time_variant(v, args, ctx, o->hot, stop_rule_of(o), flush, flush_bytes, &r->time_ms, r))) {
             set_reason(r, KB_FAIL, "failed while timing: %s", e);
         } else {
             r->timed = 1;

@@ -52,6 +52,12 @@ expect 2 "unknown option '--fast'" run --fast
 expect 2 "--csv needs a value" run --csv
 expect 2 "--device needs a device index" run --device -1
 expect 2 "--max-time needs seconds" run --max-time 0
+expect 2 "--max-noise needs a percentage" run --max-noise 0
+expect 2 "--max-noise needs a percentage" run --max-noise nan
+expect 2 "--max-noise needs a percentage" run --max-noise 101
+expect 2 "--min-samples needs an integer from 3 to 2000" run --min-samples 2
+expect 2 "--min-samples needs an integer from 3 to 2000" run --min-samples 20.5
+expect 2 "--min-samples needs an integer from 3 to 2000" run --min-samples 2001
 # Numbers are finite decimals: NaN passed every range check before.
 for bad in nan inf 0x10 1e999 ' 1'; do
     expect 2 "--max-time needs seconds in (0, 3600\], got '$bad'" run --op copy --sizes 1 --max-time "$bad"

@@ -31,8 +31,26 @@ static int expand(int argc, char **argv, kb_job **jobs)
     return kb_expand_sweep(&o, jobs, err, sizeof err);
 }
 
+/* --max-noise and --min-samples set the stop rule, which the CSV names;
+ * without them it is the default (1%, 20 samples, the 1 s cap). */
+static void test_stop_rule(void)
+{
+    kb_options o;
+    char err[256], rule[160];
+    char *set[] = {"kbench", "run", "--max-noise", "2.5", "--min-samples", "50", "--max-time", "3"};
+    CHECK(kb_parse_args(8, set, &o, err, sizeof err) == 0);
+    CHECK(o.max_noise == 0.025 && o.min_samples == 50 && o.row_cap_s == 3);
+    kb_stop_rule_text(&o, rule, sizeof rule);
+    CHECK(!strcmp(rule, "median noise under 2.5% from 50 samples, or 3 s, or 2000 samples"));
+    char *plain[] = {"kbench", "run"};
+    CHECK(kb_parse_args(2, plain, &o, err, sizeof err) == 0);
+    kb_stop_rule_text(&o, rule, sizeof rule);
+    CHECK(!strcmp(rule, "median noise under 1% from 20 samples, or 1 s, or 2000 samples"));
+}
+
 int main(void)
 {
+    test_stop_rule();
     const kb_op *mm = &kb_op_matmul;
     kb_job *jobs;
     int nv = nvariants(mm);
