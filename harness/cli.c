@@ -14,7 +14,7 @@ void kb_print_usage(FILE *f)
           "       kbench run [--op OP[,OP]] [--variant NAME|GLOB[,..]] [--sizes SHAPE[,SHAPE]]\n"
           "                  [--dtype f32|bf16[,..]] [--quick] [--check] [--hot]\n"
           "                  [--csv FILE | --out-dir DIR] [--device N] [--max-time SECONDS]\n"
-          "                  [--max-noise PCT] [--min-samples N]\n"
+          "                  [--max-noise PCT] [--min-samples N] [--format csv|md|jsonl]\n"
           "                  [--test-sizes] [--ceilings]\n"
           "       kbench ceilings [--device N]\n"
           "       kbench pe --seq-len T --d-model D [--paper]\n"
@@ -140,7 +140,7 @@ static int parse_run_flag(int argc, char **argv, int *i, kb_options *o, char *er
     else if (!strcmp(a, "--op") || !strcmp(a, "--variant") || !strcmp(a, "--sizes") ||
              !strcmp(a, "--dtype") || !strcmp(a, "--csv") || !strcmp(a, "--device") ||
              !strcmp(a, "--max-time") || !strcmp(a, "--out-dir") || !strcmp(a, "--max-noise") ||
-             !strcmp(a, "--min-samples")) {
+             !strcmp(a, "--min-samples") || !strcmp(a, "--format")) {
         const char *val = value_of(argc, argv, i);
         if (!val || !*val)
             return fail(err, errlen, "%s needs a value", a);
@@ -158,6 +158,9 @@ static int parse_run_flag(int argc, char **argv, int *i, kb_options *o, char *er
             if (parse_number(val, 0.01, 100, &v))
                 return fail(err, errlen, "--max-noise needs a percentage from 0.01 to 100, got '%s'", val);
             o->max_noise = v / 100;
+        } else if (!strcmp(a, "--format")) {
+            if (kb_parse_format(val, &o->format) != 0)
+                return fail(err, errlen, "--format needs csv, md or jsonl, got '%s'", val);
         } else if (!strcmp(a, "--min-samples")) {
             /* At least the 3 a median needs, at most the 2000 a row takes. */
             if (parse_number(val, 3, 2000, &v) || v != (int)v)

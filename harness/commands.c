@@ -199,7 +199,7 @@ static int sweep(const kb_job *jobs, int n, const kb_options *o, const char *csv
         kb_table_row(stdout, &rows[i], i + 1, n);
         /* Rewrite after every row: an interrupted sweep leaves a complete file of the rows done. */
         const double w0 = omp_get_wtime();
-        const int written = kb_csv_write(csv, meta->meta, meta->n, rows, i + 1, err, sizeof err);
+        const int written = kb_results_write(csv, o->format, meta->meta, meta->n, rows, i + 1, err, sizeof err);
         csv_s += omp_get_wtime() - w0;
         if (written != 0) {
             fprintf(stderr, "kbench: %s\n", err);
@@ -252,6 +252,9 @@ int kb_cmd_run(const kb_options *o)
         free(jobs);
         return KB_EXIT_FAIL;
     }
+    /* kbench-<date>.csv becomes .md or .jsonl (csv_in left room unless the folder's name is ~4 KB). */
+    if (!o->csv_path && o->format != KB_FORMAT_CSV && strlen(path) + 3 < sizeof path)
+        strcpy(path + strlen(path) - 3, o->format == KB_FORMAT_MD ? "md" : "jsonl");
     size_t flush_bytes;
     void *flush = kb_alloc_flush(&dev, &flush_bytes);
     if (!flush) {

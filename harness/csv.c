@@ -38,9 +38,96 @@ void kb_meta_set_value(kb_meta_set *m, const char *key, const char *fmt, ...)
         m->n++;
 }
 
+#define NCOLS (sizeof columns / sizeof *columns)
+#define CELL_LEN 224 /* the longest cell is the reason (kb_result.reason) */
+
+/* The columns whose cells are text in every row; the rest are numbers or
+ * empty, which JSON lines write as numbers or null. */
+static const char *const text_columns[] = {"op", "variant", "dtype", "math", "shape_fields", "shape", "bound",
+                                           "l2", "status", "reason", "throttle", "clock_flag"};
+
+/* One row as text cells, in the columns' order: what every format prints. */
+typedef struct {
+    char v[NCOLS][CELL_LEN];
+    size_t n;
+} row_cells;
+
+static void cell(row_cells *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void cell(row_cells *c, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->v[c->n++], CELL_LEN, fmt, ap);
+    va_end(ap);
+}
+
+/* Timing and error cells stay empty where they were not measured. */
+static void measured(row_cells *c, int valid, const char *fmt, double v)
+{
+    if (valid)
+        cell(c, fmt, v);
+    else
+        cell(c, "%s", "");
+}
+
+/* NVML's cells: empty without NVML, and where the row was not timed. */
+static void power_cells(row_cells *c, int timed, const kb_result *r)
+{
+    char names[160];
+    int e = timed && r->mj_per_launch > 0;
+    measured(c, timed && r->clock_mhz > 0, "%.0f", r->clock_mhz);
+    measured(c, timed && r->power_w > 0, "%.1f", r->power_w);
+    measured(c, timed && r->temp_c > 0, "%.0f", r->temp_c);
+    cell(c, "%s", timed ? kb_throttle_names(r->throttle, names, sizeof names) : "");
+    measured(c, e, "%.4f", r->mj_per_launch);
+    measured(c, e, "%.3f", kb_per_joule(r->flops, r->mj_per_launch));
+    measured(c, e, "%.3f", kb_per_joule(r->bytes, r->mj_per_launch));
+    cell(c, "%s", timed && r->throttled ? "throttled" : "");
+}
+
+static void fill_cells(const kb_result *r, row_cells *c)
+{
+    char shape[128];
+    c->n = 0;
+    kb_format_shape(r->op, &r->shape, shape, sizeof shape);
+    cell(c, "%s", r->op->name);
+    cell(c, "%s", r->variant->name);
+    cell(c, "%s", kb_dtype_name(r->variant->dtype));
+    cell(c, "%s", kb_math_name(r->variant->math));
+    cell(c, "%s", r->op->shape_fields);
+    cell(c, "%s", shape);
+    for (int i = 0; i < KB_MAX_DIMS; ++i)
+        measured(c, i < r->shape.nd, "%.0f", i < r->shape.nd ? (double)r->shape.d[i] : 0);
+    cell(c, "%.0f", r->flops);
+    cell(c, "%.0f", r->bytes);
+    int t = r->timed && r->status == KB_PASS;
+    double sec = r->time_ms.median * 1e-3;
+    measured(c, t, "%.6f", r->time_ms.median);
+    measured(c, t, "%.6f", r->time_ms.min);
+    measured(c, t, "%.6f", r->time_ms.max);
+    measured(c, t, "%.3f", 100.0 * r->time_ms.rel_stdev);
+    measured(c, t, "%.0f", r->time_ms.n);
+    measured(c, t, "%.3f", t ? r->flops / sec * 1e-9 : 0);
+    measured(c, t, "%.3f", t ? r->bytes / sec * 1e-9 : 0);
+    measured(c, t && r->speedup > 0, "%.4f", r->speedup);
+    measured(c, t && r->pct_of_ceiling > 0, "%.1f", r->pct_of_ceiling);
+    measured(c, t && r->pct_of_peak > 0, "%.1f", r->pct_of_peak);
+    cell(c, "%s", !t ? "" : r->memory_bound ? "memory" : "compute");
+    int k = r->rows_checked > 0;
+    measured(c, k, "%.3e", r->check.max_abs_err);
+    measured(c, k, "%.3e", r->check.rel_l2_err);
+    measured(c, k, "%.3e", r->check.worst_tol);
+    measured(c, k, "%.0f", (double)r->rows_checked);
+    measured(c, k, "%.0f", (double)r->rows_total);
+    cell(c, "%s", r->hot ? "hot" : "cold");
+    cell(c, "%s", kb_status_name(r->status));
+    cell(c, "%s", r->reason);
+    power_cells(c, t, r);
+}
+
 void kb_csv_header(FILE *f)
 {
-    for (size_t i = 0; i < sizeof columns / sizeof *columns; ++i)
+    for (size_t i = 0; i < NCOLS; ++i)
         fprintf(f, "%s%s", i ? "," : "", columns[i]);
     fputc('\n', f);
 }
@@ -61,64 +148,110 @@ static void put_text(FILE *f, const char *s)
     fputc('"', f);
 }
 
-/* Timing and error columns stay empty where they were not measured. */
-static void put_measured(FILE *f, int valid, const char *fmt, double v)
-{
-    fputc(',', f);
-    if (valid)
-        fprintf(f, fmt, v);
-}
-
-/* NVML's columns: empty without NVML, and where the row was not timed. */
-static void put_power(FILE *f, int timed, const kb_result *r)
-{
-    char names[160];
-    int e = timed && r->mj_per_launch > 0;
-    put_measured(f, timed && r->clock_mhz > 0, "%.0f", r->clock_mhz);
-    put_measured(f, timed && r->power_w > 0, "%.1f", r->power_w);
-    put_measured(f, timed && r->temp_c > 0, "%.0f", r->temp_c);
-    fprintf(f, ",%s", timed ? kb_throttle_names(r->throttle, names, sizeof names) : "");
-    put_measured(f, e, "%.4f", r->mj_per_launch);
-    put_measured(f, e, "%.3f", kb_per_joule(r->flops, r->mj_per_launch));
-    put_measured(f, e, "%.3f", kb_per_joule(r->bytes, r->mj_per_launch));
-    fprintf(f, ",%s", timed && r->throttled ? "throttled" : "");
-}
-
 void kb_csv_row(FILE *f, const kb_result *r)
 {
-    char shape[128];
-    kb_format_shape(r->op, &r->shape, shape, sizeof shape);
-    fprintf(f, "%s,%s,%s,%s,%s,%s", r->op->name, r->variant->name, kb_dtype_name(r->variant->dtype),
-            kb_math_name(r->variant->math), r->op->shape_fields, shape);
-    for (int i = 0; i < KB_MAX_DIMS; ++i) {
-        fputc(',', f);
-        if (i < r->shape.nd)
-            fprintf(f, "%lld", (long long)r->shape.d[i]);
+    row_cells c;
+    fill_cells(r, &c);
+    for (size_t i = 0; i < NCOLS; ++i) {
+        if (i)
+            fputc(',', f);
+        put_text(f, c.v[i]);
     }
-    fprintf(f, ",%.0f,%.0f", r->flops, r->bytes);
-    int t = r->timed && r->status == KB_PASS;
-    double sec = r->time_ms.median * 1e-3;
-    put_measured(f, t, "%.6f", r->time_ms.median);
-    put_measured(f, t, "%.6f", r->time_ms.min);
-    put_measured(f, t, "%.6f", r->time_ms.max);
-    put_measured(f, t, "%.3f", 100.0 * r->time_ms.rel_stdev);
-    put_measured(f, t, "%.0f", r->time_ms.n);
-    put_measured(f, t, "%.3f", t ? r->flops / sec * 1e-9 : 0);
-    put_measured(f, t, "%.3f", t ? r->bytes / sec * 1e-9 : 0);
-    put_measured(f, t && r->speedup > 0, "%.4f", r->speedup);
-    put_measured(f, t && r->pct_of_ceiling > 0, "%.1f", r->pct_of_ceiling);
-    put_measured(f, t && r->pct_of_peak > 0, "%.1f", r->pct_of_peak);
-    fprintf(f, ",%s", !t ? "" : r->memory_bound ? "memory" : "compute");
-    int c = r->rows_checked > 0;
-    put_measured(f, c, "%.3e", r->check.max_abs_err);
-    put_measured(f, c, "%.3e", r->check.rel_l2_err);
-    put_measured(f, c, "%.3e", r->check.worst_tol);
-    put_measured(f, c, "%.0f", (double)r->rows_checked);
-    put_measured(f, c, "%.0f", (double)r->rows_total);
-    fprintf(f, ",%s,%s,", r->hot ? "hot" : "cold", kb_status_name(r->status));
-    put_text(f, r->reason);
-    put_power(f, t, r);
     fputc('\n', f);
+}
+
+/* A JSON string: quotes, backslashes and control characters escaped. */
+static void put_json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; ++p) {
+        if (*p == '"' || *p == '\\')
+            fprintf(f, "\\%c", *p);
+        else if (*p < 0x20)
+            fprintf(f, "\\u%04x", *p);
+        else
+            fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
+static int is_text_column(size_t i)
+{
+    for (size_t k = 0; k < sizeof text_columns / sizeof *text_columns; ++k)
+        if (!strcmp(columns[i], text_columns[k]))
+            return 1;
+    return 0;
+}
+
+/* One JSON object a row, keyed by column; an unmeasured number is null. */
+static void jsonl_row(FILE *f, const kb_result *r)
+{
+    row_cells c;
+    fill_cells(r, &c);
+    fputc('{', f);
+    for (size_t i = 0; i < NCOLS; ++i) {
+        fprintf(f, "%s\"%s\":", i ? "," : "", columns[i]);
+        if (is_text_column(i))
+            put_json_string(f, c.v[i]);
+        else
+            fputs(c.v[i][0] ? c.v[i] : "null", f);
+    }
+    fputs("}\n", f);
+}
+
+static void jsonl_meta(FILE *f, const kb_meta *meta, int nmeta)
+{
+    fputs("{\"meta\":{", f);
+    for (int i = 0; i < nmeta; ++i) {
+        if (i)
+            fputc(',', f);
+        put_json_string(f, meta[i].key);
+        fputc(':', f);
+        put_json_string(f, meta[i].value);
+    }
+    fputs("}}\n", f);
+}
+
+/* A markdown cell: '|' would end it and a newline the row. */
+static void put_md_cell(FILE *f, const char *s)
+{
+    fputs("| ", f);
+    for (; *s; ++s)
+        fputs(*s == '|' ? "\\|" : *s == '\n' ? " " : (char[2]){*s, 0}, f);
+    fputc(' ', f);
+}
+
+static void md_meta(FILE *f, const kb_meta *meta, int nmeta)
+{
+    for (int i = 0; i < nmeta; ++i)
+        fprintf(f, "- %s: %s\n", meta[i].key, meta[i].value);
+    fputc('\n', f);
+    for (size_t i = 0; i < NCOLS; ++i)
+        put_md_cell(f, columns[i]);
+    fputs("|\n", f);
+    for (size_t i = 0; i < NCOLS; ++i)
+        fputs("|---", f);
+    fputs("|\n", f);
+}
+
+static void md_row(FILE *f, const kb_result *r)
+{
+    row_cells c;
+    fill_cells(r, &c);
+    for (size_t i = 0; i < NCOLS; ++i)
+        put_md_cell(f, c.v[i]);
+    fputs("|\n", f);
+}
+
+int kb_parse_format(const char *s, kb_format *out)
+{
+    static const char *const names[] = {[KB_FORMAT_CSV] = "csv", [KB_FORMAT_MD] = "md", [KB_FORMAT_JSONL] = "jsonl"};
+    for (int i = 0; i < 3; ++i)
+        if (!strcmp(s, names[i])) {
+            *out = (kb_format)i;
+            return 0;
+        }
+    return -1;
 }
 
 /* path's temporary twin, in its folder so that the rename is atomic;
@@ -158,7 +291,7 @@ int kb_csv_check_output(const char *path, char *err, size_t errlen)
 
 /* The file as prefix (a whole CSV: metadata, header, rows) or as metadata
  * and header, then rows; through a temporary file and a rename. */
-static int write_file(const char *path, const char *prefix, const kb_meta *meta, int nmeta,
+static int write_file(const char *path, kb_format format, const char *prefix, const kb_meta *meta, int nmeta,
                       const kb_result *rows, int nrows, char *err, size_t errlen)
 {
     char tmp[4096];
@@ -167,15 +300,22 @@ static int write_file(const char *path, const char *prefix, const kb_meta *meta,
     FILE *f = fopen(tmp, "w");
     if (!f)
         return cannot_write(tmp, errno, err, errlen);
+    void (*row)(FILE *, const kb_result *) = format == KB_FORMAT_MD      ? md_row
+                                             : format == KB_FORMAT_JSONL ? jsonl_row
+                                                                         : kb_csv_row;
     if (prefix)
         fputs(prefix, f);
+    else if (format == KB_FORMAT_MD)
+        md_meta(f, meta, nmeta);
+    else if (format == KB_FORMAT_JSONL)
+        jsonl_meta(f, meta, nmeta);
     else {
         for (int i = 0; i < nmeta; ++i)
             fprintf(f, "# %s: %s\n", meta[i].key, meta[i].value);
         kb_csv_header(f);
     }
     for (int i = 0; i < nrows; ++i)
-        kb_csv_row(f, &rows[i]);
+        row(f, &rows[i]);
     int bad = ferror(f);
     if (fclose(f) != 0 || bad || rename(tmp, path) != 0) {
         int e = errno;
@@ -185,16 +325,22 @@ static int write_file(const char *path, const char *prefix, const kb_meta *meta,
     return 0;
 }
 
+int kb_results_write(const char *path, kb_format format, const kb_meta *meta, int nmeta, const kb_result *rows,
+                     int nrows, char *err, size_t errlen)
+{
+    return write_file(path, format, NULL, meta, nmeta, rows, nrows, err, errlen);
+}
+
 int kb_csv_write(const char *path, const kb_meta *meta, int nmeta,
                  const kb_result *rows, int nrows, char *err, size_t errlen)
 {
-    return write_file(path, NULL, meta, nmeta, rows, nrows, err, errlen);
+    return write_file(path, KB_FORMAT_CSV, NULL, meta, nmeta, rows, nrows, err, errlen);
 }
 
 int kb_csv_write_after(const char *path, const char *prefix, const kb_result *rows, int nrows, char *err,
                        size_t errlen)
 {
-    return write_file(path, prefix, NULL, 0, rows, nrows, err, errlen);
+    return write_file(path, KB_FORMAT_CSV, prefix, NULL, 0, rows, nrows, err, errlen);
 }
 
 /* Read exactly up to size bytes; the count read, or -1. */

@@ -119,6 +119,9 @@ typedef struct {
 const char *kb_status_name(kb_status s);
 
 /* ---- options (cli.c) ---- */
+/* How a run's results are written (csv.c): CSV, markdown or JSON lines. */
+typedef enum { KB_FORMAT_CSV, KB_FORMAT_MD, KB_FORMAT_JSONL } kb_format;
+
 typedef enum { KB_CMD_NONE, KB_CMD_LIST, KB_CMD_RUN, KB_CMD_CEILINGS, KB_CMD_PE, KB_CMD_HELP, KB_CMD_VERSION } kb_command;
 
 typedef struct {
@@ -137,6 +140,7 @@ typedef struct {
     double row_cap_s;              /* time cap per row */
     double max_noise;              /* a row stops once its median's relative noise is under this; 0: 1% */
     int min_samples;               /* ... but not before this many samples; 0: 20 */
+    kb_format format;              /* of the output file; CSV by default */
 } kb_options;
 
 /* Parse argv; 0 on success, else -1 with a one-line message in err. */
@@ -186,6 +190,12 @@ typedef struct {
 void kb_meta_set_value(kb_meta_set *m, const char *key, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Write all rows to path atomically (temp file + rename).  0 on success. */
+/* The same records as markdown (metadata as a list, then one table) or as
+ * JSON lines (a {"meta": {...}} line, then an object a row, keyed by the CSV's
+ * columns, null where nothing was measured); written like kb_csv_write. */
+int kb_parse_format(const char *s, kb_format *out);
+int kb_results_write(const char *path, kb_format format, const kb_meta *meta, int nmeta, const kb_result *rows,
+                     int nrows, char *err, size_t errlen);
 int kb_csv_write(const char *path, const kb_meta *meta, int nmeta,
                  const kb_result *rows, int nrows, char *err, size_t errlen);
 /* Appending to a CSV: read an existing kbench CSV whole (NULL with err set

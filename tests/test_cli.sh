@@ -53,6 +53,7 @@ expect 2 "--csv needs a value" run --csv
 expect 2 "--device needs a device index" run --device -1
 expect 2 "--max-time needs seconds" run --max-time 0
 expect 2 "--max-noise needs a percentage" run --max-noise 0
+expect 2 "--format needs csv, md or jsonl, got 'xml'" run --format xml
 expect 2 "--max-noise needs a percentage" run --max-noise nan
 expect 2 "--max-noise needs a percentage" run --max-noise 101
 expect 2 "--min-samples needs an integer from 3 to 2000" run --min-samples 2

@@ -47,6 +47,44 @@ static kb_result passed_row(void)
     return r;
 }
 
+/* The same rows as markdown and as JSON lines: every markdown line has as
+ * many cells as the header, and JSON numbers are bare, text quoted and
+ * escaped, unmeasured cells null. */
+static void test_other_formats(const kb_result *rows, const kb_meta *meta)
+{
+    char dir[] = "/tmp/kbench-fmt-XXXXXX", path[256], err[256], cmd[512];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(path, sizeof path, "%s/out.md", dir);
+    CHECK(kb_results_write(path, KB_FORMAT_MD, meta, 2, rows, 2, err, sizeof err) == 0);
+    char *text = slurp(path);
+    CHECK(text && strncmp(text, "- gpu: Test GPU\n- git_commit: abc123\n\n| op | variant | dtype |", 62) == 0);
+    CHECK(text && strstr(text, "| matmul | naive | f32 | f32 | MxNxK | 128x64x32 | 128 | 64 | 32 |  |"));
+    CHECK(text && strstr(text, "| sw_power_cap\\|hw_thermal |"));
+    int want = -1;
+    for (char *line = text ? strstr(text, "\n|") : NULL; line; line = strstr(line + 1, "\n|")) {
+        int bars = 0;
+        for (char *p = line + 1; *p && *p != '\n'; ++p)
+            bars += *p == '|' && p[-1] != '\\';
+        want = want < 0 ? bars : want;
+        CHECK(bars == want);
+    }
+    CHECK(want > 40);
+
+    snprintf(path, sizeof path, "%s/out.jsonl", dir);
+    CHECK(kb_results_write(path, KB_FORMAT_JSONL, meta, 2, rows, 2, err, sizeof err) == 0);
+    text = slurp(path);
+    CHECK(text && strncmp(text, "{\"meta\":{\"gpu\":\"Test GPU\",\"git_commit\":\"abc123\"}}\n{\"op\":\"matmul\",", 65) == 0);
+    CHECK(text && strstr(text, "\"shape\":\"128x64x32\",\"d1\":128,\"d2\":64,\"d3\":32,\"d4\":null,"));
+    CHECK(text && strstr(text, "\"median_ms\":0.500000,"));
+    CHECK(text && strstr(text, "\"reason\":\"needs 3 GiB, 1 GiB free, \\\"say\\\"\""));
+    CHECK(text && strstr(text, "\"status\":\"SKIP\",") && strstr(text, "\"median_ms\":null,"));
+    snprintf(cmd, sizeof cmd, "python3 -c 'import json,sys; [json.loads(l) for l in open(sys.argv[1])]' %s "
+                              "2>/dev/null || ! command -v python3 >/dev/null", path);
+    CHECK(system(cmd) == 0); /* every line is JSON, where python3 can tell */
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
+}
+
 int main(void)
 {
     char dir[] = "/tmp/kbench-csv-XXXXXX", path[256], line[4096];
@@ -60,6 +98,7 @@ int main(void)
     snprintf(rows[1].reason, sizeof rows[1].reason, "needs 3 GiB, 1 GiB free, \"say\"");
     kb_meta meta[] = {{"gpu", "Test GPU"}, {"git_commit", "abc123"}};
     char err[256];
+    test_other_formats(rows, meta);
     CHECK(kb_csv_write(path, meta, 2, rows, 2, err, sizeof err) == 0);
 
     char *text = slurp(path);
