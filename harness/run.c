@@ -29,7 +29,7 @@ typedef struct {
     unsigned quirks;              /* the variants' KB_QUIRK_* bits these inputs were made for */
     int n;                        /* tensors */
     kb_tensor t[KB_MAX_TENSORS];
-    void *host[KB_MAX_TENSORS];   /* pinned: inputs whole; outputs, the checked rows */
+    void *host[KB_MAX_TENSORS];   /* inputs (pinned, for fast re-upload); outputs: the checked rows */
     int pinned[KB_MAX_TENSORS];
     void *dev[KB_MAX_TENSORS];
     int first_out;                /* index of the first output tensor */
@@ -133,14 +133,13 @@ static void case_prepare_host(kb_case *c)
                             kb_seed_for(c->op->name, &c->shape, 99), &c->rows);
     for (int i = 0; i < c->n; ++i) {
         size_t es = kb_dtype_size(c->t[i].dtype);
-        /* Pinned both ways: inputs are uploaded before every variant, the
-         * checked rows read back twice a variant. */
-        size_t bytes = (size_t)(c->t[i].is_output ? c->nrows * c->t[i].row_len : c->t[i].elems) * es;
-        c->pinned[i] = cudaMallocHost(&c->host[i], bytes) == cudaSuccess;
-        if (!c->pinned[i])
-            c->host[i] = malloc(bytes);
-        if (c->t[i].is_output)
+        if (c->t[i].is_output) {
+            c->host[i] = malloc((size_t)c->nrows * (size_t)c->t[i].row_len * es);
             continue;
+        }
+        c->pinned[i] = cudaMallocHost(&c->host[i], (size_t)c->t[i].elems * es) == cudaSuccess;
+        if (!c->pinned[i])
+            c->host[i] = malloc((size_t)c->t[i].elems * es);
         if (c->t[i].dtype == KB_F32) {
             fill_input(c, i, c->host[i]);
             continue;
