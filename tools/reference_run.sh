@@ -37,9 +37,8 @@ fi
 
 slug=$(kb_gpu_slug "$(kb_csv_gpu "$csv")")
 dest=results/$slug/kbench-$(date -u +%Y%m%d-%H%M%S).csv
-mkdir -p "results/$slug" || exit 1
-find "results/$slug" -name '*.csv' -delete
-mv "$csv" "$dest" || exit 1
+mkdir -p "results/$slug" && mv "$csv" "$dest" || exit 1
+find "results/$slug" -name '*.csv' ! -path "$dest" -delete
 echo "== wrote $dest"
 kb_step plots bash plots/render.sh --optional "$dest" || rc=1
 if ((readme)); then
