@@ -30,8 +30,8 @@ static cublasStatus_t set_pref(cublasLtMatmulPreference_t pref, cublasLtMatmulPr
     return cublasLtMatmulPreferenceSetAttribute(pref, attr, &value, sizeof value);
 }
 
-static const char *pick_algo(kb_lt_product *p, cublasLtHandle_t lt, const float *X, const float *W,
-                             const float *Y)
+static const char *pick_algo(kb_lt_product *p, cublasLtHandle_t lt, const void *X, const void *W,
+                             const void *Y)
 {
     cublasLtMatmulPreference_t pref = NULL;
     LT_TRY(cublasLtMatmulPreferenceCreate(&pref));
@@ -59,9 +59,9 @@ static const char *pick_algo(kb_lt_product *p, cublasLtHandle_t lt, const float 
     return NULL;
 }
 
-const char *kb_lt_plan(kb_lt_product *p, cublasLtHandle_t lt, cublasComputeType_t compute, int M, int N,
-                       int K, cublasLtEpilogue_t epi, const float *bias, const float *X, const float *W,
-                       const float *Y)
+const char *kb_lt_plan(kb_lt_product *p, cublasLtHandle_t lt, cublasComputeType_t compute, cudaDataType_t type,
+                       int M, int N, int K, cublasLtEpilogue_t epi, const float *bias, const void *X,
+                       const void *W, const void *Y)
 {
     const cublasOperation_t no_trans = CUBLAS_OP_N;
     LT_TRY(cublasLtMatmulDescCreate(&p->desc, compute, CUDA_R_32F));
@@ -69,14 +69,14 @@ const char *kb_lt_plan(kb_lt_product *p, cublasLtHandle_t lt, cublasComputeType_
     LT_TRY(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &no_trans, sizeof no_trans));
     LT_TRY(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
     LT_TRY(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
-    LT_TRY(cublasLtMatrixLayoutCreate(&p->w, CUDA_R_32F, (uint64_t)N, (uint64_t)K, (int64_t)N));
-    LT_TRY(cublasLtMatrixLayoutCreate(&p->x, CUDA_R_32F, (uint64_t)K, (uint64_t)M, (int64_t)K));
-    LT_TRY(cublasLtMatrixLayoutCreate(&p->y, CUDA_R_32F, (uint64_t)N, (uint64_t)M, (int64_t)N));
+    LT_TRY(cublasLtMatrixLayoutCreate(&p->w, type, (uint64_t)N, (uint64_t)K, (int64_t)N));
+    LT_TRY(cublasLtMatrixLayoutCreate(&p->x, type, (uint64_t)K, (uint64_t)M, (int64_t)K));
+    LT_TRY(cublasLtMatrixLayoutCreate(&p->y, type, (uint64_t)N, (uint64_t)M, (int64_t)N));
     return pick_algo(p, lt, X, W, Y);
 }
 
-const char *kb_lt_run(const kb_lt_product *p, cublasLtHandle_t lt, const float *bias, const float *X,
-                      const float *W, float *Y, void *workspace, cudaStream_t stream)
+const char *kb_lt_run(const kb_lt_product *p, cublasLtHandle_t lt, const float *bias, const void *X,
+                      const void *W, void *Y, void *workspace, cudaStream_t stream)
 {
     const float one = 1.0f, zero = 0.0f;
     LT_TRY(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));

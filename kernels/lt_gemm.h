@@ -1,7 +1,9 @@
 /* One cuBLASLt product in row-major terms, shared by the ffn cublaslt
  * variant and the transformer's linear layers:
  *     Y (M x N) = epilogue(X (M x K) W (K x N) + bias[N])
- * all fp32, row-major, densely packed.  Row-major Y = X W is column-major
+ * row-major, densely packed, X, W and Y all of one storage type: fp32
+ * (CUDA_R_32F) or bf16 (CUDA_R_16BF, the matmul cublaslt_bf16 baseline);
+ * the scales and the accumulation are fp32 either way.  Row-major Y = X W is column-major
  * Y^T = W^T X^T, and a row-major matrix read column-major is its
  * transpose, so this is a column-major matmul with no transposes, the
  * operands swapped: m = N, n = M, k = K.  cuBLASLt adds its bias vector
@@ -10,7 +12,10 @@
  *
  * The compute type picks the arithmetic: CUBLAS_COMPUTE_32F is plain fp32
  * FFMA; CUBLAS_COMPUTE_32F_FAST_TF32 runs the tensor cores on inputs cut to
- * tf32 (the model's 3xtf32 path feeds it pre-split operands). */
+ * tf32 (the model's 3xtf32 path feeds it pre-split operands).  bf16 takes
+ * CUBLAS_COMPUTE_32F.  The bias is fp32 and is for fp32 products: a bf16
+ * product has no epilogue (CUBLASLT_EPILOGUE_DEFAULT, bias NULL), since
+ * cuBLASLt would read its bias in the output's type. */
 #ifndef KBENCH_LT_GEMM_H
 #define KBENCH_LT_GEMM_H
 
@@ -32,13 +37,13 @@ typedef struct {
 /* Describe the product and pick cuBLASLt's first heuristic algorithm for
  * these pointers (the heuristic sees their alignments).  Returns NULL or a
  * static error string; a half-made product is still safe to destroy. */
-const char *kb_lt_plan(kb_lt_product *p, cublasLtHandle_t lt, cublasComputeType_t compute, int M, int N,
-                       int K, cublasLtEpilogue_t epi, const float *bias, const float *X, const float *W,
-                       const float *Y);
+const char *kb_lt_plan(kb_lt_product *p, cublasLtHandle_t lt, cublasComputeType_t compute, cudaDataType_t type,
+                       int M, int N, int K, cublasLtEpilogue_t epi, const float *bias, const void *X,
+                       const void *W, const void *Y);
 /* Enqueue Y = epi(X W + bias) with a planned product; bias may differ from
  * the one planned (same alignment), so one plan serves every layer. */
-const char *kb_lt_run(const kb_lt_product *p, cublasLtHandle_t lt, const float *bias, const float *X,
-                      const float *W, float *Y, void *workspace, cudaStream_t stream);
+const char *kb_lt_run(const kb_lt_product *p, cublasLtHandle_t lt, const float *bias, const void *X,
+                      const void *W, void *Y, void *workspace, cudaStream_t stream);
 void kb_lt_destroy(kb_lt_product *p);
 
 #ifdef __cplusplus

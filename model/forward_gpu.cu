@@ -346,7 +346,7 @@ static const char *plan_for(kb_tf_gpu *g, int M, const Linear &l, int K, cublasL
     const cublasComputeType_t compute =
         g->gemm == KB_TF_GEMM_3XTF32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
     *out = &p.product;
-    return kb_lt_plan(&p.product, g->lt, compute, M, l.out, K, epi, l.b, A, l.w, Y);
+    return kb_lt_plan(&p.product, g->lt, compute, CUDA_R_32F, M, l.out, K, epi, l.b, A, l.w, Y);
 }
 
 /* Y (M x out) = epi(X (M x in) W + b). */

@@ -52,11 +52,11 @@ static const char *setup_ctx(cublaslt_ctx *c, const kb_ffn_args *a)
         return cudaGetErrorString(e);
     if (cublasLtCreate(&c->lt) != CUBLAS_STATUS_SUCCESS)
         return "cannot create a cuBLASLt handle";
-    const char *err = kb_lt_plan(&c->p1, c->lt, CUBLAS_COMPUTE_32F, a->M, a->F, a->D,
+    const char *err = kb_lt_plan(&c->p1, c->lt, CUBLAS_COMPUTE_32F, CUDA_R_32F, a->M, a->F, a->D,
                                  CUBLASLT_EPILOGUE_RELU_BIAS, a->b1, a->x, a->w1, c->h);
     if (err)
         return err;
-    return kb_lt_plan(&c->p2, c->lt, CUBLAS_COMPUTE_32F, a->M, a->D, a->F, CUBLASLT_EPILOGUE_BIAS, a->b2,
+    return kb_lt_plan(&c->p2, c->lt, CUBLAS_COMPUTE_32F, CUDA_R_32F, a->M, a->D, a->F, CUBLASLT_EPILOGUE_BIAS, a->b2,
                       c->h, a->w2, a->y);
 }
 
