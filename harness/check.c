@@ -1,68 +1,73 @@
-/* Comparing a variant's output with the C reference. */
+/* Comparing a variant's output with the C reference.  kbench run compares
+ * on the device (device_scan.cu); this host form is the one tests call. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "harness/harness.h"
 
-/* The comparison of out[lo, hi) into c (err2, ref2: the L2 sums). */
-typedef struct {
-    kb_check c;
-    double err2, ref2;
-} partial;
-
 static void compare_range(const void *out, kb_dtype t, const double *ref, int64_t lo, int64_t hi, kb_math m,
-                          int64_t reduction_len, partial *p)
+                          int64_t reduction_len, kb_check_part *p)
 {
+    double abs_tol, rel_tol;
+    kb_tolerance_terms(m, reduction_len, &abs_tol, &rel_tol);
     memset(p, 0, sizeof *p);
     for (int64_t i = lo; i < hi; ++i) {
         double o = kb_tensor_value(out, i, t), r = ref[i], e = fabs(o - r);
-        double tol = kb_tolerance(m, reduction_len, r);
+        double tol = abs_tol + rel_tol * fabs(r);
         if (!isfinite(o)) {
-            p->c.bad_elems++;
-            p->c.max_abs_err = INFINITY;
-            p->c.worst_tol = tol;
+            p->bad_elems++;
+            p->max_abs_err = INFINITY;
+            p->worst_tol = tol;
             continue;
         }
         if (e > tol)
-            p->c.bad_elems++;
-        if (e > p->c.max_abs_err) {
-            p->c.max_abs_err = e;
-            p->c.worst_tol = tol;
+            p->bad_elems++;
+        if (e > p->max_abs_err) {
+            p->max_abs_err = e;
+            p->worst_tol = tol;
         }
         p->err2 += e * e;
         p->ref2 += r * r;
     }
 }
 
+void kb_check_merge(const kb_check_part *parts, int64_t nparts, kb_math m, int64_t reduction_len, kb_check *c)
+{
+    kb_check_part all = {0};
+    for (int64_t k = 0; k < nparts; ++k) {
+        const kb_check_part *p = &parts[k];
+        all.bad_elems += p->bad_elems;
+        /* A chunk with a NaN or Inf sets the error to Inf, with its tolerance. */
+        if (p->max_abs_err == INFINITY || p->max_abs_err > all.max_abs_err) {
+            all.max_abs_err = p->max_abs_err;
+            all.worst_tol = p->worst_tol;
+        }
+        all.err2 += p->err2;
+        all.ref2 += p->ref2;
+    }
+    memset(c, 0, sizeof *c);
+    c->bad_elems = all.bad_elems;
+    c->max_abs_err = all.max_abs_err;
+    c->worst_tol = all.worst_tol;
+    c->rel_l2_err = c->max_abs_err == INFINITY ? INFINITY : all.ref2 > 0 ? sqrt(all.err2 / all.ref2) : sqrt(all.err2);
+    c->pass = c->bad_elems == 0 && c->rel_l2_err <= kb_rel_l2_tolerance(m, reduction_len);
+}
+
 /* Fixed chunks compared on every core, merged in order: the result does not
- * depend on the thread count.  A row-wise op checks every row of a 256 MB
- * output twice a variant, which single-threaded was most of a sweep's time. */
+ * depend on the thread count. */
 #define COMPARE_CHUNK 65536
 
 void kb_compare_rows(const void *out, kb_dtype t, const double *ref, int64_t n, kb_math m,
                      int64_t reduction_len, kb_check *c)
 {
     const int64_t nchunks = (n + COMPARE_CHUNK - 1) / COMPARE_CHUNK;
-    partial *parts = malloc((size_t)(nchunks ? nchunks : 1) * sizeof *parts), all = {0};
+    kb_check_part *parts = malloc((size_t)(nchunks ? nchunks : 1) * sizeof *parts);
 #pragma omp parallel for schedule(dynamic) if (nchunks > 1)
     for (int64_t k = 0; k < nchunks; ++k)
         compare_range(out, t, ref, k * COMPARE_CHUNK, k + 1 < nchunks ? (k + 1) * COMPARE_CHUNK : n, m,
                       reduction_len, &parts[k]);
-    for (int64_t k = 0; k < nchunks; ++k) {
-        const partial *p = &parts[k];
-        all.c.bad_elems += p->c.bad_elems;
-        /* A chunk with a NaN or Inf sets the error to Inf, with its tolerance. */
-        if (p->c.max_abs_err == INFINITY || p->c.max_abs_err > all.c.max_abs_err) {
-            all.c.max_abs_err = p->c.max_abs_err;
-            all.c.worst_tol = p->c.worst_tol;
-        }
-        all.err2 += p->err2;
-        all.ref2 += p->ref2;
-    }
+    kb_check_merge(parts, nchunks, m, reduction_len, c);
     free(parts);
-    *c = all.c;
-    c->rel_l2_err = c->max_abs_err == INFINITY ? INFINITY : all.ref2 > 0 ? sqrt(all.err2 / all.ref2) : sqrt(all.err2);
-    c->pass = c->bad_elems == 0 && c->rel_l2_err <= kb_rel_l2_tolerance(m, reduction_len);
 }
 
 static int cmp_i64(const void *a, const void *b)

@@ -190,6 +190,7 @@ static int sweep(const kb_job *jobs, int n, const kb_options *o, const char *csv
     const double t0 = omp_get_wtime();
     double csv_s = 0;
     kb_table_header(stdout);
+    kb_run_plan(jobs, n);
     for (int i = 0; i < n; ++i) {
         kb_run_job(&jobs[i], o, flush, flush_bytes, &rows[i]);
         fill_speedup(rows, i + 1);
@@ -203,6 +204,7 @@ static int sweep(const kb_job *jobs, int n, const kb_options *o, const char *csv
         csv_s += omp_get_wtime() - w0;
         if (written != 0) {
             fprintf(stderr, "kbench: %s\n", err);
+            kb_run_release();
             free(rows);
             return KB_EXIT_FAIL;
         }

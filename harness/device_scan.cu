@@ -1,5 +1,5 @@
-/* Counting NaN and Inf in an output on the device, so a check reads back
- * only the rows it compares, not the whole (possibly GB-sized) output. */
+/* The check's device side: NaN and Inf counted over a whole output, and
+ * the sampled rows compared with the reference where they lie. */
 #include <cuda_bf16.h>
 #include "harness/harness.h"
 
@@ -33,6 +33,100 @@ extern "C" cudaError_t kb_device_count_nonfinite(const void *x, int64_t n, kb_dt
     unsigned long long host = 0;
     e = cudaMemcpy(&host, count, sizeof host, cudaMemcpyDeviceToHost);
     *out = (int64_t)host;
+    return e;
+}
+
+/* ---- the check on the device ----
+ * Each block compares one fixed chunk of the sampled elements, its threads
+ * in a fixed order, into a kb_check_part; the host merges them in block
+ * order (kb_check_merge).  The verdict is that of kb_compare_rows on the
+ * rows read back, without reading them: a row-wise op's sampled rows are
+ * its whole 256 MB output, twice a variant. */
+#define CMP_THREADS 256
+#define CMP_MIN_PER_BLOCK 8192
+#define CMP_MAX_BLOCKS 1024
+
+__device__ static double value_of(const float *x, int64_t i) { return x[i]; }
+__device__ static double value_of(const __nv_bfloat16 *x, int64_t i) { return __bfloat162float(x[i]); }
+__device__ static double value_of(const int32_t *x, int64_t i) { return x[i]; }
+
+/* a += b, as kb_check_merge folds a later chunk into an earlier one. */
+__device__ static void part_add(kb_check_part *a, const kb_check_part *b)
+{
+    a->bad_elems += b->bad_elems;
+    if (b->max_abs_err == INFINITY || b->max_abs_err > a->max_abs_err) {
+        a->max_abs_err = b->max_abs_err;
+        a->worst_tol = b->worst_tol;
+    }
+    a->err2 += b->err2;
+    a->ref2 += b->ref2;
+}
+
+template <typename T>
+__global__ void compare_rows_kernel(const T *out, int64_t row_len, const int64_t *rows, const double *ref,
+                                    int64_t n, int64_t per_block, double abs_tol, double rel_tol,
+                                    kb_check_part *parts)
+{
+    kb_check_part p = {0, 0.0, 0.0, 0.0, 0.0};
+    int64_t lo = blockIdx.x * per_block, hi = lo + per_block < n ? lo + per_block : n;
+    for (int64_t i = lo + threadIdx.x; i < hi; i += CMP_THREADS) {
+        int64_t k = i / row_len;
+        double o = value_of(out, rows[k] * row_len + (i - k * row_len)), r = ref[i], e = fabs(o - r);
+        double tol = abs_tol + rel_tol * fabs(r);
+        if (!isfinite(o)) {
+            p.bad_elems++;
+            p.max_abs_err = INFINITY;
+            p.worst_tol = tol;
+            continue;
+        }
+        p.bad_elems += e > tol;
+        if (e > p.max_abs_err) {
+            p.max_abs_err = e;
+            p.worst_tol = tol;
+        }
+        p.err2 += e * e;
+        p.ref2 += r * r;
+    }
+    __shared__ kb_check_part all[CMP_THREADS];
+    all[threadIdx.x] = p;
+    __syncthreads();
+    for (int stride = CMP_THREADS / 2; stride > 0; stride /= 2) {
+        if (threadIdx.x < stride)
+            part_add(&all[threadIdx.x], &all[threadIdx.x + stride]);
+        __syncthreads();
+    }
+    if (threadIdx.x == 0)
+        parts[blockIdx.x] = all[0];
+}
+
+extern "C" cudaError_t kb_device_compare_rows(const void *out, kb_dtype t, int64_t row_len, const int64_t *rows,
+                                              int nrows, const double *ref, kb_math m, int64_t reduction_len,
+                                              kb_check *c)
+{
+    static kb_check_part *parts;
+    static kb_check_part host[CMP_MAX_BLOCKS];
+    cudaError_t e = parts ? cudaSuccess : cudaMalloc(&parts, sizeof host);
+    if (e != cudaSuccess)
+        return e;
+    int64_t n = (int64_t)nrows * row_len;
+    int64_t blocks = (n + CMP_MIN_PER_BLOCK - 1) / CMP_MIN_PER_BLOCK;
+    blocks = blocks < 1 ? 1 : blocks > CMP_MAX_BLOCKS ? CMP_MAX_BLOCKS : blocks;
+    int64_t per_block = (n + blocks - 1) / blocks;
+    double abs_tol, rel_tol;
+    kb_tolerance_terms(m, reduction_len, &abs_tol, &rel_tol);
+    if (t == KB_BF16)
+        compare_rows_kernel<<<(unsigned)blocks, CMP_THREADS>>>((const __nv_bfloat16 *)out, row_len, rows, ref, n, per_block,
+                                                     abs_tol, rel_tol, parts);
+    else if (t == KB_I32)
+        compare_rows_kernel<<<(unsigned)blocks, CMP_THREADS>>>((const int32_t *)out, row_len, rows, ref, n, per_block,
+                                                     abs_tol, rel_tol, parts);
+    else
+        compare_rows_kernel<<<(unsigned)blocks, CMP_THREADS>>>((const float *)out, row_len, rows, ref, n, per_block,
+                                                     abs_tol, rel_tol, parts);
+    if ((e = cudaGetLastError()) == cudaSuccess)
+        e = cudaMemcpy(host, parts, (size_t)blocks * sizeof *host, cudaMemcpyDeviceToHost);
+    if (e == cudaSuccess)
+        kb_check_merge(host, blocks, m, reduction_len, c);
     return e;
 }
 

@@ -49,6 +49,8 @@ int kb_shape_bytes(const kb_op *op, const kb_shape *s, kb_dtype t, int64_t *byte
 /* ---- tolerance.c: the one place where tolerances are set ---- */
 /* Largest |out - ref| accepted for one element. */
 double kb_tolerance(kb_math m, int64_t reduction_len, double ref);
+/* The same bound as abs + rel * |ref|. */
+void kb_tolerance_terms(kb_math m, int64_t reduction_len, double *abs, double *rel);
 /* Largest relative L2 error accepted over the checked rows. */
 double kb_rel_l2_tolerance(kb_math m, int64_t reduction_len);
 /* Largest relative L2 error of a whole fp32 transformer forward. */
@@ -64,6 +66,15 @@ typedef struct {
     int pass;
 } kb_check;
 
+/* The comparison of one chunk of elements, merged in chunk order by
+ * kb_check_merge whether the chunks ran on host threads or device blocks. */
+typedef struct {
+    int64_t bad_elems;
+    double max_abs_err, worst_tol; /* max_abs_err is Inf for a NaN or Inf output */
+    double err2, ref2;             /* the L2 sums of error and reference */
+} kb_check_part;
+void kb_check_merge(const kb_check_part *parts, int64_t nparts, kb_math m, int64_t reduction_len, kb_check *c);
+
 /* Compare n output elements (as stored by the variant, dtype t) with the
  * reference.  The caller scans the whole output for NaN/Inf separately with
  * kb_device_count_nonfinite, since only sampled rows are compared. */
@@ -71,6 +82,11 @@ void kb_compare_rows(const void *out, kb_dtype t, const double *ref, int64_t n, 
                      int64_t reduction_len, kb_check *c);
 /* NaN and Inf in a device buffer, counted on the device (device_scan.cu). */
 cudaError_t kb_device_count_nonfinite(const void *x, int64_t n, kb_dtype t, int64_t *count);
+/* kb_compare_rows on the device: rows[nrows] (a device array) of the device
+ * output `out`, of row_len elements each, against the device reference
+ * `ref` (nrows * row_len doubles).  Only the verdict comes back. */
+cudaError_t kb_device_compare_rows(const void *out, kb_dtype t, int64_t row_len, const int64_t *rows, int nrows,
+                                   const double *ref, kb_math m, int64_t reduction_len, kb_check *c);
 /* Pick rows to check: all when cheap, else first, last and a seeded sample
  * within a CPU budget.  Returns the count; *rows is malloc'd and sorted. */
 int kb_pick_rows(int64_t total_rows, double row_cost, double budget, uint64_t seed, int64_t **rows);
@@ -287,13 +303,17 @@ void kb_table_row(FILE *f, const kb_result *r, int index, int total);
 void kb_run_job(const kb_job *job, const kb_options *o, void *flush_buf,
                 size_t flush_bytes, kb_result *r);
 void kb_run_release(void);
+/* Announce a sweep's rows (until kb_run_release): while the GPU runs one
+ * case's rows, the host makes the next case's inputs and reference. */
+void kb_run_plan(const kb_job *jobs, int n);
 /* The options' stop rule in words, for the CSV's metadata. */
 void kb_stop_rule_text(const kb_options *o, char *buf, size_t len);
-/* One line: where the sweep's total_s went (the CSV rewrites, csv_s, then
- * device alloc, inputs, reference, upload, check, warm-up, timed launches,
- * L2 flush, NVML, other). */
+/* Where the sweep's total_s went (the CSV rewrites, csv_s, then device
+ * alloc, waits for the host's inputs and reference, upload, check, warm-up,
+ * timed launches, L2 flush, NVML, other), and the host's time on inputs
+ * and references, mostly overlapped with the GPU. */
 void kb_run_phases(FILE *f, double total_s, double csv_s);
-/* Warm up by time, then sample one launch per CUDA event pair (flushing L2
+/* Warm up (0.2 s for a process's first row, else one launch), then sample one launch per CUDA event pair (flushing L2
  * first unless hot) until, from 20 samples on, the median's noise is under
  * 1%, or cap_s is spent. */
 const char *kb_time_variant(const kb_variant *v, const void *args, void *ctx, int hot,

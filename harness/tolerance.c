@@ -52,10 +52,19 @@ double kb_rel_l2_tolerance(kb_math m, int64_t reduction_len)
     return 16 * (unit_roundoff[m].in * sqrt(length(reduction_len)) + unit_roundoff[m].out);
 }
 
-double kb_tolerance(kb_math m, int64_t reduction_len, double ref)
+/* The bound as abs + rel * |ref|: the form the device check (device_scan.cu) takes. */
+void kb_tolerance_terms(kb_math m, int64_t reduction_len, double *abs, double *rel)
 {
     double L = length(reduction_len);
-    return 8 * (unit_roundoff[m].in * sqrt(L) + unit_roundoff[m].out * (1 + fabs(ref))) + 4 * U32 * L;
+    *rel = 8 * unit_roundoff[m].out;
+    *abs = 8 * (unit_roundoff[m].in * sqrt(L) + unit_roundoff[m].out) + 4 * U32 * L;
+}
+
+double kb_tolerance(kb_math m, int64_t reduction_len, double ref)
+{
+    double abs, rel;
+    kb_tolerance_terms(m, reduction_len, &abs, &rel);
+    return abs + rel * fabs(ref);
 }
 
 /* A whole transformer forward (kbench model) chains dozens of reductions

@@ -1,0 +1,284 @@
+/* Cases: the inputs, sampled rows, reference and device tensors that every
+ * variant of one (op, shape, dtype) shares.  A case is built once and reused
+ * by the variants that follow it in the sweep; inputs are uploaded again
+ * before each variant, so a variant that scribbles on its inputs cannot hurt
+ * the next one.
+ *
+ * The host half (inputs and the reference of the sampled rows) is most of a
+ * big case's cost and needs no GPU, so while the GPU times one case, a
+ * thread makes the next one's (kb_case_prefetch).  The check runs on the
+ * device against the reference uploaded once per case. */
+#include <omp.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include "harness/case.h"
+#include "kernels/cuda_util.h"
+
+#define REF_BUDGET 1e9 /* CPU work (op units) spent on reference rows per case */
+
+static void fill_input(const kb_host_case *h, int i, float *tmp)
+{
+    uint64_t seed = kb_seed_for(h->op->name, &h->shape, i);
+    if (h->op->fill)
+        h->op->fill(&h->shape, i, tmp, h->t[i].elems, seed, h->quirks);
+    else
+        kb_fill_uniform(tmp, h->t[i].elems, seed);
+}
+
+/* Convert filled values to a tensor's storage: bf16 rounds to nearest even;
+ * i32 takes the integral values an op's fill writes for ids. */
+static void store_as(kb_dtype t, const float *src, void *dst, int64_t n)
+{
+#pragma omp parallel for schedule(static)
+    for (int64_t k = 0; k < n; ++k) {
+        if (t == KB_BF16)
+            ((uint16_t *)dst)[k] = kb_float_to_bf16(src[k]);
+        else
+            ((int32_t *)dst)[k] = (int32_t)src[k];
+    }
+}
+
+/* The reference of the sampled rows, in chunks across CPU threads.
+ * References are pure functions of their rows, so chunks are independent. */
+static void reference_parallel(kb_host_case *h)
+{
+    enum { CHUNK = 16 };
+    int nchunks = (h->nrows + CHUNK - 1) / CHUNK;
+#pragma omp parallel for schedule(dynamic)
+    for (int k = 0; k < nchunks; ++k) {
+        double *outs[KB_MAX_TENSORS];
+        int no = 0, first = k * CHUNK, n = h->nrows - first < CHUNK ? h->nrows - first : CHUNK;
+        for (int i = 0; i < h->n; ++i)
+            if (h->t[i].is_output)
+                outs[no++] = h->ref[i] + (int64_t)first * h->t[i].row_len;
+        h->op->reference(&h->shape, h->dtype, (const void *const *)h->host, h->rows + first, n, outs);
+    }
+}
+
+static void host_case_free(kb_host_case *h)
+{
+    for (int i = 0; i < h->n; ++i) {
+        free(h->host[i]);
+        free(h->ref[i]);
+    }
+    free(h->rows);
+    memset(h, 0, sizeof *h);
+}
+
+/* The key and tensor list of a job's case, nothing allocated. */
+static void host_case_init(kb_host_case *h, const kb_job *job)
+{
+    memset(h, 0, sizeof *h);
+    h->op = job->op;
+    h->shape = job->shape;
+    h->dtype = job->variant->dtype;
+    h->quirks = job->variant->quirks;
+    h->n = job->op->ntensors(&job->shape);
+    for (int i = h->n - 1; i >= 0; --i) {
+        h->t[i] = job->op->tensor(&job->shape, h->dtype, i);
+        if (h->t[i].is_output)
+            h->first_out = i;
+    }
+}
+
+/* Inputs (in the storage dtype), sampled rows and their reference. */
+static void host_case_make(kb_host_case *h)
+{
+    double t0 = kb_now_s();
+    h->nrows = kb_pick_rows(h->t[h->first_out].rows, h->op->row_cost(&h->shape), REF_BUDGET,
+                            kb_seed_for(h->op->name, &h->shape, 99), &h->rows);
+    for (int i = 0; i < h->n; ++i) {
+        if (h->t[i].is_output) {
+            h->ref[i] = malloc((size_t)h->nrows * (size_t)h->t[i].row_len * sizeof(double));
+            continue;
+        }
+        h->host[i] = malloc((size_t)h->t[i].elems * kb_dtype_size(h->t[i].dtype));
+        if (h->t[i].dtype == KB_F32) {
+            fill_input(h, i, h->host[i]);
+            continue;
+        }
+        float *tmp = malloc((size_t)h->t[i].elems * sizeof *tmp);
+        fill_input(h, i, tmp);
+        store_as(h->t[i].dtype, tmp, h->host[i], h->t[i].elems);
+        free(tmp);
+    }
+    double t1 = kb_now_s();
+    reference_parallel(h);
+    h->inputs_s = t1 - t0;
+    h->reference_s = kb_now_s() - t1;
+}
+
+static int case_is(const kb_host_case *h, const kb_job *job)
+{
+    return h->op == job->op && h->dtype == job->variant->dtype && h->quirks == job->variant->quirks &&
+           !memcmp(&h->shape, &job->shape, sizeof h->shape);
+}
+
+int kb_case_same(const kb_job *a, const kb_job *b)
+{
+    kb_host_case h;
+    host_case_init(&h, a);
+    return case_is(&h, b);
+}
+
+/* ---- the next case, made on a thread while the GPU works ---- */
+static struct {
+    pthread_t thread;
+    int running;
+    kb_host_case h;
+} ahead;
+
+static void *make_ahead(void *arg)
+{
+    (void)arg;
+    /* Leave two cores to the thread that launches and times kernels. */
+    int cores = omp_get_num_procs();
+    omp_set_num_threads(cores > 3 ? cores - 2 : 1);
+    host_case_make(&ahead.h);
+    return NULL;
+}
+
+/* Wait for the thread; its case, if it is this job's, moves into h. */
+static int take_ahead(const kb_job *job, kb_host_case *h)
+{
+    if (!ahead.running)
+        return 0;
+    pthread_join(ahead.thread, NULL);
+    ahead.running = 0;
+    if (job && case_is(&ahead.h, job)) {
+        *h = ahead.h;
+        memset(&ahead.h, 0, sizeof ahead.h);
+        return 1;
+    }
+    host_case_free(&ahead.h);
+    return 0;
+}
+
+void kb_case_prefetch(const kb_job *job)
+{
+    if (ahead.running && case_is(&ahead.h, job))
+        return;
+    take_ahead(NULL, NULL);
+    host_case_init(&ahead.h, job);
+    ahead.running = pthread_create(&ahead.thread, NULL, make_ahead, NULL) == 0;
+    if (!ahead.running)
+        host_case_free(&ahead.h); /* made when needed instead */
+}
+
+/* ---- the device half ---- */
+static size_t bytes_of(const kb_tensor *t) { return (size_t)t->elems * kb_dtype_size(t->dtype); }
+static size_t ref_bytes(const kb_host_case *h, int i) { return (size_t)h->nrows * (size_t)h->t[i].row_len * sizeof(double); }
+
+void kb_case_free(kb_case *c)
+{
+    for (int i = 0; i < c->h.n; ++i) {
+        if (c->dev[i])
+            cudaFree(c->dev[i]);
+        if (c->dref[i])
+            cudaFree(c->dref[i]);
+    }
+    if (c->drows)
+        cudaFree(c->drows);
+    host_case_free(&c->h);
+    memset(c, 0, sizeof *c);
+}
+
+/* Allocate the tensors, upload the rows and the reference, and free the
+ * host's copy of the reference; a SKIP reason when they do not fit. */
+static const char *case_to_device(kb_case *c, char *why, size_t len)
+{
+    kb_host_case *h = &c->h;
+    size_t need = (size_t)h->nrows * sizeof *h->rows, free_b = 0, total_b = 0;
+    for (int i = 0; i < h->n; ++i)
+        need += bytes_of(&h->t[i]) + (h->t[i].is_output ? ref_bytes(h, i) : 0);
+    cudaMemGetInfo(&free_b, &total_b);
+    if ((double)need > 0.95 * (double)free_b) {
+        snprintf(why, len, "needs %.2f GiB of device memory with the reference rows, %.2f GiB free",
+                 need / 1073741824.0, free_b / 1073741824.0);
+        return why;
+    }
+    cudaError_t e = cudaMalloc((void **)&c->drows, (size_t)h->nrows * sizeof *h->rows);
+    if (e == cudaSuccess)
+        e = cudaMemcpy(c->drows, h->rows, (size_t)h->nrows * sizeof *h->rows, cudaMemcpyHostToDevice);
+    for (int i = 0; i < h->n && e == cudaSuccess; ++i) {
+        e = cudaMalloc(&c->dev[i], bytes_of(&h->t[i]));
+        if (e == cudaSuccess && h->t[i].is_output)
+            e = cudaMalloc((void **)&c->dref[i], ref_bytes(h, i));
+        if (e == cudaSuccess && h->t[i].is_output)
+            e = cudaMemcpy(c->dref[i], h->ref[i], ref_bytes(h, i), cudaMemcpyHostToDevice);
+        free(h->ref[i]);
+        h->ref[i] = NULL;
+    }
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        snprintf(why, len, "out of device memory for the case's tensors: %s", cudaGetErrorString(e));
+        return why;
+    }
+    return NULL;
+}
+
+const char *kb_case_for(kb_case *c, const kb_job *job, char *why, size_t len)
+{
+    if (c->h.op && case_is(&c->h, job))
+        return NULL;
+    kb_case_free(c);
+    double t0 = kb_now_s();
+    if (!take_ahead(job, &c->h)) {
+        host_case_init(&c->h, job);
+        host_case_make(&c->h);
+    }
+    kb_phase_host(c->h.inputs_s, c->h.reference_s);
+    t0 = kb_phase_end(PH_HOST_WAIT, t0);
+    const char *skip = case_to_device(c, why, len);
+    kb_phase_end(PH_ALLOC, t0);
+    if (skip)
+        kb_case_free(c);
+    return skip;
+}
+
+void kb_case_release(kb_case *c)
+{
+    take_ahead(NULL, NULL);
+    kb_case_free(c);
+}
+
+/* Poison with all-ones bytes: NaN in f32 and bf16. */
+cudaError_t kb_case_reset(const kb_case *c)
+{
+    cudaError_t e = cudaSuccess;
+    for (int i = 0; i < c->h.n && e == cudaSuccess; ++i)
+        e = c->h.t[i].is_output ? cudaMemset(c->dev[i], 0xff, bytes_of(&c->h.t[i]))
+                                : cudaMemcpy(c->dev[i], c->h.host[i], bytes_of(&c->h.t[i]), cudaMemcpyHostToDevice);
+    return e;
+}
+
+/* NaN/Inf anywhere in each output, and its sampled rows against the
+ * reference.  Fills r->check with the worst output. */
+cudaError_t kb_case_check(const kb_case *c, kb_math math, kb_result *r)
+{
+    const kb_host_case *h = &c->h;
+    kb_check worst = {0};
+    worst.pass = 1;
+    for (int i = 0; i < h->n; ++i) {
+        if (!h->t[i].is_output)
+            continue;
+        int64_t nonfinite;
+        kb_check one;
+        cudaError_t e = kb_device_count_nonfinite(c->dev[i], h->t[i].elems, h->t[i].dtype, &nonfinite);
+        if (e == cudaSuccess)
+            e = kb_device_compare_rows(c->dev[i], h->t[i].dtype, h->t[i].row_len, c->drows, h->nrows, c->dref[i],
+                                       math, h->op->reduction_len(&h->shape), &one);
+        if (e != cudaSuccess)
+            return e;
+        int pass = worst.pass && one.pass && nonfinite == 0;
+        nonfinite += worst.nonfinite;
+        if (one.max_abs_err >= worst.max_abs_err)
+            worst = one;
+        worst.pass = pass;
+        worst.nonfinite = nonfinite;
+    }
+    r->check = worst;
+    r->rows_checked = h->nrows;
+    return cudaSuccess;
+}

@@ -1,0 +1,59 @@
+/* A case: what every variant of one (op, shape, dtype) shares (case.c), and
+ * the phases a sweep's wall time is split into (run.c).  Internal to the
+ * harness: run.c and case.c. */
+#ifndef KB_CASE_H
+#define KB_CASE_H
+
+#include "harness/harness.h"
+
+/* The host half: seeded inputs, the sampled rows and their reference.  It
+ * touches no CUDA, so the next case's can be made on the host while the
+ * GPU times this one. */
+typedef struct {
+    const kb_op *op;
+    kb_shape shape;
+    kb_dtype dtype;
+    unsigned quirks;             /* the variants' KB_QUIRK_* bits these inputs were made for */
+    int n;                       /* tensors */
+    kb_tensor t[KB_MAX_TENSORS];
+    void *host[KB_MAX_TENSORS];  /* inputs, in their storage dtype; outputs: NULL */
+    int first_out;               /* index of the first output tensor */
+    int64_t *rows;               /* sampled output rows, shared by all outputs */
+    int nrows;
+    double *ref[KB_MAX_TENSORS]; /* per output, nrows * row_len; freed once on the device */
+    double inputs_s, reference_s; /* host time spent making them */
+} kb_host_case;
+
+/* The device half: the tensors, and the rows and reference the check reads. */
+typedef struct {
+    kb_host_case h;
+    void *dev[KB_MAX_TENSORS];
+    double *dref[KB_MAX_TENSORS];
+    int64_t *drows;
+} kb_case;
+
+/* Make `c` the case of this job: reused when op, shape, dtype and quirks
+ * match, else taken from the background or made now.  NULL, or why the row
+ * is skipped (it does not fit the device). */
+const char *kb_case_for(kb_case *c, const kb_job *job, char *why, size_t len);
+/* Start making the host half of job's case on other threads. */
+void kb_case_prefetch(const kb_job *job);
+/* Whether two jobs share a case. */
+int kb_case_same(const kb_job *a, const kb_job *b);
+void kb_case_free(kb_case *c);
+/* kb_case_free, after waiting for and dropping any case made ahead. */
+void kb_case_release(kb_case *c);
+/* Upload inputs and poison outputs with NaN. */
+cudaError_t kb_case_reset(const kb_case *c);
+/* Check every output on the device; fills r->check with the worst. */
+cudaError_t kb_case_check(const kb_case *c, kb_math math, kb_result *r);
+
+/* Where a sweep's wall time goes, summed over its rows (kb_run_phases). */
+enum { PH_ALLOC, PH_HOST_WAIT, PH_UPLOAD, PH_CHECK, PH_WARMUP, PH_TIMING, PH_FLUSH, PH_NVML, PH_COUNT };
+double kb_now_s(void);
+/* Add the time since t0 to a phase; returns now, to start the next. */
+double kb_phase_end(int ph, double t0);
+/* The host's own time on inputs and references, wherever it ran. */
+void kb_phase_host(double inputs_s, double reference_s);
+
+#endif
