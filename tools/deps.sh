@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install what kbench needs and this machine lacks: meson and ninja to build,
-# with --plots gnuplot to draw, with --cuobjdump the tool that lists a
-# binary's cubins, and with --hostile clang's sanitizers and libFuzzer.  The CUDA toolkit (nvcc, cuBLAS) must
+# with --plots gnuplot to draw, with --cuobjdump the tools that list and
+# disassemble a binary's cubins, and with --hostile clang's sanitizers and libFuzzer.  The CUDA toolkit (nvcc, cuBLAS) must
 # already be installed.  Safe to run again: it only installs what is missing.
 set -euo pipefail
 want=" $* "   # flags, each matched as ' --flag '
@@ -50,13 +50,21 @@ if [[ $want == *' --plots '* ]] && ! command -v gnuplot >/dev/null; then
     echo "deps: installing gnuplot"
     apt_install gnuplot-nox || echo "deps: gnuplot unavailable; plots will be skipped" >&2
 fi
-# cuobjdump, for the test that reads the built cubins (tests/test_arch.sh):
-# NVIDIA's pip wheel, where the toolkit came without it.
-if [[ $want == *' --cuobjdump '* ]] && ! command -v cuobjdump >/dev/null &&
-   [[ ! -x /usr/local/cuda/bin/cuobjdump ]] &&
-   ! python3 -c 'import glob, nvidia, sys; sys.exit(not glob.glob(nvidia.__path__[0] + "/cu*/bin/cuobjdump"))' 2>/dev/null; then
-    echo "deps: installing cuobjdump"
-    pip_install nvidia-cuda-cuobjdump || echo "deps: cuobjdump unavailable; the arch test will be skipped" >&2
+# cuobjdump and nvdisasm (cuobjdump -sass runs it), for the tests that read
+# the built cubins (tests/test_arch.sh, tests/test_sass.sh): NVIDIA's pip
+# wheels, where the toolkit came without them.  The tests look for them in
+# the wheels' folder too, so it need not be on PATH.
+has_cuda_tool() {
+    command -v "$1" >/dev/null || [[ -x /usr/local/cuda/bin/$1 ]] ||
+        python3 -c "import glob, nvidia, sys; sys.exit(not glob.glob(nvidia.__path__[0] + '/cu*/bin/$1'))" 2>/dev/null
+}
+if [[ $want == *' --cuobjdump '* ]]; then
+    for tool in cuobjdump nvdisasm; do
+        if ! has_cuda_tool $tool; then
+            echo "deps: installing $tool"
+            pip_install nvidia-cuda-$tool || echo "deps: $tool unavailable; the tests that read cubins will be skipped" >&2
+        fi
+    done
 fi
 # pip --user puts scripts here; make them visible to the caller's next command.
 export PATH="$HOME/.local/bin:$PATH"

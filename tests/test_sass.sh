@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# The machine code of the tensor-core matmul rungs, read from the built
+# binary with cuobjdump -sass (no GPU needed): every kernel of an mma.sync
+# rung has HMMA instructions in each of its cubins, every kernel of a wgmma
+# rung (kb_sm90a) has HGMMA in its sm_90a cubin, and none has local-memory
+# traffic (LDL/STL: spills or a stack array).  A rung that silently fell
+# back to a slower path, or an sm_90a build that lost its cubin, fails here.
+# Exits 77 (skip) without cuobjdump or nvdisasm (which cuobjdump -sass
+# runs), or when the build has neither sm_80+ cubins nor, for the wgmma
+# rungs, sm_90a ones.
+#   tests/test_sass.sh KBENCH SM90A 'op/variant ...'
+# SM90A (true or false) and the list of Hopper-only variants come from
+# meson.build (gpu_sm90a, kb_sm90a).
+set -u
+kbench=$(realpath "$1") sm90a=$2
+read -r -a wgmma_rungs <<<"$3"
+mma_rungs=(matmul/mma_sync matmul/mma_sync_swizzled)
+
+# tool NAME: from PATH, the CUDA toolkit, or NVIDIA's pip wheels
+# (nvidia-cuda-cuobjdump, nvidia-cuda-nvdisasm; tools/deps.sh --cuobjdump).
+tool() {
+    command -v "$1" || ls "/usr/local/cuda/bin/$1" 2>/dev/null ||
+        python3 -c "import glob, nvidia; print(*glob.glob(nvidia.__path__[0] + '/cu*/bin/$1')[:1])" 2>/dev/null
+}
+cuobjdump=$(tool cuobjdump) nvdisasm=$(tool nvdisasm)
+if [[ -z $cuobjdump || -z $nvdisasm ]]; then
+    echo "cuobjdump or nvdisasm is not installed (bash tools/deps.sh --cuobjdump); skipping"
+    exit 77
+fi
+export PATH="$(dirname "$nvdisasm"):$PATH" # cuobjdump -sass finds nvdisasm on PATH
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work" || exit 1
+failures=0 checked=0
+fail() {
+    echo "FAIL: $*"
+    failures=$((failures + 1))
+}
+elfs=$("$cuobjdump" --list-elf "$kbench" | sed -n 's/^ELF file *[0-9]*: *//p')
+
+# per_kernel CUBIN: one line per kernel, "NAME HMMA HGMMA LOCAL" with the
+# count of each kind of instruction in it.
+per_kernel() {
+    "$cuobjdump" -sass "$1" | awk '
+        /Function :/ { if (f != "") print f, h, g, l; f = $NF; h = g = l = 0; next }
+        /[[:space:]]HMMA\./ { h++ }
+        /[[:space:]]HGMMA\./ { g++ }
+        /[[:space:]](LDL|STL)[[:space:].]/ { l++ }
+        END { if (f != "") print f, h, g, l }'
+}
+
+# check CUBIN WANT: every kernel in CUBIN (extracted from kbench) has WANT
+# (HMMA or HGMMA) and no LDL/STL.
+check() {
+    local cubin=$1 want=$2 col name h g l n=0
+    "$cuobjdump" -xelf "$cubin" "$kbench" >/dev/null || { fail "cannot extract $cubin"; return; }
+    [[ $want == HMMA ]] && col=2 || col=3
+    while read -r name h g l; do
+        n=$((n + 1))
+        local count
+        [[ $col == 2 ]] && count=$h || count=$g
+        [[ $count -gt 0 ]] || fail "$cubin: $name has no $want"
+        [[ $l -eq 0 ]] || fail "$cubin: $name has $l LDL/STL (local memory)"
+    done < <(per_kernel "$cubin")
+    [[ $n -gt 0 ]] || fail "$cubin: no kernels"
+    checked=$((checked + 1))
+    echo "$cubin: $n kernel(s) with $want, no local memory"
+}
+
+for rung in "${mma_rungs[@]}"; do
+    v=${rung#*/}
+    cubins=$(grep -E "^$v\.sm_(8[0-9]|9[0-9]a?|[1-9][0-9][0-9]a?)\.cubin$" <<<"$elfs")
+    if [[ -z $cubins ]]; then
+        grep -q "^$v\.sm_" <<<"$elfs" || fail "$rung: not in $kbench"
+        continue
+    fi
+    for c in $cubins; do check "$c" HMMA; done
+done
+for rung in "${wgmma_rungs[@]}"; do
+    v=${rung#*/}
+    if grep -qx "$v.sm_90a.cubin" <<<"$elfs"; then
+        check "$v.sm_90a.cubin" HGMMA
+    elif [[ $sm90a == true ]]; then
+        fail "$rung: the build has sm_90a, but $kbench has no $v.sm_90a.cubin"
+    else
+        echo "$rung: no sm_90a in this build, not checked"
+    fi
+done
+if [[ $failures -eq 0 && $checked -eq 0 ]]; then
+    echo "no sm_80+ or sm_90a cubins of the tensor-core rungs to check; skipping"
+    exit 77
+fi
+exit $((failures > 0))
