@@ -16,7 +16,7 @@ typedef struct {
     unsigned quirks;             /* the variants' KB_QUIRK_* bits these inputs were made for */
     int n;                       /* tensors */
     kb_tensor t[KB_MAX_TENSORS];
-    void *host[KB_MAX_TENSORS];  /* inputs, in their storage dtype; outputs: NULL */
+    void *host[KB_MAX_TENSORS];  /* inputs, in their storage dtype; outputs: NULL; freed once on the device */
     int first_out;               /* index of the first output tensor */
     int64_t *rows;               /* sampled output rows, shared by all outputs */
     int nrows;
@@ -24,10 +24,12 @@ typedef struct {
     double inputs_s, reference_s; /* host time spent making them */
 } kb_host_case;
 
-/* The device half: the tensors, and the rows and reference the check reads. */
+/* The device half: the tensors, a pristine copy of each input that resets
+ * it before every variant, and the rows and reference the check reads. */
 typedef struct {
     kb_host_case h;
     void *dev[KB_MAX_TENSORS];
+    void *pristine[KB_MAX_TENSORS];
     double *dref[KB_MAX_TENSORS];
     int64_t *drows;
 } kb_case;
@@ -43,13 +45,13 @@ int kb_case_same(const kb_job *a, const kb_job *b);
 void kb_case_free(kb_case *c);
 /* kb_case_free, after waiting for and dropping any case made ahead. */
 void kb_case_release(kb_case *c);
-/* Upload inputs and poison outputs with NaN. */
+/* Restore the inputs and poison the outputs with NaN. */
 cudaError_t kb_case_reset(const kb_case *c);
 /* Check every output on the device; fills r->check with the worst. */
 cudaError_t kb_case_check(const kb_case *c, kb_math math, kb_result *r);
 
 /* Where a sweep's wall time goes, summed over its rows (kb_run_phases). */
-enum { PH_ALLOC, PH_HOST_WAIT, PH_UPLOAD, PH_CHECK, PH_WARMUP, PH_TIMING, PH_FLUSH, PH_NVML, PH_COUNT };
+enum { PH_ALLOC, PH_HOST_WAIT, PH_RESET, PH_CHECK, PH_WARMUP, PH_TIMING, PH_FLUSH, PH_NVML, PH_ENERGY, PH_COUNT };
 double kb_now_s(void);
 /* Add the time since t0 to a phase; returns now, to start the next. */
 double kb_phase_end(int ph, double t0);

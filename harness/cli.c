@@ -15,7 +15,7 @@ void kb_print_usage(FILE *f)
           "                  [--dtype f32|bf16[,..]] [--quick] [--check] [--hot]\n"
           "                  [--csv FILE | --out-dir DIR] [--device N] [--max-time SECONDS]\n"
           "                  [--max-noise PCT] [--min-samples N] [--format csv|md|jsonl]\n"
-          "                  [--test-sizes] [--ceilings]\n"
+          "                  [--test-sizes] [--ceilings] [--energy]\n"
           "       kbench ceilings [--device N]\n"
           "       kbench pe --seq-len T --d-model D [--paper]\n"
           "       kbench compare BASE.csv NEW.csv [--threshold PCT]\n"
@@ -136,6 +136,7 @@ static int parse_run_flag(int argc, char **argv, int *i, kb_options *o, char *er
     else if (!strcmp(a, "--check")) o->check_only = 1;
     else if (!strcmp(a, "--hot")) o->hot = 1;
     else if (!strcmp(a, "--ceilings")) o->ceilings = 1;
+    else if (!strcmp(a, "--energy")) o->energy = 1;
     else if (!strcmp(a, "--test-sizes")) o->test_sizes = 1;
     else if (!strcmp(a, "--op") || !strcmp(a, "--variant") || !strcmp(a, "--sizes") ||
              !strcmp(a, "--dtype") || !strcmp(a, "--csv") || !strcmp(a, "--device") ||

@@ -106,6 +106,11 @@ void kb_collect_meta(const kb_device_info *d, const kb_options *o, kb_meta_set *
     char rule[160];
     kb_stop_rule_text(o, rule, sizeof rule);
     kb_meta_set_value(m, "stop_rule", "%s", rule);
+    kb_meta_set_value(m, "energy", "%s",
+                      !o->energy ? "over the timed samples, flushes included, where they lasted 1 s"
+                      : o->sizes ? "a 1 s window of back-to-back launches after every row's samples"
+                                 : "a 1 s window of back-to-back launches after the samples of each op's "
+                                   "representative shape");
     for (int i = 0; i < o->nops; ++i) {
         char key[64];
         snprintf(key, sizeof key, "baseline_%s", o->ops[i]->name);

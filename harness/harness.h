@@ -149,6 +149,7 @@ typedef struct {
     int dtype_mask;                /* bit per kb_dtype; 0 = all */
     int quick, check_only, hot, device;
     int ceilings;                  /* measure this GPU's ceilings before the sweep */
+    int energy;                    /* an energy window after the samples (kb_wants_energy) */
     int test_sizes;                /* each op's small regular and tile-hostile shapes */
     int seq_len, d_model, paper;   /* kbench pe */
     const char *csv_path;          /* NULL = <out_dir>/<timestamp>.csv */
@@ -299,6 +300,10 @@ void kb_table_header(FILE *f);
 void kb_table_row(FILE *f, const kb_result *r, int index, int total);
 
 /* ---- run.c ---- */
+/* Whether --energy measures this row: every row when --sizes names the
+ * shapes, else the rows at their op's representative shape (the largest
+ * default shape, by FLOP then bytes: the one the README's table shows). */
+int kb_wants_energy(const kb_options *o, const kb_op *op, const kb_shape *s, kb_dtype t);
 /* Run one job: check (and time unless check_only).  Needs an open GPU. */
 void kb_run_job(const kb_job *job, const kb_options *o, void *flush_buf,
                 size_t flush_bytes, kb_result *r);
@@ -309,7 +314,8 @@ void kb_run_plan(const kb_job *jobs, int n);
 /* The options' stop rule in words, for the CSV's metadata. */
 void kb_stop_rule_text(const kb_options *o, char *buf, size_t len);
 /* Where the sweep's total_s went (the CSV rewrites, csv_s, then device
- * alloc, waits for the host's inputs and reference, upload, check, warm-up,
+ * alloc and upload, waits for the host's inputs and reference, input
+ * resets, check, warm-up,
  * timed launches, L2 flush, NVML, other), and the host's time on inputs
  * and references, mostly overlapped with the GPU. */
 void kb_run_phases(FILE *f, double total_s, double csv_s);

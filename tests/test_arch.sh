@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The default build with no GPU present (gpu_arch=auto's fallback) holds
 # machine code for sm_80, sm_86, sm_89 and sm_90 of every CUDA file, and
-# PTX of compute_90 only (the newest arch, for newer GPUs to JIT); sm_90a too
-# when a variant has Hopper-only code.  Read from the binary by cuobjdump.
+# PTX of compute_90 only (the newest arch, for newer GPUs to JIT); sm_90a in
+# place of sm_90 when a variant has Hopper-only code (kb_sm90a in
+# meson.build).  Read from the binary by cuobjdump.
 # Exits 77 (skip) without cuobjdump or when gpu_arch was not the fallback.
 #   tests/test_arch.sh KBENCH FALLBACK SM90A
 # FALLBACK and SM90A (true or false) come from meson.build: whether auto fell
@@ -31,10 +32,14 @@ fail() {
 files() {
     "$cuobjdump" "--list-$1" "$kbench" | sed -n "s/^[A-Z]* file *[0-9]*: \(.*\)\.$2\.[a-z]*$/\1/p" | sort
 }
-archs=(sm_80 sm_86 sm_89 sm_90)
-[[ $sm90a == true ]] && archs+=(sm_90a)
-want=$(files elf sm_90)
-[[ $(wc -l <<<"$want") -ge 10 ]] || fail "only $(wc -l <<<"$want") sm_90 cubins: $want"
+hopper=sm_90
+[[ $sm90a == true ]] && hopper=sm_90a
+archs=(sm_80 sm_86 sm_89 $hopper)
+want=$(files elf $hopper)
+[[ $(wc -l <<<"$want") -ge 10 ]] || fail "only $(wc -l <<<"$want") $hopper cubins: $want"
+other=sm_90a
+[[ $hopper == sm_90a ]] && other=sm_90
+[[ -z $(files elf $other) ]] || fail "$other cubins beside the $hopper ones: $(files elf $other | tr '\n' ' ')"
 for a in "${archs[@]}"; do
     missing=$(comm -23 <(echo "$want") <(files elf "$a") | uniq | tr '\n' ' ')
     [[ -z $missing && $(files elf "$a") == "$want" ]] || fail "no $a cubin, or too many, for: ${missing:-(extra ones)}"

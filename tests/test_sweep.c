@@ -1,5 +1,6 @@
 /* Sweep expansion: default, quick and explicit sizes, variant globs, dtype
- * filters, and the baseline running first for every shape. */
+ * filters, the baseline running first for every shape, and the rows
+ * --energy measures. */
 #include <string.h>
 #include <stdlib.h>
 #include "harness/harness.h"
@@ -48,9 +49,28 @@ static void test_stop_rule(void)
     CHECK(!strcmp(rule, "median noise under 1% from 20 samples, or 1 s, or 2000 samples"));
 }
 
+/* --energy measures each op's largest default shape, or every row of --sizes. */
+static void test_energy_rows(void)
+{
+    kb_options o;
+    char err[256];
+    kb_shape big = {3, {8192, 8192, 8192}, 0}, small = {3, {4096, 4096, 4096}, 0};
+    char *off[] = {"kbench", "run"};
+    CHECK(kb_parse_args(2, off, &o, err, sizeof err) == 0);
+    CHECK(!kb_wants_energy(&o, &kb_op_matmul, &big, KB_F32));
+    char *on[] = {"kbench", "run", "--energy"};
+    CHECK(kb_parse_args(3, on, &o, err, sizeof err) == 0);
+    CHECK(kb_wants_energy(&o, &kb_op_matmul, &big, KB_F32) && kb_wants_energy(&o, &kb_op_matmul, &big, KB_BF16));
+    CHECK(!kb_wants_energy(&o, &kb_op_matmul, &small, KB_F32));
+    char *sized[] = {"kbench", "run", "--energy", "--op", "matmul", "--sizes", "4096x4096x4096"};
+    CHECK(kb_parse_args(7, sized, &o, err, sizeof err) == 0);
+    CHECK(kb_wants_energy(&o, &kb_op_matmul, &small, KB_F32));
+}
+
 int main(void)
 {
     test_stop_rule();
+    test_energy_rows();
     const kb_op *mm = &kb_op_matmul;
     kb_job *jobs;
     int nv = nvariants(mm);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The reference run of this machine's GPU in one command: the default sweep
-# of every op with measured ceilings, the transformer's rows, and PyTorch's
-# rows where PyTorch sees a GPU, into one CSV, results/<gpu>/kbench-<date>.csv,
+# of every op with measured ceilings and energy windows (--energy), the
+# transformer's rows, and PyTorch's rows where PyTorch sees a GPU, into one
+# CSV, results/<gpu>/kbench-<date>.csv,
 # which replaces that GPU's earlier runs (git keeps them); then its plots in
 # plots/<gpu>/ and, with --readme, the README's results table from it.
 #   bash tools/reference_run.sh [--readme] [KBENCH]   (default: build/'s, built first)
@@ -24,7 +25,7 @@ trap 'rm -rf "$work"' EXIT
 csv=$work/run.csv
 rc=0
 
-kb_step sweep "$kbench" run --ceilings --csv "$csv" || rc=1
+kb_step sweep "$kbench" run --ceilings --energy --csv "$csv" || rc=1
 [[ -f $csv ]] || exit 1
 kb_step model kb_model_rows "$kbench" "$csv" || rc=1
 if kb_has_torch; then
