@@ -4,6 +4,7 @@
  * GFLOP/J.  The README's results table is this output, so it is never
  * copied by hand.  docs/cli.md states the rules. */
 #include "harness/report.h"
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -344,6 +345,50 @@ static void print_line(FILE *out, const table_line *l, int with_run)
     fputs("|\n", out);
 }
 
+/* A metadata number of run f, or NAN. */
+static double meta_number(const kb_run_file *f, const char *key)
+{
+    const char *v = kb_run_meta(f, key);
+    char *end;
+    double x = v ? strtod(v, &end) : NAN;
+    return v && end != v && !*end && isfinite(x) ? x : NAN;
+}
+
+/* A metadata text of run f for markdown: letters, digits and . : - + only. */
+static const char *meta_text(const kb_run_file *f, const char *key, char *buf, size_t len)
+{
+    const char *v = kb_run_meta(f, key);
+    size_t n = 0;
+    for (; v && *v && n + 1 < len; ++v)
+        buf[n++] = (isalnum((unsigned char)*v) || strchr(".:-+", *v)) ? *v : '?';
+    buf[n] = '\0';
+    return n ? buf : "?";
+}
+
+/* Under the table, a line per run: what it was, and the ceilings its
+ * percentages are against, so no figure in the prose is copied by hand. */
+static void run_lines(FILE *out, const run_set *s)
+{
+    for (int k = 0; k < s->nfiles; ++k) {
+        const kb_run_file *f = &s->files[s->order[k]];
+        char commit[64], date[64], q[KB_QUOTE_LEN];
+        const char *base = strrchr(f->path, '/') ? strrchr(f->path, '/') + 1 : f->path;
+        fprintf(out, "\nRun `%s`: commit %s, %s", kb_quote(base, q, sizeof q), meta_text(f, "git_commit", commit, sizeof commit),
+                meta_text(f, "date", date, sizeof date));
+        double mem = meta_number(f, "ceiling_mem_gb_s"), fp32 = meta_number(f, "ceiling_fp32_gflop_s"),
+               tc = meta_number(f, "ceiling_tc_gflop_s"), clock = meta_number(f, "sm_clock_mhz");
+        if (!isnan(mem) && !isnan(fp32) && !isnan(tc))
+            fprintf(out, "; ceilings measured: %.0f GB/s of memory, %.1f TFLOP/s of fp32 FMA, %.0f TFLOP/s of bf16 tensor math",
+                    mem, fp32 * 1e-3, tc * 1e-3);
+        double ds_mem = meta_number(f, "datasheet_mem_gb_s"), ds_fp32 = meta_number(f, "datasheet_fp32_gflop_s"),
+               ds_tc = meta_number(f, "datasheet_tc_gflop_s");
+        if (!isnan(ds_mem) && !isnan(ds_fp32) && !isnan(ds_tc) && !isnan(clock))
+            fprintf(out, " (datasheet at %.0f MHz: %.0f GB/s, %.1f and %.0f TFLOP/s)", clock, ds_mem, ds_fp32 * 1e-3,
+                    ds_tc * 1e-3);
+        fputs(".\n", out);
+    }
+}
+
 /* The whole table into a malloc'd string, or NULL with err set. */
 static char *render(const run_set *s, char *err, size_t errlen)
 {
@@ -361,6 +406,7 @@ static char *render(const run_set *s, char *err, size_t errlen)
                      "|---|---|---|---|---|---|---|---|---|%s\n", with_run ? " run |" : "", with_run ? "---|" : "");
         for (int i = 0; i < nlines; ++i)
             print_line(out, &lines[i], with_run);
+        run_lines(out, s);
         if (fclose(out) != 0)
             kb_must(NULL);
     } else

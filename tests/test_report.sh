@@ -56,8 +56,18 @@ EOF
 
 # The newer run, named first on the command line: the date decides.  warptile
 # got slower, warp now fails, and its columns differ (gflop_per_j, no l2).
+# Under the table, a line per run, oldest first, with its ceilings; metadata
+# that markdown would read as markup comes out as '?'.
 cat >new.csv <<EOF
 # date: 2026-02-01T00:00:00Z
+# git_commit: abc123|<b>
+# sm_clock_mhz: 1980
+# ceiling_mem_gb_s: 3006.1
+# ceiling_fp32_gflop_s: 63582.9
+# ceiling_tc_gflop_s: 787272.9
+# datasheet_mem_gb_s: 3352.3
+# datasheet_fp32_gflop_s: 66908.2
+# datasheet_tc_gflop_s: 1070530.6
 # baseline_matmul: cublas
 op,variant,dtype,math,shape,flops,bytes,median_ms,rel_stdev_pct,pct_of_peak,bound,status,gflop_per_j
 matmul,warptile,f32,f32,1024x1024x1024,2147483648,12582912,0.120,0.5,33.0,compute,PASS,
@@ -73,6 +83,10 @@ cat >want <<'EOF'
 | softmax | f32 | vectorized | 65536x4096 | 2826 GB/s | 94.0% | 1.05× cudnn | – | 3.5 | new |
 | attention | bf16 | flash_bf16 | 4x16x8192x8192x128 | 366.5 TFLOP/s | 45.0% | – | 0.50× | – | old |
 | seq2seq | f32 | 3xtf32_graph | 32x128x128x512x8x2048x6x6c | 58.4 TFLOP/s | – | – | 1.97× | – | old |
+
+Run `old.csv`: commit ?, 2026-01-01T00:00:00Z.
+
+Run `new.csv`: commit abc123??b?, 2026-02-01T00:00:00Z; ceilings measured: 3006 GB/s of memory, 63.6 TFLOP/s of fp32 FMA, 787 TFLOP/s of bf16 tensor math (datasheet at 1980 MHz: 3352 GB/s, 66.9 and 1071 TFLOP/s).
 EOF
 diff want out >/dev/null || fail "merged table differs: $(diff want out)"
 
