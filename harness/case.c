@@ -6,7 +6,7 @@
  *
  * The host half (inputs and the reference of the sampled rows) is most of a
  * big case's cost and needs no GPU, so while the GPU times one case, a
- * thread makes the next one's (kb_case_prefetch).  The check runs on the
+ * thread makes the next ones' (kb_case_plan).  The check runs on the
  * device against the reference uploaded once per case. */
 #include <omp.h>
 #include <pthread.h>
@@ -122,12 +122,24 @@ int kb_case_same(const kb_job *a, const kb_job *b)
     return case_is(&h, b);
 }
 
-/* ---- the next case, made on a thread while the GPU works ---- */
+/* ---- the plan's next cases, made on a thread while the GPU works ----
+ * The plan's jobs fall into runs of one case each.  One thread makes their
+ * host halves in order, up to AHEAD beyond the one in use; a case is taken
+ * from its slot, and cases the sweep passes over (every row of them
+ * skipped) are dropped. */
+#define AHEAD 3
+
 static struct {
     pthread_t thread;
-    int running;
-    kb_host_case h;
-} ahead;
+    int running, stop;
+    pthread_mutex_t mu;
+    pthread_cond_t changed;
+    const kb_job *plan;
+    int *first, ncases;   /* plan index of each case's first job */
+    int taken;            /* cases before this one were taken or dropped */
+    int made[AHEAD];      /* the case in each slot, or -1 */
+    kb_host_case slot[AHEAD];
+} ahead = {.mu = PTHREAD_MUTEX_INITIALIZER, .changed = PTHREAD_COND_INITIALIZER};
 
 static void *make_ahead(void *arg)
 {
@@ -135,35 +147,88 @@ static void *make_ahead(void *arg)
     /* Leave two cores to the thread that launches and times kernels. */
     int cores = omp_get_num_procs();
     omp_set_num_threads(cores > 3 ? cores - 2 : 1);
-    host_case_make(&ahead.h);
+    for (int c = 0; c < ahead.ncases; ++c) {
+        pthread_mutex_lock(&ahead.mu);
+        while (!ahead.stop && c >= ahead.taken + AHEAD)
+            pthread_cond_wait(&ahead.changed, &ahead.mu);
+        int stop = ahead.stop;
+        pthread_mutex_unlock(&ahead.mu);
+        if (stop)
+            break;
+        /* The slot is free: its last case was taken or dropped. */
+        kb_host_case *h = &ahead.slot[c % AHEAD];
+        host_case_init(h, &ahead.plan[ahead.first[c]]);
+        host_case_make(h);
+        pthread_mutex_lock(&ahead.mu);
+        ahead.made[c % AHEAD] = c;
+        pthread_cond_broadcast(&ahead.changed);
+        pthread_mutex_unlock(&ahead.mu);
+    }
     return NULL;
 }
 
-/* Wait for the thread; its case, if it is this job's, moves into h. */
-static int take_ahead(const kb_job *job, kb_host_case *h)
+static void stop_ahead(void)
 {
-    if (!ahead.running)
-        return 0;
-    pthread_join(ahead.thread, NULL);
-    ahead.running = 0;
-    if (job && case_is(&ahead.h, job)) {
-        *h = ahead.h;
-        memset(&ahead.h, 0, sizeof ahead.h);
-        return 1;
+    if (ahead.running) {
+        pthread_mutex_lock(&ahead.mu);
+        ahead.stop = 1;
+        pthread_cond_broadcast(&ahead.changed);
+        pthread_mutex_unlock(&ahead.mu);
+        pthread_join(ahead.thread, NULL);
     }
-    host_case_free(&ahead.h);
-    return 0;
+    for (int i = 0; i < AHEAD; ++i)
+        host_case_free(&ahead.slot[i]);
+    free(ahead.first);
+    ahead.first = NULL;
+    ahead.ncases = ahead.running = ahead.stop = 0;
 }
 
-void kb_case_prefetch(const kb_job *job)
+void kb_case_plan(const kb_job *jobs, int n)
 {
-    if (ahead.running && case_is(&ahead.h, job))
-        return;
-    take_ahead(NULL, NULL);
-    host_case_init(&ahead.h, job);
+    stop_ahead();
+    ahead.first = malloc((size_t)(n > 0 ? n : 1) * sizeof *ahead.first);
+    for (int i = 0; i < n; ++i)
+        if (i == 0 || !kb_case_same(&jobs[i - 1], &jobs[i]))
+            ahead.first[ahead.ncases++] = i;
+    ahead.plan = jobs;
+    ahead.taken = 0;
+    for (int i = 0; i < AHEAD; ++i)
+        ahead.made[i] = -1;
     ahead.running = pthread_create(&ahead.thread, NULL, make_ahead, NULL) == 0;
     if (!ahead.running)
-        host_case_free(&ahead.h); /* made when needed instead */
+        ahead.ncases = 0; /* every case made when needed instead */
+}
+
+/* Wait for case c to be made; move it into h (or drop it when h is NULL). */
+static void take_case(int c, kb_host_case *h)
+{
+    while (ahead.made[c % AHEAD] != c)
+        pthread_cond_wait(&ahead.changed, &ahead.mu);
+    if (h)
+        *h = ahead.slot[c % AHEAD];
+    else
+        host_case_free(&ahead.slot[c % AHEAD]);
+    memset(&ahead.slot[c % AHEAD], 0, sizeof ahead.slot[0]);
+    ahead.made[c % AHEAD] = -1;
+    ahead.taken = c + 1;
+    pthread_cond_broadcast(&ahead.changed);
+}
+
+/* The job's case from the thread, dropping those passed over; 0 when the
+ * plan has no case for it from here on. */
+static int take_ahead(const kb_job *job, kb_host_case *h)
+{
+    int c = ahead.taken;
+    while (c < ahead.ncases && !kb_case_same(&ahead.plan[ahead.first[c]], job))
+        ++c;
+    if (c == ahead.ncases)
+        return 0;
+    pthread_mutex_lock(&ahead.mu);
+    while (ahead.taken < c)
+        take_case(ahead.taken, NULL);
+    take_case(c, h);
+    pthread_mutex_unlock(&ahead.mu);
+    return 1;
 }
 
 /* ---- the device half ---- */
@@ -247,7 +312,7 @@ const char *kb_case_for(kb_case *c, const kb_job *job, char *why, size_t len)
 
 void kb_case_release(kb_case *c)
 {
-    take_ahead(NULL, NULL);
+    stop_ahead();
     kb_case_free(c);
 }
 

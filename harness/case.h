@@ -38,12 +38,13 @@ typedef struct {
  * match, else taken from the background or made now.  NULL, or why the row
  * is skipped (it does not fit the device). */
 const char *kb_case_for(kb_case *c, const kb_job *job, char *why, size_t len);
-/* Start making the host half of job's case on other threads. */
-void kb_case_prefetch(const kb_job *job);
+/* The sweep's jobs, in order (until kb_case_release): a thread makes the
+ * host halves of their cases ahead of their use. */
+void kb_case_plan(const kb_job *jobs, int n);
 /* Whether two jobs share a case. */
 int kb_case_same(const kb_job *a, const kb_job *b);
 void kb_case_free(kb_case *c);
-/* kb_case_free, after waiting for and dropping any case made ahead. */
+/* kb_case_free, after stopping the plan's thread and dropping its cases. */
 void kb_case_release(kb_case *c);
 /* Restore the inputs and poison the outputs with NaN. */
 cudaError_t kb_case_reset(const kb_case *c);

@@ -282,9 +282,6 @@ static const char *energy_window(const kb_variant *v, const void *args, void *ct
 }
 
 static kb_case current;
-/* The sweep's rows, when it announced them: the next case is made ahead. */
-static const kb_job *plan;
-static int plan_len;
 /* After an illegal address or a trap the CUDA context is unusable: every
  * later call fails.  The rows after it are skipped with that reason. */
 static int context_lost;
@@ -341,23 +338,7 @@ static const char *unrunnable(const kb_job *job, char *why, size_t len)
     return v->unsupported ? v->unsupported(&job->shape) : NULL;
 }
 
-void kb_run_plan(const kb_job *jobs, int n)
-{
-    plan = jobs;
-    plan_len = n;
-}
-
-/* Start the host half of the next case in the plan after job's. */
-static void make_next_case_ahead(const kb_job *job)
-{
-    if (!plan || job < plan || job >= plan + plan_len)
-        return;
-    for (const kb_job *next = job + 1; next < plan + plan_len; ++next)
-        if (!kb_case_same(next, job)) {
-            kb_case_prefetch(next);
-            return;
-        }
-}
+void kb_run_plan(const kb_job *jobs, int n) { kb_case_plan(jobs, n); }
 
 void kb_run_job(const kb_job *job, const kb_options *o, void *flush, size_t flush_bytes, kb_result *r)
 {
@@ -379,7 +360,6 @@ void kb_run_job(const kb_job *job, const kb_options *o, void *flush, size_t flus
         set_reason(r, KB_SKIP, "%s", skip);
         return;
     }
-    make_next_case_ahead(job);
     r->rows_total = current.h.t[current.h.first_out].rows;
     run_variant(&current, job, o, flush, flush_bytes, r);
     if (r->status == KB_FAIL && cudaDeviceSynchronize() != cudaSuccess)
@@ -390,6 +370,4 @@ void kb_run_job(const kb_job *job, const kb_options *o, void *flush, size_t flus
 void kb_run_release(void)
 {
     kb_case_release(&current);
-    plan = NULL;
-    plan_len = 0;
 }
