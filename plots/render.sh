@@ -11,7 +11,8 @@
 # committed plots are made.  The plots go to plots/<gpu>/, named after the
 # CSV's `# gpu:` line, each as PNG and SVG:
 #   speed-OP-DTYPE  GFLOP/s (GB/s for memory-bound ops) against problem size
-#   speedup-OP      each variant's speedup over the library baseline
+#   speedup-OP-DTYPE  each variant's speedup over that dtype's baseline,
+#                   from the rows of that dtype only
 #   roofline        every (op, variant) under the GPU's ceilings
 # With --overlay it draws two runs on one speed plot per (op, dtype) found in
 # both, to plots/<gpu of NEW>/ only:
@@ -192,13 +193,15 @@ speed_plot() { # speed_plot OP DTYPE UNIT
         $(speed_axes "$unit")"
 }
 
-speedup_plot() { # speedup_plot OP
-    local op=$1 shape baseline
-    [[ -s $data/run/speedup.$op.dat ]] || return 0
-    read -r shape baseline <"$data/run/speedup.$op.info"
-    render "speedup-$op" speedup.gp "data=$(gp_str "$data/run/speedup.$op.dat")
+# speedup_plot OP DTYPE: the variants of one dtype over that dtype's baseline
+# (split.awk picks it); none when the dtype has no baseline.
+speedup_plot() {
+    local op=$1 dtype=$2 shape baseline info=$data/run/speedup.$1.$2
+    [[ -s $info.dat ]] || return 0
+    read -r shape baseline <"$info.info"
+    render "speedup-$op-$dtype" speedup.gp "data=$(gp_str "$info.dat")
         baseline=$(gp_str "$baseline")
-        plot_title=$(gp_str "$op speedup over $baseline at $shape on $origin")"
+        plot_title=$(gp_lines "$op $dtype: speedup over $baseline at $shape" "$origin")"
 }
 
 # "MEM FP32 TC" in GB/s and GFLOP/s, 0 when unknown: measured ceilings from
@@ -253,10 +256,8 @@ render_run() { # render_run CSV
     use_outdir "$gpu"
     while read -r op dtype unit; do
         speed_plot "$op" "$dtype" "$unit"
+        speedup_plot "$op" "$dtype"
     done < <(awk '!seen[$1, $2]++ { print $1, $2, $4 }' "$data/run/groups")
-    while read -r op; do
-        speedup_plot "$op"
-    done <"$data/run/ops"
     roofline_plot
 }
 

@@ -1,4 +1,4 @@
-# Each variant's speedup over the op's library baseline at one shape.
+# Each variant's speedup over its dtype's baseline at one shape (one op, one dtype).
 # render.sh passes, with gnuplot -e:
 #   data        file of "variant speedup" lines
 #   baseline    the baseline variant's name (its bar is drawn in grey)

@@ -6,8 +6,9 @@
 #   groups                    "op dtype variant unit" per plotted line, in CSV
 #                             order; unit is GFLOP/s or GB/s
 #   speed.OP.DTYPE.VAR.dat    "size speed" per shape (unsorted)
-#   speedup.OP.dat            "variant speedup" at the representative shape
-#   speedup.OP.info           "shape baseline" of that chart
+#   speedup.OP.DTYPE.dat      "variant speedup" at the representative shape,
+#                             the op's rows of that dtype only
+#   speedup.OP.DTYPE.info     "shape baseline" of that chart
 #   roofline.OP.dat           "intensity gflop_s variant" at each variant's largest shape
 #   ops                       ops that have roofline points
 
@@ -69,7 +70,6 @@ function keep_row(f,    op, var, dtype, x, y, key) {
     x = flop_op(op) ? f[col["flops"]] : f[col["bytes"]]
     y = flop_op(op) ? f[col["gflop_s"]] : f[col["gb_s"]]
     print x, y > (out "/speed." op "." dtype "." var ".dat")
-    has_var[op, var] = 1
     key = op SUBSEP dtype SUBSEP var
     if (!(key in seen)) {
         seen[key] = 1
@@ -78,9 +78,16 @@ function keep_row(f,    op, var, dtype, x, y, key) {
             op_seen[op] = 1
             op_list[++nops] = op
         }
+        if (!((op, dtype) in od_seen)) {
+            od_seen[op, dtype] = 1
+            od_op[++nods] = op
+            od_dtype[nods] = dtype
+        }
+        # This (op, dtype)'s variants in CSV order, for the baseline fallback.
+        od_vars[op, dtype, ++od_nvars[op, dtype]] = var
     }
     n++
-    r_op[n] = op; r_var[n] = var; r_shape[n] = f[col["shape"]]
+    r_op[n] = op; r_dtype[n] = dtype; r_var[n] = var; r_shape[n] = f[col["shape"]]
     r_flops[n] = f[col["flops"]] + 0; r_bytes[n] = f[col["bytes"]] + 0
     r_med[n] = f[col["median_ms"]] + 0; r_gf[n] = f[col["gflop_s"]] + 0
     r_sx[n] = f[col["speedup_x"]]
@@ -103,38 +110,58 @@ function keep_row(f,    op, var, dtype, x, y, key) {
         keep_row(f)
 }
 
-# The variant every other variant is measured against: the CSV's
-# `baseline_OP` line, else the first library variant present.
-function baseline_of(op,    i, names, k) {
-    if (("baseline_" op) in meta_kv && (op SUBSEP meta_kv["baseline_" op]) in has_var)
-        return meta_kv["baseline_" op]
-    k = split("cublas cudnn torch", names, " ")
+# The variant the op's rows of one dtype are measured against, from rows of
+# that dtype only: a bf16 kernel over an fp32 library call would flatter it.
+# The CSV's `baseline_OP` line for f32 rows, `baseline_DTYPE_OP` for the
+# others (baseline_bf16_matmul), when that variant passed in this dtype; else
+# the first variant of the dtype, in CSV order, named cublas*, else cudnn*,
+# else torch; else none.  Sets from_meta: whether the CSV's line named it.
+function baseline_of(op, dtype,    key, i, j, k, names, v) {
+    key = dtype == "f32" ? "baseline_" op : "baseline_" dtype "_" op
+    from_meta = 0
+    if (key in meta_kv && (op SUBSEP dtype SUBSEP meta_kv[key]) in seen) {
+        from_meta = 1
+        return meta_kv[key]
+    }
+    k = split("^cublas ^cudnn ^torch$", names, " ")
     for (i = 1; i <= k; i++)
-        if ((op SUBSEP names[i]) in has_var)
-            return names[i]
+        for (j = 1; j <= od_nvars[op, dtype]; j++) {
+            v = od_vars[op, dtype, j]
+            if (v ~ names[i])
+                return v
+        }
     return ""
 }
 
-# Speedups at the largest shape (by FLOP) the baseline passed.
-function write_speedup(op,    base, i, best, shape, bmed, sx, file) {
-    base = baseline_of(op)
+# Speedups of one (op, dtype) at the largest shape (by FLOP, then bytes) its
+# baseline passed.  A row's speedup_x is over the baseline of its own dtype
+# as kbench named it, so it is used when the baseline came from the CSV's
+# line; otherwise (or when the cell is empty, as in PyTorch's bf16 rows) it
+# is the baseline's median over the row's.
+function write_speedup(op, dtype,    base, i, best, best_bytes, shape, bmed, sx, file) {
+    base = baseline_of(op, dtype)
     if (base == "")
         return
+    # By FLOP, then by bytes moved: an op that does no arithmetic (copy).
     best = -1
     for (i = 1; i <= n; i++)
-        if (r_op[i] == op && r_var[i] == base && r_flops[i] > best) {
+        if (r_op[i] == op && r_dtype[i] == dtype && r_var[i] == base &&
+            (r_flops[i] > best || (r_flops[i] == best && r_bytes[i] > best_bytes))) {
             best = r_flops[i]
+            best_bytes = r_bytes[i]
             shape = r_shape[i]
             bmed = r_med[i]
         }
-    file = out "/speedup." op ".dat"
+    if (bmed <= 0)
+        return
+    file = out "/speedup." op "." dtype ".dat"
     for (i = 1; i <= n; i++) {
-        if (r_op[i] != op || r_shape[i] != shape || r_med[i] <= 0)
+        if (r_op[i] != op || r_dtype[i] != dtype || r_shape[i] != shape || r_med[i] <= 0)
             continue
-        sx = r_sx[i] != "" ? r_sx[i] : bmed / r_med[i]
+        sx = from_meta && r_sx[i] != "" ? r_sx[i] : bmed / r_med[i]
         print r_var[i], sx > file
     }
-    print shape, base > (out "/speedup." op ".info")
+    print shape, base > (out "/speedup." op "." dtype ".info")
 }
 
 # One roofline point per variant: its largest shape, where launch overhead
@@ -163,8 +190,8 @@ END {
         print "kbench: " src ": not a kbench CSV (no header line)" > "/dev/stderr"
         exit 2
     }
-    for (i = 1; i <= nops; i++) {
-        write_speedup(op_list[i])
+    for (i = 1; i <= nods; i++)
+        write_speedup(od_op[i], od_dtype[i])
+    for (i = 1; i <= nops; i++)
         write_roofline(op_list[i])
-    }
 }

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # plots/render.sh on a generated CSV with several ops, dtypes and variants,
 # a FAIL and a SKIP variant among them: every plot is written as PNG and SVG,
-# and the variants that never passed appear in none.  Then the overlay of two
+# and the variants that never passed appear in none.  A speedup chart per
+# (op, dtype), each over its own dtype's baseline, with none of the other
+# dtype's rows (matmul's f32 and bf16 both have a torch row).  Then the overlay of two
 # such runs (render.sh --overlay), also as tools/compare_newest.sh draws it,
 # and without a file, the runs under results/ merged by their dates.
 # Takes the source root (default: this script's parent).  Exits 77 (skip)
@@ -35,14 +37,18 @@ sample_csv() {
 # mem_bus_width_bits: 5120
 # git_commit: 0123456789ab
 # date: 2026-11-22T04:45:07Z
+# baseline_matmul: cublas
+# baseline_bf16_matmul: cublas_bf16
+# baseline_softmax: cudnn
 op,variant,dtype,math,shape_fields,shape,d1,d2,d3,d4,d5,d6,flops,bytes,median_ms,min_ms,max_ms,rel_stdev_pct,samples,gflop_s,gb_s,speedup_x,max_abs_err,rel_l2_err,tol_at_max_err,rows_checked,rows_total,l2,status,reason
 EOF
     awk -v factor="${1:-1}" 'BEGIN {
-        split("cublas:f32:50000 naive:f32:500 coalesced:f32:2500 blocktile_2d:f32:18000 " \
-              "cublas_tf32:f32:250000 wmma:bf16:180000 brokenvar:f32:FAIL skippedvar:bf16:SKIP", mm, " ")
+        nmm = split("cublas:f32:50000 naive:f32:500 coalesced:f32:2500 blocktile_2d:f32:18000 " \
+              "cublas_tf32:f32:250000 cublas_bf16:bf16:400000 wmma:bf16:180000 brokenvar:f32:FAIL " \
+              "skippedvar:bf16:SKIP torch:f32:48000 torch:bf16:380000", mm, " ")
         split("256 512 1024 2048 4096", sizes, " ")
         for (s = 1; s <= 5; s++)
-            for (v = 1; v <= 8; v++)
+            for (v = 1; v <= nmm; v++)
                 row("matmul", mm[v], "MxNxK", sizes[s] "x" sizes[s] "x" sizes[s], sizes[s], sizes[s], sizes[s])
         split("cudnn:f32:2800 naive:f32:700 warp:f32:2400", sm, " ")
         for (s = 3; s <= 5; s++)
@@ -50,6 +56,8 @@ EOF
                 row("softmax", sm[v], "RxC", sizes[s] "x" sizes[s], sizes[s], sizes[s], "")
     }
     # A variant "name:dtype:peak" (peak in GFLOP/s or GB/s, or a status).
+    # speedup_x is over the baseline of the dtype of the row, empty in the
+    # bf16 torch rows, as the PyTorch peers leave it.
     function row(op, spec, fields, shape, a, b, c,    p, size, flops, bytes, speed, ms, sx) {
         split(spec, p, ":")
         size = p[2] == "bf16" ? 2 : 4
@@ -62,10 +70,10 @@ EOF
         }
         speed = factor * p[3] * (1 - 0.8 * 256 / a)
         ms = (op == "matmul" ? flops / speed : bytes / speed) * 1e-6
-        if (p[1] == "cublas" || p[1] == "cudnn")
-            base_ms = ms
-        sx = base_ms / ms
-        printf "%.6f,%.6f,%.6f,0.5,10,%.3f,%.3f,%.4f,1e-6,1e-7,1e-4,%s,%s,cold,PASS,\n", ms, ms, ms,
+        if (p[1] ~ /^(cublas|cublas_bf16|cudnn)$/)
+            base_ms[p[2]] = ms
+        sx = p[1] == "torch" && p[2] == "bf16" ? "" : sprintf("%.4f", base_ms[p[2]] / ms)
+        printf "%.6f,%.6f,%.6f,0.5,10,%.3f,%.3f,%s,1e-6,1e-7,1e-4,%s,%s,cold,PASS,\n", ms, ms, ms,
                flops / ms * 1e-6, bytes / ms * 1e-6, sx, a, a
     }'
 }
@@ -73,18 +81,74 @@ sample_csv >"$work/sample.csv"
 
 out=$work/plots/h100
 bash "$work/plots/render.sh" "$work/sample.csv" >"$work/log" 2>&1 || fail "render.sh: $(cat "$work/log")"
-for name in speed-matmul-f32 speed-matmul-bf16 speed-softmax-f32 speedup-matmul speedup-softmax roofline; do
+for name in speed-matmul-f32 speed-matmul-bf16 speed-softmax-f32 speedup-matmul-f32 speedup-matmul-bf16 \
+    speedup-softmax-f32 roofline; do
     for ext in png svg; do
         [[ -s $out/$name.$ext ]] || fail "$name.$ext missing or empty"
     done
 done
-[[ $(find "$out" -type f | wc -l) -eq 12 ]] || fail "expected 12 files, got: $(ls -A "$out")"
+[[ $(find "$out" -type f | wc -l) -eq 14 ]] || fail "expected 14 files, got: $(ls -A "$out")"
 [[ -z $(find "$out" -name '*tmp*') ]] || fail "temporary files left: $(ls -A "$out")"
 grep -q '>blocktile_2d<' "$out/speed-matmul-f32.svg" || fail "speed-matmul-f32.svg lacks blocktile_2d"
-grep -q '>cudnn = 1<' "$out/speedup-softmax.svg" || fail "speedup-softmax.svg lacks its baseline"
+grep -qs '>cudnn = 1<' "$out/speedup-softmax-f32.svg" || fail "speedup-softmax-f32.svg lacks its baseline"
 if grep -l -e brokenvar -e skippedvar "$out"/*.svg; then
     fail "a FAIL or SKIP variant was plotted"
 fi
+
+# has_bars SVG TEXT...: each TEXT (a bar's name or value label) is in SVG.
+# no_bars SVG TEXT...: none is.
+has_bars() {
+    local svg=$1 text
+    shift
+    for text; do
+        grep -qs -- ">$text<" "$svg" || fail "$(basename "$svg") lacks '$text'"
+    done
+}
+no_bars() {
+    local svg=$1 text
+    shift
+    for text; do
+        ! grep -qs -- ">$text<" "$svg" || fail "$(basename "$svg") has '$text'"
+    done
+}
+torch_bars() { # torch_bars SVG: how many bars are named torch (0: no file)
+    local n=0
+    [[ ! -f $1 ]] || n=$(grep -c '>torch<' "$1")
+    echo "$n"
+}
+
+# The f32 chart: the f32 rows over cublas, one torch bar (f32's, 0.96x), not
+# the bf16 torch row over cublas (7.60x) nor any other bf16 row.
+svg=$out/speedup-matmul-f32.svg
+has_bars "$svg" 'cublas = 1' cublas_tf32 blocktile_2d torch 0.96x 5.00x
+no_bars "$svg" cublas_bf16 wmma 7.60x 0.95x
+[[ $(torch_bars "$svg") -eq 1 ]] || fail "speedup-matmul-f32.svg has $(torch_bars "$svg") torch bars, not 1"
+# The bf16 chart: the bf16 rows over cublas_bf16; the torch row has no
+# speedup_x, so it is cublas_bf16's median over its own (0.95x).
+svg=$out/speedup-matmul-bf16.svg
+has_bars "$svg" 'cublas_bf16 = 1' wmma torch 0.95x 0.45x
+no_bars "$svg" cublas cublas_tf32 naive 0.96x
+[[ $(torch_bars "$svg") -eq 1 ]] || fail "speedup-matmul-bf16.svg has $(torch_bars "$svg") torch bars, not 1"
+[[ ! -e $out/speedup-matmul.png && ! -e $out/speedup-softmax.png ]] ||
+    fail "a speedup chart of all dtypes was drawn: $(ls -A "$out")"
+
+# With no baseline line for bf16: the first bf16 library variant (cublas*,
+# then cudnn*, then torch); with none, no bf16 chart.
+sed '/^# baseline_bf16_matmul:/d; /^matmul,cublas_bf16,/d' "$work/sample.csv" >"$work/no-bf16-base.csv"
+bash "$work/plots/render.sh" --out-dir "$work/fallback" "$work/no-bf16-base.csv" >"$work/log" 2>&1 ||
+    fail "render.sh, no bf16 baseline: $(cat "$work/log")"
+svg=$work/fallback/speedup-matmul-bf16.svg
+if [[ -s $svg ]]; then
+    has_bars "$svg" 'torch = 1' wmma 0.47x
+else
+    fail "no bf16 chart over torch: $(ls -A "$work/fallback")"
+fi
+sed -i '/^matmul,torch,bf16,/d' "$work/no-bf16-base.csv"
+rm -rf "$work/fallback"
+bash "$work/plots/render.sh" --out-dir "$work/fallback" "$work/no-bf16-base.csv" >"$work/log" 2>&1 ||
+    fail "render.sh, no bf16 library variant: $(cat "$work/log")"
+[[ -s $work/fallback/speedup-matmul-f32.svg && ! -e $work/fallback/speedup-matmul-bf16.svg ]] ||
+    fail "with no bf16 library variant: $(ls -A "$work/fallback")"
 
 # A missing gnuplot: one line naming the fix; exit 3, or 0 with --optional.
 mkdir "$work/bin"
@@ -120,7 +184,7 @@ for name in overlay-matmul-f32 overlay-matmul-bf16; do
         [[ -s $out/$name.$ext ]] || fail "$name.$ext missing or empty"
     done
 done
-[[ $(find "$out" -type f | wc -l) -eq 16 ]] || fail "expected 16 files, got: $(ls -A "$out")"
+[[ $(find "$out" -type f | wc -l) -eq 18 ]] || fail "expected 18 files, got: $(ls -A "$out")"
 [[ -z $(find "$out" -name '*tmp*') ]] || fail "temporary files left: $(ls -A "$out")"
 svg=$out/overlay-matmul-f32.svg
 for text in '>blocktile_2d<' '>oldvar (base only)<' 0123456789ab fedcba987654 '2026-11-20 10:00 UTC'; do
