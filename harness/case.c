@@ -180,7 +180,7 @@ static void stop_ahead(void)
         host_case_free(&ahead.slot[i]);
     free(ahead.first);
     ahead.first = NULL;
-    ahead.ncases = ahead.running = ahead.stop = 0;
+    ahead.ncases = ahead.taken = ahead.running = ahead.stop = 0;
 }
 
 void kb_case_plan(const kb_job *jobs, int n)
@@ -221,7 +221,7 @@ static int take_ahead(const kb_job *job, kb_host_case *h)
     int c = ahead.taken;
     while (c < ahead.ncases && !kb_case_same(&ahead.plan[ahead.first[c]], job))
         ++c;
-    if (c == ahead.ncases)
+    if (c >= ahead.ncases)
         return 0;
     pthread_mutex_lock(&ahead.mu);
     while (ahead.taken < c)
