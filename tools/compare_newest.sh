@@ -2,8 +2,11 @@
 # `ninja -C build compare`: compare the newest run under results/ with the
 # run of the same GPU before it, both by the date in their metadata (never
 # by file time), then draw their overlay plots (plots/render.sh --overlay;
-# skipped without gnuplot).  Exits with compare's exit code; a plot failure
-# is only reported.  A GPU with one run has nothing to compare: exit 0.
+# skipped without gnuplot).  A reference run replaces its GPU's earlier runs
+# in the tree, so when the tree holds no earlier run of that GPU, the one
+# before it is the committed one (git's HEAD) that the new run replaced.
+# A GPU with one run in all has nothing to compare: exit 0.  Otherwise the
+# exit code is compare's; a plot failure is only reported.
 #   tools/compare_newest.sh KBENCH SOURCE_ROOT
 set -uo pipefail
 kbench=$1 src=$2
@@ -13,11 +16,36 @@ if [[ -z $runs ]]; then
     exit 2
 fi
 # BASE then NEW: the newest run, and the newest one before it of its GPU.
-mapfile -t pair < <(awk -F'\t' '{ gpu[NR] = $2; path[NR] = $3 }
-    END { for (i = NR - 1; i > 0; --i) if (gpu[i] == gpu[NR]) { print path[i]; break }
-          print path[NR] }' <<<"$runs")
+pick_pair() {
+    awk -F'\t' '{ gpu[NR] = $2; path[NR] = $3 }
+        END { for (i = NR - 1; i > 0; --i) if (gpu[i] == gpu[NR]) { print path[i]; break }
+              print path[NR] }'
+}
+mapfile -t pair < <(pick_pair <<<"$runs")
+new=${pair[-1]}
+
+# The committed runs of NEW's GPU, in its folder at HEAD, that are not NEW
+# as it stands, extracted into $head under their own names (for compare to
+# show them); then NEW's line last, for pick_pair.
+head=$(mktemp -d)
+trap 'rm -rf "$head"' EXIT
+committed_base() {
+    local top rel f
+    top=$(git -C "$src" rev-parse --show-toplevel 2>/dev/null) || return 0
+    git -C "$src" rev-parse --verify -q HEAD >/dev/null || return 0
+    rel=$(realpath --relative-to="$top" "$(dirname "$new")")
+    while IFS= read -r f; do
+        [[ $f == *.csv ]] || continue
+        git -C "$top" show "HEAD:$f" >"$head/${f##*/}" || return 0
+        cmp -s "$head/${f##*/}" "$top/$f" && rm "$head/${f##*/}"
+    done < <(git -C "$top" ls-tree -r --name-only HEAD -- "$rel/")
+    { bash "$src/tools/list_runs.sh" "$head"; awk -F'\t' -v p="$new" '$3 == p' <<<"$runs"; } | pick_pair
+}
 if [[ ${#pair[@]} -lt 2 ]]; then
-    echo "kbench: ${pair[0]} is the only run of its GPU under $src/results; nothing to compare"
+    mapfile -t pair < <(committed_base)
+fi
+if [[ ${#pair[@]} -lt 2 ]]; then
+    echo "kbench: $new is the only run of its GPU under $src/results and at HEAD; nothing to compare"
     exit 0
 fi
 "$kbench" compare "${pair[0]}" "${pair[1]}"
