@@ -52,6 +52,7 @@ int kb_parse_shape(const kb_op *op, const char *text, kb_shape *out, char *err, 
     const char *quoted = kb_quote(text, q, sizeof q);
     memset(out, 0, sizeof *out);
     const char *stop = text + strip_flag(op, text, out);
+    const int nd_max = op->nd_max > op->nd ? op->nd_max : op->nd;
     int n = 0;
     for (const char *p = text;;) {
         const char *end = memchr(p, 'x', (size_t)(stop - p));
@@ -62,16 +63,20 @@ int kb_parse_shape(const kb_op *op, const char *text, kb_shape *out, char *err, 
         if (v < 1 || v > KB_MAX_DIM)
             return shape_error(err, errlen, "%s shape '%s': each dimension must be between 1 and %d",
                                op->name, quoted, KB_MAX_DIM);
-        if (n < op->nd)
+        if (n < nd_max)
             out->d[n] = v;
         ++n;
         if (!end)
             break;
         p = end + 1;
     }
-    if (n != op->nd)
+    if (n < op->nd || n > nd_max) {
+        if (nd_max > op->nd)
+            return shape_error(err, errlen, "malformed %s shape '%s': expected %d to %d fields, %s", op->name,
+                               quoted, op->nd, nd_max, op->shape_fields);
         return shape_error(err, errlen, "malformed %s shape '%s': expected %d fields, %s", op->name,
                            quoted, op->nd, op->shape_fields);
+    }
     out->nd = n;
     const char *why = op->validate ? op->validate(out) : NULL;
     return why ? shape_error(err, errlen, "%s shape '%s': %s", op->name, quoted, why) : 0;

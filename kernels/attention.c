@@ -6,15 +6,24 @@ extern const kb_variant *const attention_variants[];
 
 static int64_t bh(const kb_shape *s) { return s->d[0] * s->d[1]; }
 
+/* Four FLOPs per D per (b, h, i, j) pair the mask keeps; causal counts the
+ * area under the mask's diagonal (the header), Tq = Tk exactly half. */
 static double flops(const kb_shape *s)
 {
+    const double Tq = (double)s->d[2], Tk = (double)s->d[3];
     double f = 4.0 * bh(s) * s->d[2] * s->d[3] * s->d[4];
-    return s->flags ? f / 2 : f;
+    if (!s->flags)
+        return f;
+    if (s->d[2] == s->d[3])
+        return f / 2;
+    const double pairs = Tq <= Tk ? Tq * Tk - Tq * Tq / 2 : Tk * Tk / 2;
+    return 4.0 * bh(s) * s->d[4] * pairs;
 }
 
 static double bytes(const kb_shape *s, kb_dtype t)
 {
-    double elems = (double)bh(s) * s->d[4] * (2.0 * s->d[2] + 2.0 * s->d[3]);
+    const double hkv = (double)kb_attention_shape_hkv(s);
+    double elems = (double)s->d[0] * s->d[4] * (2.0 * s->d[1] * s->d[2] + 2.0 * hkv * s->d[3]);
     return elems * (t == KB_BF16 ? 2 : 4);
 }
 
@@ -23,7 +32,8 @@ static int ntensors(const kb_shape *s) { (void)s; return 4; }
 
 static kb_tensor tensor(const kb_shape *s, kb_dtype t, int i)
 {
-    int64_t q_rows = kb_mul_dims(bh(s), s->d[2]), kv_rows = kb_mul_dims(bh(s), s->d[3]);
+    int64_t q_rows = kb_mul_dims(bh(s), s->d[2]);
+    int64_t kv_rows = kb_mul_dims(kb_mul_dims(s->d[0], kb_attention_shape_hkv(s)), s->d[3]);
     int64_t q_elems = kb_mul_dims(q_rows, s->d[4]), kv_elems = kb_mul_dims(kv_rows, s->d[4]);
     switch (i) {
     case 0: return (kb_tensor){"q", q_elems, t, 0, q_rows, s->d[4]};
@@ -37,7 +47,7 @@ static void bind(const kb_shape *s, void *const *dev, void *args)
 {
     *(kb_attention_args *)args = (kb_attention_args){
         (int)s->d[0], (int)s->d[1], (int)s->d[2], (int)s->d[3], (int)s->d[4], (int)s->flags,
-        (float)(1.0 / sqrt((double)s->d[4])), dev[0], dev[1], dev[2], dev[3]};
+        (float)(1.0 / sqrt((double)s->d[4])), dev[0], dev[1], dev[2], dev[3], (int)kb_attention_shape_hkv(s)};
 }
 
 static void reference(const kb_shape *s, kb_dtype t, const void *const *in,
@@ -51,16 +61,20 @@ static void reference(const kb_shape *s, kb_dtype t, const void *const *in,
 
 static double row_cost(const kb_shape *s) { return 2.0 * s->d[3] * s->d[4]; }
 
+/* The parser has made every field 1..INT32_MAX; sizes that overflow are
+ * caught by kb_mul_dims in `tensor`. */
 static const char *validate(const kb_shape *s)
 {
-    return s->flags && s->d[2] != s->d[3] ? "the causal mask needs Tq = Tk" : NULL;
+    return s->d[1] % kb_attention_shape_hkv(s) ? "the KV heads (the sixth field, Hkv) must divide the query heads H"
+                                                : NULL;
 }
 
 const kb_op kb_op_attention = {
     .name = "attention",
     .summary = "softmax(Q K^T / sqrt(D) + mask) V, multi-head; f32 and bf16",
-    .shape_fields = "BxHxTqxTkxD[c]",
+    .shape_fields = "BxHxTqxTkxD[xHkv][c]",
     .nd = 5,
+    .nd_max = 6,
     .default_sizes =
         "4x16x128x128x64,4x16x128x128x64c,4x16x512x512x64,4x16x512x512x64c,"
         "4x16x1024x1024x64,4x16x1024x1024x64c,4x16x2048x2048x64,4x16x2048x2048x64c,"

@@ -112,6 +112,10 @@ typedef struct kb_op {
     const char *flag_suffix;
     /* Optional: why a well-formed shape is still invalid (exit 2), or NULL. */
     const char *(*validate)(const kb_shape *s);
+    /* Optional: the most fields a shape may have when its last ones may be
+     * left out (attention: 6, the KV heads after D); 0 means exactly nd.  A
+     * shape's nd says how many it gave. */
+    int nd_max;
 } kb_op;
 
 /* Product of dimensions, or -1 when it overflows 63 bits; ops use it for

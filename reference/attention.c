@@ -1,5 +1,8 @@
 /* attention reference: plain C11 in double, one query row at a time:
- * scores, a max-subtracted softmax, then the weighted sum of V rows. */
+ * scores, a max-subtracted softmax, then the weighted sum of V rows.
+ * Query head b*H + h reads KV head (b*H + h) / group = b*Hkv + h / group;
+ * under the causal mask, row i sees keys 0 .. i + Tk - Tq (bottom-right
+ * aligned), and a row that sees none is zeros. */
 #include <math.h>
 #include <stdlib.h>
 #include "kernels/attention.h"
@@ -7,28 +10,28 @@
 void attention_reference_rows(const kb_attention_args *a, kb_dtype t, const int64_t *rows, int nrows,
                               double *o)
 {
-    const int D = a->D, Tk = a->Tk;
+    const int D = a->D, Tk = a->Tk, group = kb_attention_group(a);
     double *p = malloc((size_t)Tk * sizeof *p);
     for (int r = 0; r < nrows; ++r) {
         int64_t bh = rows[r] / a->Tq, i = rows[r] % a->Tq;
-        int64_t q0 = rows[r] * D, kv0 = bh * Tk * (int64_t)D;
-        int keys = a->causal ? (int)i + 1 : Tk;
+        int64_t q0 = rows[r] * D, kv0 = bh / group * Tk * (int64_t)D;
+        int64_t keys = kb_attention_keys(a, i);
         double max = -INFINITY, sum = 0;
-        for (int j = 0; j < keys; ++j) {
+        for (int64_t j = 0; j < keys; ++j) {
             double s = 0;
             for (int d = 0; d < D; ++d)
-                s += kb_tensor_value(a->q, q0 + d, t) * kb_tensor_value(a->k, kv0 + (int64_t)j * D + d, t);
+                s += kb_tensor_value(a->q, q0 + d, t) * kb_tensor_value(a->k, kv0 + j * D + d, t);
             p[j] = s * (1.0 / sqrt((double)D));
             max = fmax(max, p[j]);
         }
-        for (int j = 0; j < keys; ++j)
+        for (int64_t j = 0; j < keys; ++j)
             sum += p[j] = exp(p[j] - max);
         double *out = o + (int64_t)r * D;
         for (int d = 0; d < D; ++d)
             out[d] = 0;
-        for (int j = 0; j < keys; ++j)
+        for (int64_t j = 0; j < keys; ++j) /* keys = 0: the row stays zeros */
             for (int d = 0; d < D; ++d)
-                out[d] += p[j] / sum * kb_tensor_value(a->v, kv0 + (int64_t)j * D + d, t);
+                out[d] += p[j] / sum * kb_tensor_value(a->v, kv0 + j * D + d, t);
     }
     free(p);
 }

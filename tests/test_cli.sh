@@ -88,7 +88,10 @@ expect 2 "--max-time needs seconds in (0, 3600\], got '1[\\]x0a'" run --max-time
 expect 2 "ceilings takes only --device N, not '[\\]x0a'" ceilings $'\n'
 expect 2 "pe takes --seq-len T, --d-model D and --paper, not '[\\]x1b'" pe $'\e'
 expect 2 "--sizes needs exactly one --op" run --sizes 8x8x8
-expect 2 "the causal mask needs Tq = Tk" run --op attention --sizes 1x1x2x3x4c
+expect 2 "must divide the query heads H" run --op attention --sizes 1x4x2x3x4x3c
+expect 2 "must divide the query heads H" run --op attention --sizes 1x4x2x3x4x8
+expect 2 "each dimension must be between 1" run --op attention --sizes 1x4x2x3x4x0
+expect 2 "expected 5 to 6 fields" run --op attention --sizes 1x4x2x3x4x2x2
 expect 2 "malformed attention shape '1x1x2x2x4cc'" run --op attention --sizes 1x1x2x2x4cc
 expect 2 "malformed softmax shape '8x8x8'" run --op softmax --sizes 8x8x8
 expect 2 "--sizes, --quick and --test-sizes" run --op matmul --quick --sizes 8x8x8
