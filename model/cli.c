@@ -8,6 +8,7 @@
 #include <string.h>
 #include "harness/harness.h"
 #include "model/command.h"
+#include "model/generate.h"
 #include "model/gpu.h"
 
 void kb_model_usage(FILE *f)
@@ -20,6 +21,7 @@ void kb_model_usage(FILE *f)
           "         [--gemm fp32|3xtf32[,..]] [--cpu-only] [--check-seqs N]\n"
           "         [--csv FILE | --out-dir DIR | --append FILE] [--device N] [--max-time SECONDS] [--hot]\n",
           f);
+    kb_generate_usage(f);
 }
 
 static int fail(char *err, size_t errlen, const char *fmt, const char *a, const char *b)
@@ -175,13 +177,13 @@ int kb_model_parse(int argc, char **argv, kb_model_opts *o, char *err, size_t er
     o->seed = 1;
     const char *modes[] = {"encoder", "decoder", "seq2seq"};
     if (argc < 2)
-        return fail(err, errlen, "model needs a mode: encoder, decoder or seq2seq%s%s", "", "");
+        return fail(err, errlen, "model needs a mode: encoder, decoder, seq2seq or generate%s%s", "", "");
     int m = 0;
     while (m < 3 && strcmp(argv[1], modes[m]) != 0)
         ++m;
     char q[KB_QUOTE_LEN];
     if (m == 3)
-        return fail(err, errlen, "unknown model '%s' (expected encoder, decoder or seq2seq)%s",
+        return fail(err, errlen, "unknown model '%s' (expected encoder, decoder, seq2seq or generate)%s",
                     kb_quote(argv[1], q, sizeof q), "");
     o->mode = (kb_tf_mode)m;
     for (int i = 2; i < argc; ++i)

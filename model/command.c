@@ -16,6 +16,7 @@
 #include "kernels/cuda_util.h"
 #include "kernels/posenc.h"
 #include "model/command.h"
+#include "model/generate.h"
 #include "model/gpu.h"
 #include "model/npy.h"
 #include "model/tokenizer.h"
@@ -853,6 +854,8 @@ static int prepare(int argc, char **argv, kb_model_opts *o, csv_out *co, kb_devi
 
 int kb_cmd_model(int argc, char **argv)
 {
+    if (argc > 1 && !strcmp(argv[1], "generate"))
+        return kb_cmd_generate(argc - 1, argv + 1);
     if (kb_asks_help(argc, argv)) {
         kb_model_usage(stdout);
         return 0;

@@ -1,0 +1,46 @@
+/* `kbench model generate`: greedy generation with the Llama-style model
+ * (reference/llama.h), from seeded weights or a Hugging Face checkpoint:
+ * prefill over a prompt of token ids, then one decode step per new token
+ * through the KV cache.  For now only the C reference on the CPU runs it
+ * (--cpu-only); the GPU forward comes with issue 17's `fast` stage. */
+#ifndef KBENCH_MODEL_GENERATE_H
+#define KBENCH_MODEL_GENERATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "model/llama.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+    /* 0 where not given: the default, or the checkpoint's. */
+    int d_model, layers, heads, kv_heads, d_ff, vocab;
+    int tied;
+    uint64_t seed;
+    const char *weights;       /* a checkpoint directory */
+    int *prompt, n_prompt;     /* --prompt-ids, parsed (malloc'd; kb_generate_opts_free) */
+    int prompt_len;            /* --prompt-len: a seeded random prompt */
+    int tokens;                /* --tokens: how many to generate */
+    int cpu_only;
+    const char *logits_out;    /* --logits-out FILE.npy */
+    const char *save_dir;      /* --save DIR */
+    kb_llama_dtype save_dtype; /* --save-dtype */
+    int save_dtype_given;
+} kb_generate_opts;
+
+/* Parse `generate [flags]` (argv[0] is "generate").  0, or -1 with one line
+ * in err. */
+int kb_generate_parse(int argc, char **argv, kb_generate_opts *o, char *err, size_t errlen);
+void kb_generate_opts_free(kb_generate_opts *o);
+void kb_generate_usage(FILE *f);
+
+/* The whole command; returns the process exit code (0, 1 or 2). */
+int kb_cmd_generate(int argc, char **argv);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
