@@ -3,8 +3,11 @@
 # binary with cuobjdump -sass (no GPU needed): every kernel of an mma.sync
 # rung has HMMA instructions in each of its cubins, every kernel of a wgmma
 # rung (kb_sm90a) has HGMMA in its sm_90a cubin, and none has local-memory
-# traffic (LDL/STL: spills or a stack array).  A rung that silently fell
-# back to a slower path, or an sm_90a build that lost its cubin, fails here.
+# traffic (LDL/STL: spills or a stack array); the kernels of a
+# warp-specialized rung (setmaxnreg_rungs) also have USETMAXREG, the
+# setmaxnreg that moves registers from producer to consumers.  A rung that
+# silently fell back to a slower path, or an sm_90a build that lost its
+# cubin, fails here.
 # Exits 77 (skip) without cuobjdump or nvdisasm (which cuobjdump -sass
 # runs), or when the build has neither sm_80+ cubins nor, for the wgmma
 # rungs, sm_90a ones.
@@ -15,6 +18,7 @@ set -u
 kbench=$(realpath "$1") sm90a=$2
 read -r -a wgmma_rungs <<<"$3"
 mma_rungs=(matmul/mma_sync matmul/mma_sync_swizzled)
+setmaxnreg_rungs=(matmul/wgmma_warpspec matmul/wgmma_persistent)
 
 # tool NAME: from PATH, the CUDA toolkit, or NVIDIA's pip wheels
 # (nvidia-cuda-cuobjdump, nvidia-cuda-nvdisasm; tools/deps.sh --cuobjdump).
@@ -39,33 +43,36 @@ fail() {
 }
 elfs=$("$cuobjdump" --list-elf "$kbench" | sed -n 's/^ELF file *[0-9]*: *//p')
 
-# per_kernel CUBIN: one line per kernel, "NAME HMMA HGMMA LOCAL" with the
-# count of each kind of instruction in it.
+# per_kernel CUBIN: one line per kernel, "NAME HMMA HGMMA LOCAL SETMAXREG"
+# with the count of each kind of instruction in it.
 per_kernel() {
     "$cuobjdump" -sass "$1" | awk '
-        /Function :/ { if (f != "") print f, h, g, l; f = $NF; h = g = l = 0; next }
+        /Function :/ { if (f != "") print f, h, g, l, r; f = $NF; h = g = l = r = 0; next }
         /[[:space:]]HMMA\./ { h++ }
         /[[:space:]]HGMMA\./ { g++ }
         /[[:space:]](LDL|STL)[[:space:].]/ { l++ }
-        END { if (f != "") print f, h, g, l }'
+        /[[:space:]]USETMAXREG[[:space:].]/ { r++ }
+        END { if (f != "") print f, h, g, l, r }'
 }
 
-# check CUBIN WANT: every kernel in CUBIN (extracted from kbench) has WANT
-# (HMMA or HGMMA) and no LDL/STL.
+# check CUBIN WANT [SETMAXREG]: every kernel in CUBIN (extracted from
+# kbench) has WANT (HMMA or HGMMA), no LDL/STL and, given a third argument,
+# USETMAXREG.
 check() {
-    local cubin=$1 want=$2 col name h g l n=0
+    local cubin=$1 want=$2 setmaxreg=${3:-} col name h g l r n=0
     "$cuobjdump" -xelf "$cubin" "$kbench" >/dev/null || { fail "cannot extract $cubin"; return; }
     [[ $want == HMMA ]] && col=2 || col=3
-    while read -r name h g l; do
+    while read -r name h g l r; do
         n=$((n + 1))
         local count
         [[ $col == 2 ]] && count=$h || count=$g
         [[ $count -gt 0 ]] || fail "$cubin: $name has no $want"
         [[ $l -eq 0 ]] || fail "$cubin: $name has $l LDL/STL (local memory)"
+        [[ -z $setmaxreg || $r -gt 0 ]] || fail "$cubin: $name has no USETMAXREG (setmaxnreg)"
     done < <(per_kernel "$cubin")
     [[ $n -gt 0 ]] || fail "$cubin: no kernels"
     checked=$((checked + 1))
-    echo "$cubin: $n kernel(s) with $want, no local memory"
+    echo "$cubin: $n kernel(s) with $want${setmaxreg:+ and USETMAXREG}, no local memory"
 }
 
 for rung in "${mma_rungs[@]}"; do
@@ -80,7 +87,9 @@ done
 for rung in "${wgmma_rungs[@]}"; do
     v=${rung#*/}
     if grep -qx "$v.sm_90a.cubin" <<<"$elfs"; then
-        check "$v.sm_90a.cubin" HGMMA
+        ws=
+        for r in "${setmaxnreg_rungs[@]}"; do [[ $r == "$rung" ]] && ws=USETMAXREG; done
+        check "$v.sm_90a.cubin" HGMMA $ws
     elif [[ $sm90a == true ]]; then
         fail "$rung: the build has sm_90a, but $kbench has no $v.sm_90a.cubin"
     else
