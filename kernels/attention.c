@@ -71,7 +71,7 @@ static const char *validate(const kb_shape *s)
 
 const kb_op kb_op_attention = {
     .name = "attention",
-    .summary = "softmax(Q K^T / sqrt(D) + mask) V, multi-head; f32 and bf16",
+    .summary = "softmax(Q K^T / sqrt(D) + mask) V, multi-head or grouped-query; f32 and bf16",
     .shape_fields = "BxHxTqxTkxD[xHkv][c]",
     .nd = 5,
     .nd_max = 6,
@@ -86,7 +86,12 @@ const kb_op kb_op_attention = {
         "2x4x1x1x64,2x4x77x77x64c,2x4x1000x1000x64,2x4x1000x1000x32,2x4x77x1000x80,2x4x1000x1000x80c",
     .quick_sizes = "4x16x1024x1024x64,4x16x4096x4096x64c,2x16x4096x4096x128,32x8x128x128x64,2x4x77x1000x80",
     .test_sizes = "1x1x1x1x64,1x2x3x5x64,2x2x17x17x64c,1x3x77x77x64,2x1x64x128x64,1x2x128x128x128c,"
-                  "1x1x1000x77x64,2x2x77x77x32c,1x2x100x130x80,1x1x257x257x128c",
+                  "1x1x1000x77x64,2x2x77x77x32c,1x2x100x130x80,1x1x257x257x128c,"
+                  /* GQA; causal Tq < Tk (offsets off the tiles); causal Tq > Tk (rows
+                   * that see no key: zeros); decode, Tq = 1 with odd Tk, and Tq = 16 */
+                  "2x8x33x70x64x2,1x4x77x300x64x2c,1x2x130x1000x128c,1x2x200x77x64c,1x4x3x1000x80x1c,"
+                  "2x8x1x1x64x2,1x32x1x77x128x8,2x4x1x1001x64,1x32x1x1000x128x8c,1x32x16x1000x128x8c,"
+                  "1x8x16x4099x64x2",
     .baseline = "cublas",
     .variants = attention_variants,
     KB_OP_CONTRACT(kb_attention_args),

@@ -43,6 +43,16 @@ static inline const char *kb_attention_alloc_scores(const kb_attention_args *a, 
     return NULL;
 }
 
+/* The fused kernels' online softmax starts from key 0, which every row sees
+ * while Tq <= Tk; a causal Tq > Tk shape has rows that see no key, and they
+ * SKIP it. */
+static inline const char *kb_attention_fused_unsupported(const kb_shape *s)
+{
+    return s->flags && s->d[2] > s->d[3]
+               ? "causal with Tq > Tk: the first Tq - Tk rows see no key, which the online softmax does not handle"
+               : NULL;
+}
+
 /* ---- block order ------------------------------------------------------------ */
 
 /* A 1-D grid of (row tile, head) pairs.  Not causal: row tiles fastest,

@@ -5,13 +5,18 @@
  *   2. a row softmax of S in place: not causal, our fastest softmax
  *      (softmax_vectorized, rows in registers, one read and one write);
  *      causal, the same register-resident row code with the mask fused in
- *      (row i keeps keys 0..i, writes zeros past them), so S needs no
- *      separate masking pass;
+ *      (row i keeps keys 0..i + Tk - Tq, writes zeros past them; a row
+ *      that keeps none, when Tq > Tk, is zeros), so S needs no separate
+ *      masking pass;
  *   3. O = P V, a second strided-batched SGEMM.
  * cuBLAS is column-major, and a row-major matrix read column-major is its
  * transpose: row-major S (Tq x Tk) = Q K^T is column-major S^T = K Q^T,
  * gemm(T, N, Tk, Tq, D); row-major O (Tq x D) = P V is column-major
- * O^T = V^T P^T, gemm(N, N, D, Tq, Tk).
+ * O^T = V^T P^T, gemm(N, N, D, Tq, Tk).  Grouped-query attention: the
+ * group = H / Hkv query heads that share a KV head are contiguous in Q, S
+ * and O, so each GEMM batch is one (b, KV head) with group * Tq rows:
+ * B * Hkv batches of gemm(T, N, Tk, group*Tq, D) and gemm(N, N, D,
+ * group*Tq, Tk); group = 1 is the multi-head case.
  *
  * Prediction: the SGEMMs run near cuBLAS's 50 TFLOP/s, but S makes ~16
  * bytes per score of traffic (SGEMM write, softmax read and write, SGEMM
@@ -45,16 +50,24 @@ static const char *cublas_error(cublasStatus_t s)
     return s == CUBLAS_STATUS_SUCCESS ? NULL : cublasGetStatusString(s);
 }
 
+/* Keys 0 .. causal_keys - 1 of row r (query i = r % Tq) survive the causal
+ * mask, bottom-right aligned: i + Tk - Tq + 1, clamped to [0, Tk]. */
+__device__ __forceinline__ int causal_keys(int64_t r, int Tq, int Tk)
+{
+    const int64_t n = r % Tq + 1 + (int64_t)Tk - Tq;
+    return n < 0 ? 0 : n > Tk ? Tk : (int)n;
+}
+
 /* Causal row softmax of S in place, rows in registers (kernels/reduce.cuh's
- * KbRowCfg, as softmax_vectorized): row r is query i = r % Tq, which keeps
- * keys 0..i; the rest of the row becomes 0.  A row always keeps key 0, so
- * its max is finite. */
+ * KbRowCfg, as softmax_vectorized): row r keeps keys 0 .. causal_keys - 1;
+ * the rest of the row becomes 0.  A row that keeps none is all -inf, which
+ * kb_row_softmax_store writes as zeros. */
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::BLOCK)
 attention_causal_softmax_kernel(int R, int C, int Tq, float *S)
 {
     const KbRowPos p = kb_row_pos<Cfg>(R, C);
-    const int keys = p.row < R ? p.row % Tq + 1 : 0;
+    const int keys = p.row < R ? causal_keys(p.row, Tq, C) : 0;
     float v[Cfg::PACKS][Cfg::VEC];
 
 #pragma unroll
@@ -74,12 +87,13 @@ attention_causal_softmax_kernel(int R, int C, int Tq, float *S)
 }
 
 /* Rows too long for registers (Tk > 32768): one block per row, a running
- * (max, sum) sweep, then a second sweep that writes. */
+ * (max, sum) sweep, then a second sweep that writes (only zeros when the
+ * row keeps no key). */
 __global__ void __launch_bounds__(KB_TWO_READ_BLOCK)
 attention_causal_softmax_long_kernel(int C, int Tq, float *S)
 {
     float *x = S + (size_t)blockIdx.x * C;
-    const int keys = (int)(blockIdx.x % (unsigned)Tq) + 1;
+    const int keys = causal_keys(blockIdx.x, Tq, C);
     KbSoftmaxStat st = {-INFINITY, 0.0f};
     for (int col = threadIdx.x; col < keys; col += KB_TWO_READ_BLOCK)
         kb_softmax_stat_push(st, x[col]);
@@ -134,21 +148,23 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
 {
     const kb_attention_args *a = (const kb_attention_args *)args;
     CublasCtx *c = (CublasCtx *)ctx;
-    const int batch = a->B * a->H;
-    const long long sq = (long long)a->Tq * a->D, skv = (long long)a->Tk * a->D;
-    const long long ss = (long long)a->Tq * a->Tk;
+    const int group = kb_attention_group(a);
+    const int batch = a->B * (a->H / group); /* (b, KV head) pairs */
+    const int rows = group * a->Tq;          /* a batch's query rows: its group's heads */
+    const long long sq = (long long)rows * a->D, skv = (long long)a->Tk * a->D;
+    const long long ss = (long long)rows * a->Tk;
     const float one = 1.0f, zero = 0.0f;
     const char *e = cublas_error(cublasSetStream(c->handle, stream));
     if (e)
         return e;
-    /* S^T (Tk x Tq, column-major) = K (Tk x D) * Q^T (D x Tq) * scale */
-    e = cublas_error(cublasSgemmStridedBatched(c->handle, CUBLAS_OP_T, CUBLAS_OP_N, a->Tk, a->Tq, a->D,
+    /* S^T (Tk x rows, column-major) = K (Tk x D) * Q^T (D x rows) * scale */
+    e = cublas_error(cublasSgemmStridedBatched(c->handle, CUBLAS_OP_T, CUBLAS_OP_N, a->Tk, rows, a->D,
                                                &a->scale, (const float *)a->k, a->D, skv,
                                                (const float *)a->q, a->D, sq, &zero, c->scores, a->Tk,
                                                ss, batch));
     if (e)
         return e;
-    const int R = batch * a->Tq;
+    const int R = batch * rows; /* B * H * Tq */
     if (a->causal) {
         e = causal_softmax(R, a->Tk, a->Tq, c->scores, stream);
     } else {
@@ -157,10 +173,17 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
     }
     if (e)
         return e;
-    /* O^T (D x Tq) = V^T (D x Tk) * P^T (Tk x Tq) */
-    return cublas_error(cublasSgemmStridedBatched(c->handle, CUBLAS_OP_N, CUBLAS_OP_N, a->D, a->Tq, a->Tk,
+    /* O^T (D x rows) = V^T (D x Tk) * P^T (Tk x rows) */
+    return cublas_error(cublasSgemmStridedBatched(c->handle, CUBLAS_OP_N, CUBLAS_OP_N, a->D, rows, a->Tk,
                                                   &one, (const float *)a->v, a->D, skv, c->scores, a->Tk,
                                                   ss, &zero, (float *)a->o, a->D, sq, batch));
+}
+
+/* cuBLAS's m, n and k, and the softmax's row count, are int. */
+static const char *unsupported(const kb_shape *s)
+{
+    const int64_t rows = kb_mul_dims(kb_mul_dims(s->d[0], s->d[1]), s->d[2]);
+    return rows < 0 || rows > INT32_MAX ? "B*H*Tq > 2^31 - 1: cuBLAS and the softmax index rows with int" : NULL;
 }
 
 extern "C" const kb_variant attention_cublas = {
@@ -169,6 +192,7 @@ extern "C" const kb_variant attention_cublas = {
     .dtype = KB_F32,
     .math = KB_MATH_F32,
     .needs = KB_NEEDS_CUBLAS,
+    .unsupported = unsupported,
     .setup = setup,
     .teardown = teardown,
     .launch = launch,

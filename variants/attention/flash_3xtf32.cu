@@ -19,7 +19,9 @@
  * O failed fp32's tolerance from Tk = 2048).
  * Pipeline: V(t) is copied (cp.async) while S(t) and the softmax run,
  * K(t+1) while P V(t) runs.  Causal: key tiles above the block's last row
- * are never loaded; only tiles that cross a warp's diagonal are masked.
+ * are never loaded; only tiles that cross a warp's diagonal are masked
+ * (key j > i + Tk - Tq, bottom-right aligned; causal Tq > Tk SKIPs).
+ * Grouped-query attention: query head bh reads KV head bh / (H / Hkv).
  * Resources (ptxas, CUDA 13.0): 101 KiB and 255 registers at D = 128 (two
  * blocks per SM), 53 KiB and 168 registers at D = 64 (three).  Shapes: D a
  * multiple of 8 up to 128, any B, H, Tq, Tk.
@@ -124,7 +126,7 @@ __device__ __forceinline__ void tf32x3_copy_rows(float *dst, const float *head, 
 
 template <int D>
 __global__ void __launch_bounds__(Tf32x3Cfg<D>::kThreads, Tf32x3Cfg<D>::kMinBlocks)
-attention_flash_3xtf32_kernel(int Tq, int Tk, int causal, float sl2, int row_tiles, int heads,
+attention_flash_3xtf32_kernel(int Tq, int Tk, int causal, int group, float sl2, int row_tiles, int heads,
                               const float *__restrict__ q, const float *__restrict__ k,
                               const float *__restrict__ v, float *__restrict__ o)
 {
@@ -138,12 +140,15 @@ attention_flash_3xtf32_kernel(int Tq, int Tk, int causal, float sl2, int row_til
 
     const KbAttnTile tile = kb_attn_tile(row_tiles, heads, BR, causal);
     const int i0 = tile.row0;
-    const float *k_head = k + (size_t)tile.bh * Tk * D;
-    const float *v_head = v + (size_t)tile.bh * Tk * D;
+    const float *k_head = k + (size_t)(tile.bh / group) * Tk * D;
+    const float *v_head = v + (size_t)(tile.bh / group) * Tk * D;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int g = lane / 4, tq = lane % 4; /* the MMA's group and thread-in-group */
     const int last_row = min(i0 + BR, Tq) - 1;
-    const int n_tiles = causal ? last_row / BC + 1 : KB_CEIL_DIV(Tk, BC);
+    /* Causal: row i sees keys j <= i + off; off >= 0 (Tq <= Tk), and
+     * last_row + off <= Tk - 1. */
+    const int off = Tk - Tq;
+    const int n_tiles = causal ? (last_row + off) / BC + 1 : KB_CEIL_DIV(Tk, BC);
     const int warp_row0 = i0 + warp * 16;
 
     tf32x3_copy_rows<D, LQK>(Ks, k_head, 0, Tk);
@@ -211,19 +216,19 @@ attention_flash_3xtf32_kernel(int Tq, int Tk, int causal, float sl2, int row_til
 
         /* Keys past Tk, and keys above the diagonal when causal.  Element e
          * of n tile nt is row g + 8 (e / 2), key 8 nt + 2 tq + e % 2. */
-        if (j0 + BC > Tk || (causal && j0 + BC - 1 > warp_row0)) {
+        if (j0 + BC > Tk || (causal && j0 + BC - 1 > warp_row0 + off)) {
 #pragma unroll
             for (int nt = 0; nt < NS; ++nt)
 #pragma unroll
                 for (int e = 0; e < 4; ++e) {
                     const int row = warp_row0 + g + (e >> 1) * 8;
                     const int col = j0 + nt * 8 + 2 * tq + (e & 1);
-                    if (col >= Tk || (causal && col > row))
+                    if (col >= Tk || (causal && col > row + off))
                         s[nt][e] = -INFINITY;
                 }
         }
 
-        /* Online softmax.  Tile 0 holds key 0, which every row sees, so m
+        /* Online softmax.  Tile 0 holds key 0, which every row sees (off >= 0), so m
          * is finite from the first tile on and alpha is never
          * exp2(-inf + inf). */
         float alpha[2];
@@ -336,7 +341,7 @@ static bool tf32x3_dispatch(int D, F &&f)
 static const char *unsupported(const kb_shape *s)
 {
     const int64_t D = s->d[4];
-    return D % 8 == 0 && D <= 128 ? NULL : TF32X3_SHAPES;
+    return D % 8 == 0 && D <= 128 ? kb_attention_fused_unsupported(s) : TF32X3_SHAPES;
 }
 
 /* The shared-memory opt-in, once, outside the timed launches. */
@@ -364,7 +369,8 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
     const unsigned grid = (unsigned)((int64_t)row_tiles * heads);
     const float sl2 = a->scale * KB_LOG2E;
     if (!tf32x3_dispatch(a->D, [&](auto kernel, int smem) {
-            kernel<<<grid, Tf32x3Cfg<8>::kThreads, smem, stream>>>(a->Tq, a->Tk, a->causal, sl2, row_tiles, heads,
+            kernel<<<grid, Tf32x3Cfg<8>::kThreads, smem, stream>>>(a->Tq, a->Tk, a->causal, kb_attention_group(a), sl2,
+                                                                  row_tiles, heads,
                                                                   (const float *)a->q, (const float *)a->k,
                                                                   (const float *)a->v, (float *)a->o);
         }))

@@ -14,7 +14,10 @@
  * rows past Tk are zero-filled and their scores set to -inf.  Shared rows
  * are padded by 16 bytes, so every ldmatrix is conflict-free.  Causal: key
  * tiles above the block's last row are never loaded, and only tiles that
- * cross a warp's diagonal are masked; row tiles run longest first.
+ * cross a warp's diagonal are masked; row tiles run longest first.  The
+ * diagonal is bottom-right aligned (key j > i + Tk - Tq is masked; causal
+ * Tq > Tk SKIPs).  Grouped-query attention: query head bh reads KV head
+ * bh / (H / Hkv).
  * Resources: 104 KiB of shared memory at D = 128 (+2 KiB for the running
  * sums), up to 255 registers: two blocks per SM.  Shapes: D a multiple of
  * 16 up to 128; any B, H, Tq, Tk.
@@ -132,7 +135,7 @@ __device__ __forceinline__ void bf16_copy_rows(bf16 *dst, const bf16 *head, int 
 
 template <int D>
 __global__ void __launch_bounds__(Bf16Cfg<D>::kThreads, 2)
-attention_flash_bf16_kernel(int Tq, int Tk, int causal, float sl2, int row_tiles, int heads, const bf16 *__restrict__ q,
+attention_flash_bf16_kernel(int Tq, int Tk, int causal, int group, float sl2, int row_tiles, int heads, const bf16 *__restrict__ q,
                             const bf16 *__restrict__ k, const bf16 *__restrict__ v, bf16 *__restrict__ o)
 {
     using Cfg = Bf16Cfg<D>;
@@ -146,13 +149,18 @@ attention_flash_bf16_kernel(int Tq, int Tk, int causal, float sl2, int row_tiles
 
     const KbAttnTile tile = kb_attn_tile(row_tiles, heads, BR, causal);
     const int i0 = tile.row0;
-    const bf16 *k_head = k + (size_t)tile.bh * Tk * D;
-    const bf16 *v_head = v + (size_t)tile.bh * Tk * D;
+    const bf16 *k_head = k + (size_t)(tile.bh / group) * Tk * D;
+    const bf16 *v_head = v + (size_t)(tile.bh / group) * Tk * D;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int g = lane / 4, tq = lane % 4; /* the MMA's group and thread-in-group */
     const int last_row = min(i0 + BR, Tq) - 1;
-    const int n_tiles = causal ? last_row / BC + 1 : KB_CEIL_DIV(Tk, BC);
+    /* Causal: row i sees keys j <= i + off; off >= 0 (Tq <= Tk), and
+     * last_row + off <= Tk - 1.  diag0 is the last key the warp's first
+     * row sees. */
+    const int off = Tk - Tq;
+    const int n_tiles = causal ? (last_row + off) / BC + 1 : KB_CEIL_DIV(Tk, BC);
     const int warp_row0 = i0 + warp * Cfg::kWarpRows;
+    const int diag0 = warp_row0 + off;
 
     bf16_copy_rows<D, BR>(Qs, q + (size_t)tile.bh * Tq * D, i0, Tq);
     bf16_copy_rows<D, BC>(Ks, k_head, 0, Tk);
@@ -216,14 +224,16 @@ attention_flash_bf16_kernel(int Tq, int Tk, int causal, float sl2, int row_tiles
         }
         kb_cp_async_commit();
 
-        if (!Cfg::kSplitRows && causal && j0 > warp_row0 + 31) /* above every row of this warp (never tile 0) */
+        if (!Cfg::kSplitRows && causal && j0 > diag0 + 31) /* above every row of this warp (never tile 0) */
             continue;
-        /* With kSplitRows, m tile 0 of the last key tile lies wholly above the
-         * diagonal (never in tile 0, so its m is finite by then) and is
-         * skipped; m tile 1 always reaches the tile.  F, the first m tile
+        /* With kSplitRows, m tile 0 of the last key tile may lie wholly above
+         * the diagonal (never in tile 0, so its m is finite by then) and is
+         * then skipped.  m tile 1 always reaches the tile when Tq = Tk; with
+         * off > 0 it may not, and its rows then see only -inf in the tile,
+         * which leaves their finite m, l and O unchanged (alpha = 1, p = 0).  F, the first m tile
          * computed, is a constant in each instance of the tile's work (a
          * run-time bound in the loops measured 15% slower everywhere). */
-        const bool skip_mt0 = Cfg::kSplitRows && causal && j0 > warp_row0 + 15;
+        const bool skip_mt0 = Cfg::kSplitRows && causal && j0 > diag0 + 15;
         auto tile_work = [&](auto first) {
             constexpr int F = decltype(first)::value;
             const uint32_t k_tile = k_addr + stage, v_tile = v_addr + stage;
@@ -268,7 +278,7 @@ attention_flash_bf16_kernel(int Tq, int Tk, int causal, float sl2, int row_tiles
             /* Keys past Tk, and keys above the diagonal when causal.  C
              * layout: element e of n tile nt is row g + 8 (e / 2), key
              * 8 nt + 2 tq + e % 2. */
-            if (j0 + BC > Tk || (causal && j0 + BC - 1 > warp_row0)) {
+            if (j0 + BC > Tk || (causal && j0 + BC - 1 > diag0)) {
 #pragma unroll
                 for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
@@ -277,14 +287,14 @@ attention_flash_bf16_kernel(int Tq, int Tk, int causal, float sl2, int row_tiles
                         for (int e = 0; e < 4; ++e) {
                             const int row = warp_row0 + mt * Cfg::kMtRows + g + (e >> 1) * 8;
                             const int col = j0 + nt * 8 + 2 * tq + (e & 1);
-                            if (col >= Tk || (causal && col > row))
+                            if (col >= Tk || (causal && col > row + off))
                                 s[mt][nt][e] = -INFINITY;
                         }
             }
 
             /* Online softmax, rows g (h = 0) and g + 8 (h = 1) of each m
-             * tile.  Tile 0 holds key 0, which every row sees, so m is finite
-             * from the first tile on. */
+             * tile.  Tile 0 holds key 0, which every row sees (off >= 0), so
+             * m is finite from the first tile on. */
 #pragma unroll
             for (int mt = F; mt < MT; ++mt)
 #pragma unroll
@@ -403,7 +413,8 @@ static bool bf16_dispatch(int D, F &&f)
 static const char *unsupported(const kb_shape *s)
 {
     const int64_t D = s->d[4];
-    return D % 16 == 0 && D <= 128 ? NULL : "D must be a multiple of 16 up to 128 (MMA k-steps of 16)";
+    return D % 16 == 0 && D <= 128 ? kb_attention_fused_unsupported(s)
+                                   : "D must be a multiple of 16 up to 128 (MMA k-steps of 16)";
 }
 
 /* The shared-memory opt-in, once, outside the timed launches. */
@@ -430,7 +441,8 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
     const unsigned grid = (unsigned)((int64_t)row_tiles * heads);
     const float sl2 = a->scale * KB_LOG2E;
     if (!bf16_dispatch(a->D, [&](auto kernel, int smem) {
-            kernel<<<grid, 128, smem, stream>>>(a->Tq, a->Tk, a->causal, sl2, row_tiles, heads, (const bf16 *)a->q,
+            kernel<<<grid, 128, smem, stream>>>(a->Tq, a->Tk, a->causal, kb_attention_group(a), sl2, row_tiles, heads,
+                                               (const bf16 *)a->q,
                                                (const bf16 *)a->k, (const bf16 *)a->v, (bf16 *)a->o);
         }))
         return "D must be a multiple of 16 up to 128";

@@ -4,8 +4,10 @@
  * the running sum l of exp(s - m) and the output accumulator, rescaled by
  * exp(m_old - m_new) whenever the max grows (online softmax).  The score
  * matrix never leaves the chip.  Causal: key tiles wholly above the
- * diagonal are never loaded, and only tiles that cross it (or the end of
- * the keys) are masked.
+ * diagonal (key j > i + Tk - Tq, bottom-right aligned) are never loaded,
+ * and only tiles that cross it (or the end of the keys) are masked; a
+ * causal Tq > Tk shape SKIPs.  Grouped-query attention: query head bh
+ * reads KV head bh / (H / Hkv).
  *
  * Tiling: 256 threads as 32 row groups x 8 column groups; a thread owns a
  * 4 x 8 tile of S and a 4 x D/8 tile of O.  Every shared-memory read is a
@@ -85,7 +87,7 @@ __device__ __forceinline__ void f32_copy_tile(float *dst, int ld, const float *h
 
 template <int DP, bool VEC>
 __global__ void __launch_bounds__(F32Cfg<DP>::kThreads, F32Cfg<DP>::kMinBlocks)
-attention_flash_f32_kernel(int Tq, int Tk, int D, int causal, float sl2, int row_tiles, int heads,
+attention_flash_f32_kernel(int Tq, int Tk, int D, int causal, int group, float sl2, int row_tiles, int heads,
                            const float *__restrict__ q, const float *__restrict__ k,
                            const float *__restrict__ v, float *__restrict__ o)
 {
@@ -101,11 +103,14 @@ attention_flash_f32_kernel(int Tq, int Tk, int D, int causal, float sl2, int row
     const KbAttnTile tile = kb_attn_tile(row_tiles, heads, BR, causal);
     const int i0 = tile.row0;
     const float *q_head = q + (size_t)tile.bh * Tq * D;
-    const float *k_head = k + (size_t)tile.bh * Tk * D;
-    const float *v_head = v + (size_t)tile.bh * Tk * D;
+    const float *k_head = k + (size_t)(tile.bh / group) * Tk * D;
+    const float *v_head = v + (size_t)(tile.bh / group) * Tk * D;
     const int tid = threadIdx.x, rg = tid / CG, cg = tid % CG;
     const int last_row = min(i0 + BR, Tq) - 1;
-    const int n_tiles = causal ? last_row / BC + 1 : KB_CEIL_DIV(Tk, BC);
+    /* Causal: row i sees keys j <= i + off; off >= 0 (Tq <= Tk), and
+     * last_row + off <= Tk - 1. */
+    const int off = Tk - Tq;
+    const int n_tiles = causal ? (last_row + off) / BC + 1 : KB_CEIL_DIV(Tk, BC);
 
     f32_copy_tile<Cfg, DP, VEC>(Ks, Cfg::kLdK, k_head, 0, Tk, D);
     kb_cp_async_commit();
@@ -179,20 +184,20 @@ attention_flash_f32_kernel(int Tq, int Tk, int D, int causal, float sl2, int row
         }
 
         /* Keys past Tk, and keys above the diagonal when causal. */
-        if (j0 + BC > Tk || (causal && j0 + BC - 1 > i0)) {
+        if (j0 + BC > Tk || (causal && j0 + BC - 1 > i0 + off)) {
 #pragma unroll
             for (int r = 0; r < TM; ++r) {
                 const int i = i0 + rg + RG * r;
 #pragma unroll
                 for (int c = 0; c < TN; ++c) {
                     const int j = j0 + cg + CG * c;
-                    if (j >= Tk || (causal && j > i))
+                    if (j >= Tk || (causal && j > i + off))
                         s[r][c] = -INFINITY;
                 }
             }
         }
 
-        /* Online softmax.  Tile 0 holds key 0, which every row sees, so m
+        /* Online softmax.  Tile 0 holds key 0, which every row sees (off >= 0), so m
          * is finite from the first tile on and exp2(m_old - m_new) is never
          * exp2(-inf + inf). */
 #pragma unroll
@@ -288,7 +293,7 @@ attention_flash_f32_kernel(int Tq, int Tk, int D, int causal, float sl2, int row
 #define ROWWISE_MAX_D 7168
 
 __global__ void __launch_bounds__(ROWWISE_WARPS * 32)
-attention_flash_f32_rowwise_kernel(int64_t rows, int Tq, int Tk, int D, int causal, float sl2,
+attention_flash_f32_rowwise_kernel(int64_t rows, int Tq, int Tk, int D, int causal, int group, float sl2,
                                    const float *__restrict__ q, const float *__restrict__ k,
                                    const float *__restrict__ v, float *__restrict__ o)
 {
@@ -299,15 +304,15 @@ attention_flash_f32_rowwise_kernel(int64_t rows, int Tq, int Tk, int D, int caus
         return;
     float *qs = rowwise_smem + (size_t)warp * 2 * D, *acc = qs + D;
     const int i = (int)(row % Tq);
-    const int64_t bh = row / Tq;
+    const int64_t kv = row / Tq / group;
     for (int d = lane; d < D; d += 32) {
         qs[d] = q[row * D + d] * sl2;
         acc[d] = 0.0f;
     }
-    const int keys = causal ? i + 1 : Tk;
+    const int keys = causal ? i + Tk - Tq + 1 : Tk; /* Tq <= Tk */
     float m = -INFINITY, l = 0.0f;
     for (int j = 0; j < keys; ++j) {
-        const float *kr = k + (bh * Tk + j) * D, *vr = v + (bh * Tk + j) * D;
+        const float *kr = k + (kv * Tk + j) * D, *vr = v + (kv * Tk + j) * D;
         float part = 0.0f;
         for (int d = lane; d < D; d += 32)
             part = fmaf(qs[d], kr[d], part);
@@ -331,7 +336,7 @@ static size_t rowwise_smem_bytes(int D) { return (size_t)ROWWISE_WARPS * 2 * D *
 static const char *unsupported(const kb_shape *s)
 {
     return s->d[4] > ROWWISE_MAX_D ? "D > 7168: the row-per-warp path holds two rows of D floats per warp in shared memory"
-                                   : NULL;
+                                   : kb_attention_fused_unsupported(s);
 }
 
 template <int DP>
@@ -372,11 +377,11 @@ static void launch_tiled(const kb_attention_args *a, float sl2, cudaStream_t str
     const bool vec = a->D % 4 == 0 && aligned16(a->q) && aligned16(a->k) && aligned16(a->v) && aligned16(a->o);
     if (vec)
         attention_flash_f32_kernel<DP, true><<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(
-            a->Tq, a->Tk, a->D, a->causal, sl2, row_tiles, a->B * a->H, (const float *)a->q, (const float *)a->k,
+            a->Tq, a->Tk, a->D, a->causal, kb_attention_group(a), sl2, row_tiles, a->B * a->H, (const float *)a->q, (const float *)a->k,
             (const float *)a->v, (float *)a->o);
     else
         attention_flash_f32_kernel<DP, false><<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(
-            a->Tq, a->Tk, a->D, a->causal, sl2, row_tiles, a->B * a->H, (const float *)a->q, (const float *)a->k,
+            a->Tq, a->Tk, a->D, a->causal, kb_attention_group(a), sl2, row_tiles, a->B * a->H, (const float *)a->q, (const float *)a->k,
             (const float *)a->v, (float *)a->o);
 }
 
@@ -395,7 +400,7 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
         const int64_t rows = (int64_t)a->B * a->H * a->Tq;
         attention_flash_f32_rowwise_kernel<<<(unsigned)KB_CEIL_DIV(rows, ROWWISE_WARPS), ROWWISE_WARPS * 32,
                                              rowwise_smem_bytes(a->D), stream>>>(
-            rows, a->Tq, a->Tk, a->D, a->causal, sl2, (const float *)a->q, (const float *)a->k,
+            rows, a->Tq, a->Tk, a->D, a->causal, kb_attention_group(a), sl2, (const float *)a->q, (const float *)a->k,
             (const float *)a->v, (float *)a->o);
     }
     KB_LAUNCHED();

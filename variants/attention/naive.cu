@@ -1,7 +1,8 @@
 /* attention naive: the textbook three kernels, with the whole score matrix
  * in global memory (a B*H*Tq*Tk fp32 workspace made in setup):
  *   1. scores: one thread per (query row, key), S = scale * q . k, -inf
- *      above the diagonal when causal; the threads of a block walk the keys,
+ *      past the causal mask's diagonal (key j > i + Tk - Tq, aligned to the
+ *      bottom right); the threads of a block walk the keys,
  *      so q is a broadcast and the k reads are D floats apart;
  *   2. softmax: one warp per row of S, three sweeps (max, sum, write),
  *      in place;
@@ -21,7 +22,9 @@
  * (1.4% of peak); 0.9 TFLOP/s at 4x16x4096x4096x64c (1.4% of peak); 0.9
  * TFLOP/s at 2x16x4096x4096x128 (1.4% of peak); 0.9 TFLOP/s at
  * 2x16x4096x4096x128c (1.4% of peak).
- * Gap to the limit: far: the fused kernels never write S at all. */
+ * Gap to the limit: far: the fused kernels never write S at all.
+ * Grouped-query attention: query head bh reads KV head bh / (H / Hkv).  A
+ * causal row that sees no key (Tq > Tk) is zeros, as the softmax op's. */
 #include "kernels/attention.h"
 #include "kernels/cuda_util.h"
 #include "kernels/reduce.cuh"
@@ -31,7 +34,7 @@
 
 /* grid (B*H*Tq rows, key blocks) */
 __global__ void __launch_bounds__(NAIVE_BLOCK)
-attention_naive_scores_kernel(int Tq, int Tk, int D, int causal, float scale, const float *q,
+attention_naive_scores_kernel(int Tq, int Tk, int D, int causal, int group, float scale, const float *q,
                               const float *k, float *S)
 {
     const int row = blockIdx.x; /* (b, h, i) */
@@ -39,22 +42,22 @@ attention_naive_scores_kernel(int Tq, int Tk, int D, int causal, float scale, co
     if (j >= Tk)
         return;
     const int i = row % Tq;
-    const size_t bh = (size_t)(row / Tq);
+    const size_t kv = (size_t)(row / Tq) / group;
     float *out = S + (size_t)row * Tk;
-    if (causal && j > i) {
+    if (causal && (int64_t)j > (int64_t)i + Tk - Tq) {
         out[j] = -INFINITY;
         return;
     }
     const float *qr = q + (size_t)row * D;
-    const float *kr = k + (bh * Tk + j) * D;
+    const float *kr = k + (kv * Tk + j) * D;
     float acc = 0.0f;
     for (int d = 0; d < D; ++d)
         acc = fmaf(qr[d], kr[d], acc);
     out[j] = acc * scale;
 }
 
-/* One warp per row; every row has at least one finite score (a causal row i
- * sees key 0), so the max is finite. */
+/* One warp per row.  A row with no finite score (a causal row that sees no
+ * key, when Tq > Tk) becomes zeros. */
 __global__ void __launch_bounds__(NAIVE_BLOCK)
 attention_naive_softmax_kernel(int64_t rows, int Tk, float *S)
 {
@@ -67,6 +70,11 @@ attention_naive_softmax_kernel(int64_t rows, int Tk, float *S)
     for (int j = lane; j < Tk; j += 32)
         max = fmaxf(max, x[j]);
     max = kb_warp_allreduce<32>(max, KbMax{});
+    if (max == -INFINITY) { /* the whole warp */
+        for (int j = lane; j < Tk; j += 32)
+            x[j] = 0.0f;
+        return;
+    }
     float sum = 0.0f;
     for (int j = lane; j < Tk; j += 32)
         sum += expf(x[j] - max);
@@ -78,7 +86,7 @@ attention_naive_softmax_kernel(int64_t rows, int Tk, float *S)
 
 /* One thread per element of O. */
 __global__ void __launch_bounds__(NAIVE_BLOCK)
-attention_naive_weighted_sum_kernel(int64_t elems, int Tq, int Tk, int D, int causal, const float *P,
+attention_naive_weighted_sum_kernel(int64_t elems, int Tq, int Tk, int D, int causal, int group, const float *P,
                                     const float *v, float *o)
 {
     const int64_t idx = (int64_t)blockIdx.x * NAIVE_BLOCK + threadIdx.x;
@@ -87,10 +95,12 @@ attention_naive_weighted_sum_kernel(int64_t elems, int Tq, int Tk, int D, int ca
     const int64_t row = idx / D;
     const int d = (int)(idx % D);
     const int i = (int)(row % Tq);
-    const int64_t bh = row / Tq;
+    const int64_t kv = row / Tq / group;
     const float *p = P + row * Tk;
-    const float *vc = v + bh * Tk * D + d;
-    const int keys = causal ? i + 1 : Tk; /* the rest of the row is 0 */
+    const float *vc = v + kv * Tk * D + d;
+    /* Causal: keys 0 .. i + Tk - Tq; the rest of the row is 0. */
+    const int64_t seen = causal ? (int64_t)i + Tk - Tq + 1 : Tk;
+    const int keys = seen < 0 ? 0 : (int)seen;
     float acc = 0.0f;
     for (int j = 0; j < keys; ++j)
         acc = fmaf(p[j], vc[(int64_t)j * D], acc);
@@ -117,13 +127,14 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
     float *S = (float *)ctx;
     const int64_t rows = (int64_t)a->B * a->H * a->Tq;
     const int64_t elems = rows * a->D;
+    const int group = kb_attention_group(a);
     dim3 grid_s((unsigned)rows, KB_CEIL_DIV(a->Tk, NAIVE_BLOCK));
     attention_naive_scores_kernel<<<grid_s, NAIVE_BLOCK, 0, stream>>>(
-        a->Tq, a->Tk, a->D, a->causal, a->scale, (const float *)a->q, (const float *)a->k, S);
+        a->Tq, a->Tk, a->D, a->causal, group, a->scale, (const float *)a->q, (const float *)a->k, S);
     attention_naive_softmax_kernel<<<(unsigned)KB_CEIL_DIV(rows, NAIVE_BLOCK / 32), NAIVE_BLOCK, 0, stream>>>(
         rows, a->Tk, S);
     attention_naive_weighted_sum_kernel<<<(unsigned)KB_CEIL_DIV(elems, NAIVE_BLOCK), NAIVE_BLOCK, 0, stream>>>(
-        elems, a->Tq, a->Tk, a->D, a->causal, S, (const float *)a->v, (float *)a->o);
+        elems, a->Tq, a->Tk, a->D, a->causal, group, S, (const float *)a->v, (float *)a->o);
     KB_LAUNCHED();
 }
 
