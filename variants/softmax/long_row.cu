@@ -6,28 +6,21 @@
  * barrier; each block then writes exp(x - max) / sum from its registers:
  * x read once and y written once, 8 bytes per element.
  *
- * Idea over vectorized (one block holds a row of up to 32768 in registers,
+ * Builds on vectorized (one block holds a row of up to 32768 in registers,
  * and reads longer rows twice): a cluster's registers hold rows of up to
  * 262144, and its blocks are as small as short rows' (two per SM).
  * Prediction: ~85-90% of the copy ceiling from 512x65536 to 128x262144.
- * Measured on H100 (cold L2, % of the copy ceiling; the reference run
- * results/h100/kbench-20261122-rowwise-final.csv): 2,572 GB/s (85.6%) at
- * 1024x32768 (vectorized 89.8%); 2,455 (81.6%) at 512x65536, level with
- * split_row (82.5% there, 80.0-82.6% over four sessions against this
- * variant's 81.6-83.0%); 2,320 (77.2%) at 256x131072 and 1,873 (62.3%) at
- * 128x262144, where split_row is ahead (81.9%, 80.0%).
- * Gap to the limit: clusters of 2 (C = 32768) cost ~5 points against the
- * same row in one block (vectorized); clusters of 8 and 16 lose more, since
- * all of a cluster's blocks must be placed in one GPC at once (with two
- * blocks per SM, a GPC of 16-18 SMs takes two or four clusters of 16 and
- * leaves SMs idle), and every block of a row waits at the barrier for the
- * slowest one's loads.  Tried: 1024-thread blocks (32768 floats, clusters
- * half as large) -4 points at 1024x32768 and 512x65536, +8 at 128x262144
- * (70.2%), still under split_row there.
- * History: the row in the cluster's shared memory (64 KiB slices, a cluster
- * per row) measured 79.6/75.1/63.7% at 512x65536 / 256x131072 /
- * 128x262144; a persistent, double-buffered cluster pipeline (now
- * layernorm's long_row) 60.2/56.6/41.9%. */
+ * Measured (results/h100/kbench-20261123-164335.csv, H100, cold L2):
+ * 2,742 GB/s at 4096x32768, 91.2% of the run's 3006 GB/s memory ceiling,
+ * 1.03x cudnn; 1,895 GB/s (63.0%) at 128x262144, 4.99x cudnn.
+ * Gap to the limit: 9 points at 4096x32768, 37 at 128x262144, where
+ * split_row and persistent_row are ahead.  Clusters of 2 (C = 32768) cost
+ * some 5 points against the same row in one block (vectorized); clusters of
+ * 8 and 16 lose more, since all of a cluster's blocks must be placed in one
+ * GPC at once (with two blocks per SM, a GPC of 16-18 SMs takes two or four
+ * clusters of 16 and leaves SMs idle), and every block of a row waits at
+ * the barrier for the slowest one's loads.
+ * History: docs/notes/softmax-layernorm.md. */
 #include "kernels/softmax.h"
 #include "kernels/cuda_util.h"
 #include "kernels/cluster_row.cuh"

@@ -11,16 +11,14 @@
  * row with its shared memory idle): the loads run two rounds ahead of the
  * statistics, and a partial costs a tagged store and a load issued a round
  * early instead of a ticket, a release and an acquire.
- * Measured on H100 (results/h100/kbench-20261123-deal16.csv, cold L2, % of
- * its 3006 GB/s copy ceiling): 93.7 / 92.9 / 92.9 / 92.4% at 1024x32768 /
- * 512x65536 / 256x131072 / 128x262144 (2,776-2,816 GB/s), 98.1% at
- * 4096x32768 and 95.7% at 1024x65536: the best softmax at each (split_row
- * 84.8-95.3%), PyTorch 1.95-2.07x slower at 512x65536 and 128x262144.
- * Below C = 32768 vectorized is a point faster (4096x8192: 95.6 vs 94.4%).
- * Gap to the limit: the rounds move bytes at the ceiling; a launch takes
- * some 7 us longer than its bytes at the ceiling, its start (three rounds
- * of loads before the first store) and its end (the last blocks' stores),
- * which at 256 MB is 7 points.  History: docs/notes/softmax-layernorm.md. */
+ * Measured (results/h100/kbench-20261123-164335.csv, H100, cold L2):
+ * 2,942 GB/s at 4096x32768, 97.9% of the run's 3006 GB/s memory ceiling,
+ * 1.10x cudnn; 2,780 GB/s (92.5%) at 128x262144, 7.33x cudnn.
+ * Gap to the limit: 2 points at 4096x32768, 7-8 on the 256 MB long rows.
+ * The rounds move bytes at the ceiling; a launch takes some 7 us longer
+ * than its bytes at the ceiling, its start (three rounds of loads before
+ * the first store) and its end (the last blocks' stores).
+ * History: docs/notes/softmax-layernorm.md. */
 #include "kernels/softmax.h"
 #include "kernels/cuda_util.h"
 #include "kernels/persistent_row.cuh"

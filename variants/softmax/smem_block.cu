@@ -4,17 +4,19 @@
  * are combined by a shared-memory tree (kb_block_tree_allreduce in
  * kernels/reduce.cuh: halve the active threads each step).
  *
- * Idea over naive: coalesced loads and R * 256 threads instead of R.
+ * Builds on naive: coalesced loads and R * 256 threads instead of R.
  * The three passes remain; the second and third find most of the row in
  * L1/L2 for short rows, not for long ones.
  * Prediction: one to two orders of magnitude over naive; still well short of
  * the copy ceiling: 8 barriers per tree, scalar 4-byte loads, a 256-thread
  * block idles on short rows (C = 32 leaves 224 threads with nothing to do),
  * and long rows re-read x from DRAM (12 bytes per element moved, not 8).
- * Measured on H100 (results/h100/, cold L2): 2,427 GB/s (80.7% of the copy
- * ceiling) at 16384x4096; 1,604 GB/s (53.3% of the copy ceiling) at
- * 65536x768; 1,350 GB/s (44.9% of the copy ceiling) at 4096x32768.
- * Gap to the limit: large for short rows, ~1.5x for long ones. */
+ * Measured (results/h100/kbench-20261123-164335.csv, H100, cold L2):
+ * 2,336 GB/s at 65536x4096, 77.7% of the run's 3006 GB/s memory ceiling,
+ * 0.78x cudnn.
+ * Gap to the limit: 22 points at 65536x4096, more for short rows (the idle
+ * threads) and long ones (44.9% at 4096x32768: the re-reads).
+ * History: docs/notes/softmax-layernorm.md. */
 #include "kernels/softmax.h"
 #include "kernels/cuda_util.h"
 #include "kernels/reduce.cuh"

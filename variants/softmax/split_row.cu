@@ -9,28 +9,18 @@
  * (evict-first stores): x read once and y written once, 8 bytes per
  * element.
  *
- * Idea over long_row (a cluster per row, the row in its registers): no
+ * Builds on long_row (a cluster per row, the row in its registers): no
  * cluster to place, so the longest rows lose nothing to GPC packing, and
  * six waiting blocks per SM instead of two.
- * Prediction: ~85-90% of the copy ceiling from 1024x32768 to 128x262144
- * (long_row: 85.6/81.6/77.2/62.3%).
- * Measured on H100 (cold L2, % of the ~3005 GB/s copy ceiling, one session
- * beside the version below): 2,633 GB/s (87.6%) at 1024x32768; 2,598
- * (86.5%) at 512x65536; 2,560 (85.2%) at 256x131072; 2,521 (83.9%) at
- * 128x262144, the best softmax from 512x65536 on.  The reference run
- * (results/h100/kbench-20261122-longrows-final.csv): 89.8 / 86.7 / 84.2 /
- * 84.0% (vectorized 90.5% at 1024x32768, long_row 84.2% at 512x65536).
- * History: two sweeps, the second from L2 (a statistics block per chunk,
- * an output block 256 chunks later re-reading it), measured 80-83%: Nsight
- * Compute at 512x65536 showed L2 throughput at 86% of peak against DRAM's
- * 67%, L2 carrying 12 bytes per element (the fill, the second read, y)
- * instead of 8.  Tried on that version (points): chunks in registers
- * instead of shared memory -1 to -2; blockIdx instead of a ticket (unsafe:
- * it relies on launch order) +2; 512-thread blocks -8; 128-thread blocks -6
- * to -11; plain stores of y -1.
- * Gap to the limit: each block's life is a chain of dependent round trips
- * (its ticket, its loads, the count and the partials) for 32 KiB of data;
- * the waits hold shared memory that more loads could use. */
+ * Prediction: ~85-90% of the copy ceiling from 1024x32768 to 128x262144.
+ * Measured (results/h100/kbench-20261123-164335.csv, H100, cold L2):
+ * 2,856 GB/s at 4096x32768, 95.0% of the run's 3006 GB/s memory ceiling,
+ * 1.07x cudnn; 2,499 GB/s (83.1%) at 128x262144, 6.58x cudnn.
+ * Gap to the limit: 5 points at 4096x32768, 17 at 128x262144: each block's
+ * life is a chain of dependent round trips (its ticket, its loads, the
+ * count and the partials) for 32 KiB of data, and the waits hold shared
+ * memory that more loads could use (persistent_row keeps it busy).
+ * History: docs/notes/softmax-layernorm.md. */
 #include "kernels/softmax.h"
 #include "kernels/cuda_util.h"
 #include "kernels/split_row.cuh"

@@ -15,22 +15,20 @@
  * Longer rows do not fit in registers (1024 threads x 32 floats):
  * they fall back to an online two-read path, one 1024-thread block per row
  * with float4 loads: running (max, sum) in a first sweep, then a second read
- * of x (from L2 when it is still there) to write y.  For those see long_row.
+ * of x (from L2 when it is still there) to write y.  For those see long_row,
+ * split_row and persistent_row.
  *
- * Idea over online: one read instead of two, and 16-byte accesses.
- * Prediction: ~90% of the copy ceiling (2.6-2.8 TB/s on H100) for C from
- * 128 to 32768 once enough rows are in flight (1000s of rows); PyTorch's
- * 1.4-1.9 TB/s should be beaten by ~1.5x.  For C > 32768 the fallback moves
- * 12 bytes per element: ~60% at best.
- * Measured on H100 (results/h100/kbench-20261122-full.csv, cold L2):
- * 2,951 GB/s (98.0% of the copy ceiling) at 16384x4096; 2,939 GB/s (97.6%)
- * at 65536x768; 2,929 GB/s (97.3%) at 4096x32768.  Plain loads and stores
- * (kb_load_once) instead of evict-first ones: expected no change for data
- * touched once, measured +2-5% at every C from 128 to 16384 (2,844 ->
- * 2,928 GB/s at 65536x768), now ahead of PyTorch at every default shape.
- * Gap to the limit: a row's reduction and exps leave its SM with no loads in
- * flight for a moment; other rows on the SM (or, at C = 32768 with one
- * block per SM, other SMs) have to cover it. */
+ * Builds on online: one read instead of two, and 16-byte accesses.
+ * Prediction: ~90% of the copy ceiling for C from 128 to 32768 once
+ * thousands of rows are in flight; ~60% past C = 32768 (12 bytes moved per
+ * element).
+ * Measured (results/h100/kbench-20261123-164335.csv, H100, cold L2):
+ * 3,007 GB/s at 65536x4096, 100.0% of the run's 3006 GB/s memory ceiling,
+ * 1.00x cudnn (97.6% at 4096x32768, 62.3% at 128x262144 on two reads).
+ * Gap to the limit: none at 65536x4096; a row's reduction and exps leave its
+ * SM with no loads in flight for a moment, which other rows on the SM (or,
+ * at C = 32768 with one block per SM, other SMs) have to cover.
+ * History: docs/notes/softmax-layernorm.md. */
 #include "kernels/softmax.h"
 #include "kernels/cuda_util.h"
 #include "kernels/reduce.cuh"
