@@ -11,28 +11,19 @@
  * registers, gamma and beta through the read-only path (the same columns for
  * every row: L2-resident).  x read once, y written once.
  *
- * Idea over welford (one 1024-thread block per row in registers up to
+ * Builds on welford (one 1024-thread block per row in registers up to
  * C = 32768, two reads of x past it): a cluster's registers hold rows of up
  * to 262144, in blocks half that size (two per SM).
- * Prediction: ~85-90% of the copy ceiling from 1024x32768 to 128x262144
- * (welford 84.7/64.2/58.0/57.8%).
- * Measured on H100 (cold L2, % of the copy ceiling; the reference run
- * results/h100/kbench-20261122-rowwise-final.csv): 2,441 GB/s (81.2%) at
- * 1024x32768 (welford 82.8%); 2,253 (74.9%) at 512x65536, 1,978 (65.8%)
- * at 256x131072 and 1,426 (47.4%) at 128x262144, where split_row is ahead
- * (80.1%, 78.7%, 77.2%).
- * Gap to the limit: as for softmax long_row, the clusters of 8 and 16 of
- * the longest rows cannot all be placed and wait for their slowest block;
- * layernorm's two register passes and gamma/beta loads add ~6 points to
- * softmax's loss.  Tried: 1024-thread blocks (32768 floats, clusters half
- * as large) -2 points at 1024x32768, +9 at 128x262144 (56.3%); welford's
- * kb_row_welford (a serial Welford update per element) instead of the
- * two passes -2 to -5 points (77.5/70.9/61.2/46.1%), so the chunk keeps its
- * own statistics code.
- * History: a persistent, pipelined cluster loop with the rows in shared
- * memory (bulk copies in and out, the next row prefetched) measured
- * 72.1/67.1/59.0/45.6%: about 2.5 us per row of reduction and cluster
- * barrier that the pipeline did not hide. */
+ * Prediction: ~85-90% of the copy ceiling from 1024x32768 to 128x262144.
+ * Measured (results/h100/kbench-20261123-164335.csv, H100, cold L2):
+ * 2,596 GB/s at 4096x32768, 86.4% of the run's 3006 GB/s memory ceiling,
+ * 27.94x naive; 1,430 GB/s (47.6%) at 128x262144, 452.95x naive.
+ * Gap to the limit: 14 points at 4096x32768, 52 at 128x262144, where
+ * split_row and persistent_row are ahead: as for softmax long_row, the
+ * clusters of 8 and 16 of the longest rows cannot all be placed and wait
+ * for their slowest block; layernorm's two register passes and gamma/beta
+ * loads add some 6 points to softmax's loss.
+ * History: docs/notes/softmax-layernorm.md. */
 #include "kernels/layernorm.h"
 #include "kernels/cuda_util.h"
 #include "kernels/cluster_row.cuh"

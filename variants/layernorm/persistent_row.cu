@@ -16,15 +16,13 @@
  * beta with every chunk and waits on its row with its shared memory idle):
  * the loads run two rounds ahead of the statistics, and gamma and beta
  * stay in registers.
- * Measured on H100 (results/h100/kbench-20261123-deal16.csv, cold L2, % of
- * its 3006 GB/s copy ceiling): 91.7 / 91.8 / 90.4 / 91.5% at 1024x32768 /
- * 512x65536 / 256x131072 / 128x262144 (2,720-2,760 GB/s), 96.6% at
- * 4096x32768 and 95.1% at 1024x65536: the best layernorm at each (welford
- * 83.1% and 92.9% at C = 32768, split_row 79.0-90.9%), PyTorch 2.20x and
- * 5.90x slower at 512x65536 and 128x262144.
- * Gap to the limit: as for softmax persistent_row, the start and the end
- * of a launch, and a point or two more for layernorm's second pass over
- * each chunk.  History: docs/notes/softmax-layernorm.md. */
+ * Measured (results/h100/kbench-20261123-164335.csv, H100, cold L2):
+ * 2,901 GB/s at 4096x32768, 96.5% of the run's 3006 GB/s memory ceiling,
+ * 31.23x naive; 2,730 GB/s (90.8%) at 128x262144, 864.51x naive.
+ * Gap to the limit: 3-4 points at 4096x32768, 8-9 on the 256 MB long rows:
+ * as for softmax persistent_row, the start and the end of a launch, and a
+ * point or two more for layernorm's second pass over each chunk.
+ * History: docs/notes/softmax-layernorm.md. */
 #include "kernels/layernorm.h"
 #include "kernels/cuda_util.h"
 #include "kernels/persistent_row.cuh"

@@ -4,34 +4,29 @@
  * 16-byte cp.async (in flight without holding registers: 40 per thread,
  * with 8-16 bytes spilled, six blocks per SM).  Values are shifted by the
  * row's first element (d = x - x[0], as in welford, so that a row with mean
- * 1e4 and variance 1e-2 keeps its digits).  Each thread takes the exact mean of its own d
- * and then their squared deviations from it (two passes over shared
- * memory); the threads' (n, mean, M2) triples merge by Chan's formula, and
- * the block publishes its chunk's triple in global memory and waits for the
- * row's other triples (tickets in start order, so the wait cannot
- * deadlock), merged in chunk order.  y = (d - mean) * rstd * gamma + beta
- * is written from shared memory (evict-first stores), gamma and beta
+ * 1e4 and variance 1e-2 keeps its digits).  Each thread takes the exact mean
+ * of its own d and then their squared deviations from it (two passes over
+ * shared memory); the threads' (n, mean, M2) triples merge by Chan's
+ * formula, and the block publishes its chunk's triple in global memory and
+ * waits for the row's other triples (tickets in start order, so the wait
+ * cannot deadlock), merged in chunk order.  y = (d - mean) * rstd * gamma +
+ * beta is written from shared memory (evict-first stores), gamma and beta
  * through the read-only path (the same columns for every row:
  * L2-resident).  x read once, y written once.
  *
- * Idea over welford (one block per row, the row in its registers up to
+ * Builds on welford (one block per row, the row in its registers up to
  * C = 32768, two reads of x from memory past it) and long_row (a cluster per
  * row, the row in its registers): no cluster to place, and six waiting
  * blocks per SM instead of two.
- * Prediction: ~85-90% of the copy ceiling from 1024x32768 to 128x262144
- * (welford 82.8/64.4/58.2/58.0%).
- * Measured on H100 (cold L2, % of the ~3005 GB/s copy ceiling, one session
- * beside the version below): 2,484 GB/s (82.7%) at 1024x32768; 2,440
- * (81.2%) at 512x65536; 2,379 (79.2%) at 256x131072; 2,326 (77.4%) at
- * 128x262144, the best layernorm from 512x65536 on.  The reference run
- * (results/h100/kbench-20261122-longrows-final.csv): 82.1 / 81.9 / 79.9 /
- * 80.2% (welford 83.0% at 1024x32768).
- * History: two sweeps, the second from L2, measured 77-81%, bound by L2
- * throughput (84% of peak at 512x65536, DRAM 66%); there, issuing the
- * output block's loads before it gathered the triples gave +5-6 points,
- * chunks in registers -1 to -3 and plain stores of y -8.
- * Gap to the limit: as for softmax split_row, plus the second pass over the
- * chunk and the gamma and beta loads: 4-6 points below softmax. */
+ * Prediction: ~85-90% of the copy ceiling from 1024x32768 to 128x262144.
+ * Measured (results/h100/kbench-20261123-164335.csv, H100, cold L2):
+ * 2,750 GB/s at 4096x32768, 91.5% of the run's 3006 GB/s memory ceiling,
+ * 29.60x naive; 2,333 GB/s (77.6%) at 128x262144, 738.99x naive.
+ * Gap to the limit: 9 points at 4096x32768, 22 at 128x262144: as for
+ * softmax split_row (each block's chain of dependent round trips, its
+ * shared memory idle while it waits), plus the second pass over the chunk
+ * and the gamma and beta loads: 4-6 points below softmax.
+ * History: docs/notes/softmax-layernorm.md. */
 #include "kernels/layernorm.h"
 #include "kernels/cuda_util.h"
 #include "kernels/split_row.cuh"

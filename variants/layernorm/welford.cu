@@ -15,20 +15,18 @@
  * block per row, Welford over a first read (cached, so that the second may
  * hit L2), then normalize from a second.
  *
- * Idea over warp: one read of x instead of three, float4 accesses, and
+ * Builds on warp: one read of x instead of three, float4 accesses, and
  * block-per-row for long rows.
- * Prediction: ~90% of the copy ceiling (2.6-2.8 TB/s on H100) for C from
- * 128 to 32768 with thousands of rows, against PyTorch's 1.74-2.01 TB/s:
- * ~1.4x.  Long rows (C > 32768) at ~60%: 12 bytes moved per element.
- * Measured on H100 (results/h100/kbench-20261122-full.csv, cold L2):
- * 2,896 GB/s (96.2% of the copy ceiling) at 16384x4096; 2,867 GB/s (95.2%)
- * at 65536x768; 2,798 GB/s (92.9%) at 4096x32768; 2,484 GB/s (82.5%) at
- * 1024x32768; 1,939 GB/s (64.4%) at 512x65536 on the two-read path.
- * Plain loads and stores on the register path (kb_load_once) gave +2-4%
- * over evict-first ones.
- * Gap to the limit: the reduction's latency with no loads in flight on that
- * row; other rows on the SM (or other SMs, at one 1024-thread block per SM
- * for C = 32768) must cover it. */
+ * Prediction: ~90% of the copy ceiling for C from 128 to 32768 with
+ * thousands of rows, ~1.4x PyTorch; ~60% for C > 32768 (12 bytes moved per
+ * element).
+ * Measured (results/h100/kbench-20261123-164335.csv, H100, cold L2):
+ * 2,983 GB/s at 65536x4096, 99.2% of the run's 3006 GB/s memory ceiling,
+ * 12.88x naive (93.7% at 4096x32768, 58.2% at 128x262144 on two reads).
+ * Gap to the limit: under a point at 65536x4096; the reduction's latency
+ * with no loads in flight on that row, which other rows on the SM (or other
+ * SMs, at one 1024-thread block per SM for C = 32768) must cover.
+ * History: docs/notes/softmax-layernorm.md. */
 #include "kernels/layernorm.h"
 #include "kernels/cuda_util.h"
 #include "kernels/reduce.cuh"
