@@ -1,0 +1,481 @@
+/* matmul wgmma_cluster (bf16): wgmma_persistent in clusters of two blocks.
+ * The two blocks of a cluster take vertically adjacent tiles (block-rows
+ * 2p and 2p + 1, the same block-column), which read the same B.  Each block
+ * still loads its own A, but only half of each B stage: k-rows 32r..32r+31
+ * of every 64-column panel (r: its rank in the cluster), by a TMA multicast
+ * that writes them into both blocks' shared memory at the same offset and
+ * counts the bytes on both blocks' full mbarrier.  So a stage's 16 KiB of A
+ * and 32 KiB of B cost each block 16 + 16 KiB of L2 reads.  A stage is
+ * written by both producers, so it is free only when both blocks' consumers
+ * are done with it: each consumer warp arrives on the empty mbarrier of both
+ * blocks (the peer's through mapa), 16 arrivals a phase.  A block must not
+ * exit while its peer may still arrive on its barriers: its producer waits
+ * for the last release of every stage before it leaves.  Odd block-row
+ * counts give the last cluster a tile below C: zeros loaded, no stores.
+ *
+ * Edges as wgmma_tma: TMA zero fill, checked stores; rows that are not
+ * 16-byte aligned take wgmma's kernel.  Every shape runs.  Needs sm_90a.
+ *
+ * Builds on wgmma_persistent: 2-block clusters sharing B by TMA multicast.
+ * Measured: pending an H100 run (next session); docs/notes/matmul.md has the
+ * prediction (~1.0-1.03x cublas_bf16 at 4096^3 and 8192^3).
+ * Gap to the limit: cublas_bf16 (784 TFLOP/s at 4096^3), the measured bf16
+ * ceiling 787, ~990 dense peak on H100 SXM.
+ * What is left: the epilogue still stalls the tensor cores (ping-pong
+ * consumers, or stmatrix + a TMA store); the tile order could follow a
+ * Hilbert curve. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <cuda.h>
+#include "kernels/matmul.h"
+#include "kernels/cuda_util.h"
+#include "kernels/cp_async.cuh"
+#include "variants/matmul/bf16_common.cuh"
+
+extern "C" const kb_variant matmul_wgmma; /* the fallback for unaligned rows */
+
+namespace {
+constexpr int kBM = 128, kBK = 64;                     /* block tile: 128 x BN x 64, BN 256 or 192 */
+constexpr int kCluster = 2;                            /* blocks a cluster, along M */
+constexpr int kConsumers = 2, kThreads = (kConsumers + 1) * 128; /* + the producer, warpgroup 0 */
+constexpr int kProducerRegs = 40, kConsumerRegs = 232;
+static_assert(kProducerRegs * 128 + kConsumerRegs * 128 * kConsumers <= 65536, "the SM's register file");
+constexpr int kAStageBytes = kBM * kBK * 2;
+template <int BN> constexpr int kBStageBytes = kBK * BN * 2;
+/* As many stages as fit in 227 KiB with the alignment: 4 of 48 KiB, 5 of 40. */
+template <int BN> constexpr int kStages = (227 * 1024 - 1024) / (kAStageBytes + kBStageBytes<BN>);
+template <int BN> constexpr int kSmemBytes = kStages<BN> * (kAStageBytes + kBStageBytes<BN>) + 1024;
+static_assert(kStages<256> == 4 && kStages<192> == 5, "the rings the header describes");
+static_assert(kBK * 2 == 128, "A's rows and B's panels are one 128-byte swizzle line wide");
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+constexpr int kWgM = kBM / kConsumers;                 /* 64 rows per consumer: one m64 MMA */
+constexpr int kGroupM = 8;                             /* cluster order: 8 pairs of block-rows a group */
+constexpr int kPanelBytes = kBK * 128;                 /* one 64-column panel of B */
+
+/* A shared-memory matrix descriptor: start address, leading and stride
+ * byte offsets (all >> 4), 128-byte swizzle (mode 1 in bits 62-63). */
+__device__ __forceinline__ uint64_t wgmma_desc(uint32_t addr, uint32_t lbo, uint32_t sbo)
+{
+    return (uint64_t)((addr & 0x3FFFF) >> 4) | (uint64_t)(lbo >> 4) << 16 | (uint64_t)(sbo >> 4) << 32 |
+           1ull << 62;
+}
+
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int Pending>
+__device__ __forceinline__ void wgmma_wait()
+{
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(Pending) : "memory");
+}
+/* Keep the compiler from moving accumulator accesses across the async MMAs. */
+template <int Regs>
+__device__ __forceinline__ void fence_acc(float (&d)[Regs])
+{
+#pragma unroll
+    for (int i = 0; i < Regs; ++i)
+        asm volatile("" : "+f"(d[i])::"memory");
+}
+
+/* d = A (64x16, K-major) * B (16x256, N-major) + (accumulate ? d : 0),
+ * both operands by descriptor. */
+__device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], uint64_t desc_a, uint64_t desc_b, int accumulate)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {"
+                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+                 "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+                 "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+                 "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+                 "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+                 "}, %128, %129, p, 1, 1, 0, 1;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+                   "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+                   "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+                   "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+                   "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+                   "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+                   "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+                   "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+                   "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+                   "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+                   "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
+                   "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
+                   "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+                 : "l"(desc_a), "l"(desc_b), "r"(accumulate));
+}
+
+/* This block's rank in its cluster. */
+__device__ __forceinline__ int cluster_rank()
+{
+    uint32_t r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+    return (int)r;
+}
+
+/* Every thread of the cluster's blocks arrives and waits (release/acquire). */
+__device__ __forceinline__ void cluster_sync()
+{
+    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+
+/* An arrival on the mbarrier at bar's offset in block `rank` of the
+ * cluster (CUTLASS's ClusterBarrier::arrive: the default .release.cta, as
+ * the MMAs that read the stage have completed and the arrival publishes no
+ * data; .release.cluster would add a GPU-wide MEMBAR to every arrival). */
+__device__ __forceinline__ void mbar_arrive_cluster(unsigned long long *bar, int rank)
+{
+    asm volatile("{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
+                 "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n" ::"r"(bf16_smem_addr(bar)),
+                 "r"(rank)
+                 : "memory");
+}
+
+/* The box of `map` at (x, y) into shared dst of every block in cta_mask,
+ * its bytes counted on the mbarrier at bar's offset in each of them. */
+__device__ __forceinline__ void tma_load_2d_multicast(uint32_t dst, const CUtensorMap *map, int x, int y,
+                                                      unsigned long long *bar, uint16_t cta_mask)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+                 " [%0], [%1, {%2, %3}], [%4], %5;\n"
+                 ::"r"(dst), "l"((uint64_t)map), "r"(x), "r"(y), "r"(bf16_smem_addr(bar)), "h"(cta_mask)
+                 : "memory");
+}
+
+/* The box of `map` at element coordinates (x inner, y outer) into shared
+ * dst, its bytes counted on bar when they land. */
+__device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap *map, int x, int y, unsigned long long *bar)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
+                 ::"r"(dst), "l"((uint64_t)map), "r"(x), "r"(y), "r"(bf16_smem_addr(bar))
+                 : "memory");
+}
+#endif
+}
+
+template <int BN>
+__global__ void __launch_bounds__(kThreads, 1) matmul_wgmma_cluster_kernel(const __grid_constant__ CUtensorMap map_a,
+                                                                            const __grid_constant__ CUtensorMap map_b,
+                                                                            int M, int N, int K, bool pair,
+                                                                            uint16_t *__restrict__ C)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    constexpr int S = kStages<BN>, kBBytes = kBStageBytes<BN>;
+    __shared__ unsigned long long full[S];  /* stage s holds its tile: one phase per fill */
+    __shared__ unsigned long long empty[S]; /* stage s was read: one phase per use */
+    extern __shared__ __align__(128) unsigned char smem[];
+    /* Pairs of block-rows by block-columns, one pair a cluster at a time. */
+    const int pairs_m = KB_CEIL_DIV(M, kCluster * kBM), tiles_n = KB_CEIL_DIV(N, BN), pairs = pairs_m * tiles_n;
+    const int tid = threadIdx.x, wg = tid / 128, rank = cluster_rank();
+    const int cluster = blockIdx.x / kCluster, clusters = gridDim.x / kCluster;
+    /* The swizzle permutes by address bits 7-9: stages start 1024-aligned. */
+    const uint32_t a_s = (bf16_smem_addr(smem) + 1023) & ~1023u, b_s = a_s + S * kAStageBytes;
+
+    const int k_tiles = KB_CEIL_DIV(K, kBK);
+    if (tid == 0) {
+#pragma unroll
+        for (int s = 0; s < S; ++s) {
+            kb_mbar_init(&full[s], 1);
+            kb_mbar_init(&empty[s], kCluster * kConsumers * 4); /* one arrival per consumer warp of the cluster */
+        }
+        kb_mbar_init_fence();
+    }
+    cluster_sync(); /* both blocks' mbarriers are initialised before any multicast or remote arrival */
+
+    if (wg == 0) {
+        /* The producer, as in wgmma_persistent; its empty waits now count
+         * both blocks' consumers.  Its share of B: k-rows 32 rank.. of each
+         * panel (maps_b's boxes are 64 x 32), to both blocks. */
+        bf16_setmaxnreg_dec<kProducerRegs>();
+        if (tid == 0) {
+            int s = 0, phase = 0;
+            for (int job = cluster; job < pairs; job += clusters) { /* job: a pair of tiles */
+                int pair_m, tile_n;
+                bf16_grouped_tile<kGroupM>(job, pairs_m, tiles_n, &pair_m, &tile_n);
+                const int m0 = (pair_m * kCluster + rank) * kBM, n0 = tile_n * BN;
+                for (int kt = 0; kt < k_tiles; ++kt) {
+                    kb_mbar_wait(&empty[s], phase ^ 1);
+                    kb_mbar_arrive_expect(&full[s], kAStageBytes + kBBytes); /* all of B: both halves land here */
+                    tma_load_2d(a_s + s * kAStageBytes, &map_a, kt * kBK, m0, &full[s]);
+#pragma unroll
+                    for (int p = 0; p < BN / 64; ++p)
+                        tma_load_2d_multicast(b_s + s * kBBytes + p * kPanelBytes + rank * (kBK / kCluster) * 128,
+                                              &map_b, n0 + p * 64, kt * kBK + rank * (kBK / kCluster), &full[s],
+                                              (1u << kCluster) - 1);
+                    if (++s == S)
+                        s = 0, phase ^= 1;
+                }
+            }
+            /* The last use of every stage released by both blocks: no
+             * arrival from the peer can still come to this block. */
+            for (int i = 0; i < S; ++i) {
+                kb_mbar_wait(&empty[s], phase ^ 1);
+                if (++s == S)
+                    s = 0, phase ^= 1;
+            }
+        }
+        return;
+    }
+
+    /* The consumers: the same tiles in the same order; each stage released
+     * to both blocks' producers. */
+    bf16_setmaxnreg_inc<kConsumerRegs>();
+    const int ctid = tid - 128, cw = ctid / 128, lane = tid % 32;
+    const int w = (ctid % 128) / 32, g = lane / 4, t = lane % 4;
+    const uint32_t a_wg = a_s + cw * kWgM * 128; /* this consumer's 64 rows of A */
+    float d[BN / 2]; /* set by each tile's first MMA (accumulate = 0), never by other code */
+    int s = 0, phase = 0;
+    for (int job = cluster; job < pairs; job += clusters) { /* job: a pair of tiles */
+        int pair_m, tile_n;
+        bf16_grouped_tile<kGroupM>(job, pairs_m, tiles_n, &pair_m, &tile_n);
+        const int m0 = (pair_m * kCluster + rank) * kBM, n0 = tile_n * BN;
+        int prev = 0;
+        for (int kt = 0; kt < k_tiles; ++kt) {
+            kb_mbar_wait(&full[s], phase); /* tile kt is in */
+
+            /* Descriptors as in wgmma; B's leading offset steps over BN / 64 panels. */
+            const uint32_t a_base = a_wg + s * kAStageBytes, b_base = b_s + s * kBBytes;
+            fence_acc(d);
+            wgmma_fence();
+#pragma unroll
+            for (int j = 0; j < kBK / 16; ++j) {
+                const uint64_t da = wgmma_desc(a_base + j * 32, 16, 1024);
+                const uint64_t db = wgmma_desc(b_base + j * 2048, kPanelBytes, 1024);
+                if constexpr (BN == 256)
+                    wgmma_m64n256k16(d, da, db, kt > 0 || j > 0);
+                else
+                    bf16_wgmma_m64n192k16(d, da, db, kt > 0 || j > 0);
+            }
+            wgmma_commit();
+            wgmma_wait<1>(); /* tile kt - 1's MMAs are done: its stage goes back to the producer */
+            fence_acc(d);
+            if (kt > 0 && lane == 0)
+                for (int r = 0; r < kCluster; ++r)
+                    mbar_arrive_cluster(&empty[prev], r);
+            prev = s;
+            if (++s == S)
+                s = 0, phase ^= 1;
+        }
+        wgmma_wait<0>();
+        fence_acc(d);
+        if (lane == 0) /* the tile's last stage: the producers may refill it during the stores */
+            for (int r = 0; r < kCluster; ++r)
+                mbar_arrive_cluster(&empty[prev], r);
+
+        /* The accumulator as in wgmma, warp w of consumer cw. */
+        const int r = m0 + cw * kWgM + w * 16 + g;
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j) {
+            const int c = n0 + j * 8 + 2 * t;
+            bf16_store_pair(C, M, N, pair, r, c, d[4 * j], d[4 * j + 1]);
+            bf16_store_pair(C, M, N, pair, r + 8, c, d[4 * j + 2], d[4 * j + 3]);
+        }
+    }
+#else
+    (void)map_a, (void)map_b, (void)M, (void)N, (void)K, (void)pair, (void)C;
+    __trap(); /* no wgmma, TMA or setmaxnreg on this arch: the variant SKIPs here */
+#endif
+}
+
+/* ---- host side -------------------------------------------------------------- */
+
+typedef CUresult (*encode_tiled_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *,
+                                    const cuuint64_t *, const cuuint32_t *, const cuuint32_t *, CUtensorMapInterleave,
+                                    CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+
+typedef struct {
+    encode_tiled_fn encode;
+    CUtensorMap map_a, map_b;
+    const void *a, *b; /* the pointers the maps describe */
+    int M, N, K;
+    int sms;
+    int clusters[2]; /* the persistent grid: clusters resident at once, 256- and 192-wide tiles */
+    void *fallback_ctx;
+} tma_ctx;
+
+static bool aligned(const void *p, uintptr_t bytes) { return ((uintptr_t)p & (bytes - 1)) == 0; }
+
+/* Tensor maps describe rows whose starts are 16-byte aligned. */
+static bool tma_ok(const kb_matmul_args *a)
+{
+    return a->K % 8 == 0 && a->N % 8 == 0 && aligned(a->A16, 16) && aligned(a->B16, 16);
+}
+
+/* wgmma exists on compute capability 9.0 only (sm_90a). */
+static const char *unsupported(const kb_shape *s)
+{
+    (void)s;
+    int dev = 0, major = 0, minor = 0;
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+    return major == 9 && minor == 0 ? NULL : "wgmma needs sm_90a: compute capability 9.0 only";
+}
+
+/* A row-major outer x inner bf16 matrix, read in boxes of box_inner x
+ * box_outer elements (box_inner * 2 = 128 bytes: one swizzle line),
+ * 128-byte swizzled, zeros outside. */
+static const char *encode(const tma_ctx *c, CUtensorMap *map, const void *base, int inner, int outer, int box_inner,
+                          int box_outer)
+{
+    const cuuint64_t dims[2] = {(cuuint64_t)inner, (cuuint64_t)outer};
+    const cuuint64_t strides[1] = {(cuuint64_t)inner * 2}; /* bytes between rows */
+    const cuuint32_t box[2] = {(cuuint32_t)box_inner, (cuuint32_t)box_outer};
+    const cuuint32_t elem_strides[2] = {1, 1};
+    CUresult r = c->encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, (void *)base, dims, strides, box, elem_strides,
+                           CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                           CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    return r == CUDA_SUCCESS ? NULL : "cuTensorMapEncodeTiled rejected the tensor map";
+}
+
+/* A: K x M (inner K), boxes of 64 x 128; B: N x K (inner N), boxes of 64
+ * columns x 32 k-rows, a block's half of a panel. */
+static const char *make_maps(tma_ctx *c, const kb_matmul_args *a)
+{
+    const char *err = encode(c, &c->map_a, a->A16, a->K, a->M, kBK, kBM);
+    if (!err)
+        err = encode(c, &c->map_b, a->B16, a->N, a->K, 64, kBK / kCluster);
+    c->a = err ? NULL : a->A16;
+    c->b = err ? NULL : a->B16;
+    c->M = a->M, c->N = a->N, c->K = a->K;
+    return err;
+}
+
+static void teardown(void *ctx)
+{
+    tma_ctx *c = (tma_ctx *)ctx;
+    if (!c)
+        return;
+    if (matmul_wgmma.teardown)
+        matmul_wgmma.teardown(c->fallback_ctx);
+    free(c);
+}
+
+typedef void (*cluster_kernel)(const CUtensorMap, const CUtensorMap, int, int, int, bool, uint16_t *);
+
+/* Clusters of kCluster blocks along x, set at launch (a __cluster_dims__
+ * attribute would not compile for the pre-Hopper archs of a mixed build). */
+static cudaLaunchConfig_t cluster_config(cudaLaunchAttribute *attr, int grid, int smem, cudaStream_t stream)
+{
+    attr->id = cudaLaunchAttributeClusterDimension;
+    attr->val.clusterDim.x = kCluster, attr->val.clusterDim.y = 1, attr->val.clusterDim.z = 1;
+    cudaLaunchConfig_t config = {};
+    config.gridDim = dim3(grid), config.blockDim = dim3(kThreads), config.dynamicSmemBytes = smem;
+    config.stream = stream, config.attrs = attr, config.numAttrs = 1;
+    return config;
+}
+
+/* How many clusters of this kernel the GPU holds at once: sms / kCluster
+ * when every GPC has an even count of free SMs, fewer otherwise (then a grid
+ * of sms / kCluster clusters would run a second, nearly empty round). */
+static const char *max_clusters(const tma_ctx *c, cluster_kernel k, int smem, int *n)
+{
+    cudaLaunchAttribute attr;
+    const cudaLaunchConfig_t config = cluster_config(&attr, c->sms / kCluster * kCluster, smem, NULL);
+    const char *err = kb_cuda_status(cudaOccupancyMaxActiveClusters(n, k, &config));
+    if (!err && *n < 1)
+        err = "no cluster of two 384-thread blocks with ~200 KiB of shared memory each fits on this GPU";
+    return err;
+}
+
+/* The driver's cuTensorMapEncodeTiled through the runtime, the SM count,
+ * the shared-memory opt-in of both tile widths and of wgmma's kernel (the
+ * fallback), and the maps. */
+static const char *setup(const void *args, void **ctx)
+{
+    const kb_matmul_args *a = (const kb_matmul_args *)args;
+    tma_ctx *c = (tma_ctx *)calloc(1, sizeof *c);
+    if (!c)
+        return "out of host memory";
+    void *fn = NULL;
+    cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+#if CUDART_VERSION >= 12050
+    cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found);
+#else
+    cudaError_t e = cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &fn, cudaEnableDefault, &found);
+#endif
+    const char *err = e != cudaSuccess ? cudaGetErrorString(e)
+                      : found != cudaDriverEntryPointSuccess || !fn ? "the driver has no cuTensorMapEncodeTiled"
+                                                                     : NULL;
+    c->encode = (encode_tiled_fn)fn;
+    int dev = 0;
+    if (!err)
+        err = kb_cuda_status(cudaGetDevice(&dev));
+    if (!err)
+        err = kb_cuda_status(cudaDeviceGetAttribute(&c->sms, cudaDevAttrMultiProcessorCount, dev));
+    if (!err)
+        err = kb_cuda_status(cudaFuncSetAttribute((const void *)matmul_wgmma_cluster_kernel<256>,
+                                                  cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes<256>));
+    if (!err)
+        err = kb_cuda_status(cudaFuncSetAttribute((const void *)matmul_wgmma_cluster_kernel<192>,
+                                                  cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes<192>));
+    if (!err)
+        err = max_clusters(c, matmul_wgmma_cluster_kernel<256>, kSmemBytes<256>, &c->clusters[0]);
+    if (!err)
+        err = max_clusters(c, matmul_wgmma_cluster_kernel<192>, kSmemBytes<192>, &c->clusters[1]);
+    if (!err && matmul_wgmma.setup)
+        err = matmul_wgmma.setup(args, &c->fallback_ctx);
+    if (!err && tma_ok(a))
+        err = make_maps(c, a);
+    if (err) {
+        teardown(c);
+        return err;
+    }
+    *ctx = c;
+    return NULL;
+}
+
+/* The tile width that covers C in fewer rounds of the clusters, a
+ * 192-wide tile counted 8% dearer (its A operand is read for 3/4 of the MMA
+ * work). */
+static int pick_tile_n(int M, int N, int clusters)
+{
+    const long m = KB_CEIL_DIV(M, kCluster * kBM);
+    const long rounds256 = KB_CEIL_DIV(m * KB_CEIL_DIV(N, 256), clusters);
+    const long rounds192 = KB_CEIL_DIV(m * KB_CEIL_DIV(N, 192), clusters);
+    return rounds192 * 192 * 1.08 < rounds256 * 256 ? 192 : 256;
+}
+
+static const char *launch(const void *args, void *ctx, cudaStream_t stream)
+{
+    const kb_matmul_args *a = (const kb_matmul_args *)args;
+    tma_ctx *c = (tma_ctx *)ctx;
+    if (!tma_ok(a))
+        return matmul_wgmma.launch(args, c->fallback_ctx, stream);
+    if (c->a != a->A16 || c->b != a->B16 || c->M != a->M || c->N != a->N || c->K != a->K) {
+        const char *err = make_maps(c, a); /* other tensors than setup saw: a few microseconds on the host */
+        if (err)
+            return err;
+    }
+    const bool pair = a->N % 2 == 0 && aligned(a->C16, 4);
+    const int bn = pick_tile_n(a->M, a->N, c->clusters[0]);
+    const int resident = c->clusters[bn == 256 ? 0 : 1];
+    const long pairs = (long)KB_CEIL_DIV(a->M, kCluster * kBM) * KB_CEIL_DIV(a->N, bn);
+    const int grid = kCluster * (int)(pairs < resident ? pairs : resident); /* whole clusters */
+    cudaLaunchAttribute attr;
+    const cudaLaunchConfig_t config = cluster_config(&attr, grid, bn == 256 ? kSmemBytes<256> : kSmemBytes<192>, stream);
+    const cudaError_t e =
+        cudaLaunchKernelEx(&config, bn == 256 ? matmul_wgmma_cluster_kernel<256> : matmul_wgmma_cluster_kernel<192>,
+                           c->map_a, c->map_b, a->M, a->N, a->K, pair, a->C16);
+    if (e != cudaSuccess)
+        return cudaGetErrorString(e);
+    KB_LAUNCHED();
+}
+
+extern "C" const kb_variant matmul_wgmma_cluster = {
+    .name = "wgmma_cluster",
+    .summary = "wgmma_persistent in 2-block clusters along M, each block loading half of the shared B by TMA multicast",
+    .dtype = KB_BF16,
+    .math = KB_MATH_BF16,
+    .min_cc = 90,
+    .unsupported = unsupported,
+    .setup = setup,
+    .teardown = teardown,
+    .launch = launch,
+};
