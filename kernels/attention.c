@@ -59,6 +59,9 @@ static void reference(const kb_shape *s, kb_dtype t, const void *const *in,
     attention_reference_rows(&a, t, rows, nrows, ref[0]);
 }
 
+/* A row's scores and weighted sum over at most Tk keys: a decode row
+ * (Tq = 1, Tk = 131072, D = 128) costs 3.4e7, so the harness's budget
+ * checks about 30 such rows. */
 static double row_cost(const kb_shape *s) { return 2.0 * s->d[3] * s->d[4]; }
 
 /* The parser has made every field 1..INT32_MAX; sizes that overflow are
@@ -83,8 +86,20 @@ const kb_op kb_op_attention = {
         "4x16x1024x1024x128,4x16x1024x1024x128c,4x16x2048x2048x128,4x16x2048x2048x128c,"
         "4x16x4096x4096x128,4x16x4096x4096x128c,4x16x8192x8192x128,4x16x8192x8192x128c,"
         "2x16x4096x4096x128,2x16x4096x4096x128c,4x16x128x1024x64,32x8x128x128x64,32x8x128x128x64c,"
-        "2x4x1x1x64,2x4x77x77x64c,2x4x1000x1000x64,2x4x1000x1000x32,2x4x77x1000x80,2x4x1000x1000x80c",
-    .quick_sizes = "4x16x1024x1024x64,4x16x4096x4096x64c,2x16x4096x4096x128,32x8x128x128x64,2x4x77x1000x80",
+        "2x4x1x1x64,2x4x77x77x64c,2x4x1000x1000x64,2x4x1000x1000x32,2x4x77x1000x80,2x4x1000x1000x80c,"
+        /* GQA prefill (H = 32 over 8 KV heads) and chunked prefill, causal
+         * Tq < Tk (bottom-right mask) */
+        "2x32x4096x4096x128x8,2x32x4096x4096x128x8c,1x32x512x4096x128c,1x32x512x4096x128x8c,4x16x1024x4096x64c,"
+        /* decode: Tq = 1, H = 32 over 8 KV heads, D = 128; B = 64 stops at
+         * Tk = 8192 (at 32768 K alone is 2^31 elements, at 131072 K and V are
+         * 69 GB in fp32, twice that with the harness's pristine copies) */
+        "1x32x1x1024x128x8,1x32x1x8192x128x8,1x32x1x32768x128x8,1x32x1x131072x128x8,"
+        "8x32x1x1024x128x8,8x32x1x8192x128x8,8x32x1x32768x128x8,8x32x1x131072x128x8,"
+        "64x32x1x1024x128x8,64x32x1x8192x128x8,"
+        /* tile-hostile: Tk = 1, Tq = 1 with odd Tk */
+        "2x4x77x1x64,2x4x1x77x64x2,2x4x1x1000x64,4x32x1x1001x128x8",
+    .quick_sizes = "4x16x1024x1024x64,4x16x4096x4096x64c,2x16x4096x4096x128,32x8x128x128x64,2x4x77x1000x80,"
+                   "1x32x1x32768x128x8",
     .test_sizes = "1x1x1x1x64,1x2x3x5x64,2x2x17x17x64c,1x3x77x77x64,2x1x64x128x64,1x2x128x128x128c,"
                   "1x1x1000x77x64,2x2x77x77x32c,1x2x100x130x80,1x1x257x257x128c,"
                   /* GQA; causal Tq < Tk (offsets off the tiles); causal Tq > Tk (rows

@@ -38,9 +38,24 @@ def make_inputs(op, d, gen, dtype=torch.float32, causal=False):
         return (torch.rand(*shape, device="cuda", generator=gen) * 2 - 1).to(dtype)
 
     if op == "attention":
-        B, H, Tq, Tk, D = d
+        # BxHxTqxTkxD[xHkv]: K and V at Hkv heads (grouped-query attention),
+        # which SDPA takes with enable_gqa (query head h reads KV head
+        # h // (H // Hkv), as kbench's contract).
+        B, H, Tq, Tk, D = d[:5]
+        Hkv = d[5] if len(d) > 5 else H
         sdpa = torch.nn.functional.scaled_dot_product_attention
-        return (u(B, H, Tq, D), u(B, H, Tk, D), u(B, H, Tk, D)), lambda q, k, v: sdpa(q, k, v, is_causal=causal)
+        gqa = {"enable_gqa": True} if Hkv != H else {}
+        if causal and Tq != Tk:
+            # SDPA's is_causal is aligned to the top left (its documented
+            # equivalent masks with ones(L, S).tril(diagonal=0)); kbench's
+            # mask is aligned to the bottom right (query i sees keys
+            # j <= i + Tk - Tq), so that mask is passed explicitly.  An
+            # explicit mask may take a slower SDPA backend than is_causal.
+            mask = torch.ones(Tq, Tk, dtype=torch.bool, device="cuda").tril(diagonal=Tk - Tq)
+            fn = lambda q, k, v: sdpa(q, k, v, attn_mask=mask, **gqa)
+        else:
+            fn = lambda q, k, v: sdpa(q, k, v, is_causal=causal, **gqa)
+        return (u(B, H, Tq, D), u(B, Hkv, Tk, D), u(B, Hkv, Tk, D)), fn
     if op == "copy":
         x, y = u(d[0]), torch.empty(d[0], device="cuda")
         return (x,), lambda x: y.copy_(x)
@@ -67,9 +82,14 @@ def make_inputs(op, d, gen, dtype=torch.float32, causal=False):
 def counts(op, d, causal=False, elem=4):
     """FLOPs and bytes, as in kernels/<op>.c."""
     if op == "attention":
-        B, H, Tq, Tk, D = d
+        B, H, Tq, Tk, D = d[:5]
+        Hkv = d[5] if len(d) > 5 else H
         flops = 4 * B * H * Tq * Tk * D
-        return (flops // 2 if causal else flops), elem * B * H * D * (2 * Tq + 2 * Tk)
+        if causal and Tq != Tk:  # the area under the bottom-right diagonal
+            flops = 4 * B * H * D * (Tq * Tk - Tq * Tq / 2 if Tq < Tk else Tk * Tk / 2)
+        elif causal:
+            flops //= 2
+        return flops, elem * B * D * (2 * H * Tq + 2 * Hkv * Tk)
     if op == "copy":
         return 0, 8 * d[0]
     if op == "matmul":
