@@ -34,13 +34,9 @@
  * earlier rows are complete, or not dealt yet by a class whose blocks wait
  * only on lower rows.  Dynamic shared memory starts on a 128-byte line.
  *
- * Measured (H100, cold L2, results/h100/kbench-20261123-deal16.csv, % of
- * its 3006 GB/s copy ceiling): 92.4-98.1% for softmax and 90.4-96.6% for
- * layernorm from 1024x32768 to 128x262144; each variant's header has its
- * rows.  Gap to the limit: the steady rounds move bytes at the ceiling; a
- * launch loses its start (three rounds of loads before the first store)
- * and its end (the last blocks' stores).  The experiments that shaped it
- * are in docs/notes/softmax-layernorm.md. */
+ * Each variant's header has its measured line (the reference run,
+ * results/h100/kbench-20261123-164335.csv) and its gap to the limit; the
+ * experiments that shaped this file are in docs/notes/softmax-layernorm.md. */
 #ifndef KBENCH_PERSISTENT_ROW_CUH
 #define KBENCH_PERSISTENT_ROW_CUH
 

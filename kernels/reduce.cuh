@@ -10,7 +10,9 @@
  *   - register-resident rows: KbRowCfg says how a row is spread over a group
  *     of threads (VEC floats per pack, PACKS packs per thread, GROUP threads
  *     per row), kb_row_dispatch picks the configuration for C at launch, and
- *     16-byte streaming loads/stores move the packs;
+ *     16-byte loads and stores move the packs (plain ones, kb_load_once, on
+ *     the register path; evict-first ones, kb_load_stream, on the two-read
+ *     paths);
  *   - the LayerNorm row code used by layernorm/welford, add_layernorm/unfused
  *     and add_layernorm/fused: Welford statistics of a shifted row held in
  *     registers, the normalize-and-store step, and the two-read path for rows
