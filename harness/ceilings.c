@@ -90,6 +90,16 @@ static double compute_ceiling_for(const kb_ceilings *c, kb_math m)
     }
 }
 
+void kb_place_on_roofline(const kb_ceilings *c, kb_math math, double flops, double bytes, double median_ms,
+                          double *pct_of_ceiling, double *pct_of_peak, int *memory_bound)
+{
+    double sec = median_ms * 1e-3, gb_s = bytes / sec * 1e-9;
+    double mem = pick(c->mem_gb_s, c->ds_mem_gb_s), comp = compute_ceiling_for(c, math);
+    *pct_of_ceiling = c->mem_gb_s > 0 ? 100.0 * gb_s / c->mem_gb_s : 0;
+    *memory_bound = comp <= 0 || flops / bytes < comp / mem;
+    *pct_of_peak = *memory_bound ? 100.0 * gb_s / mem : 100.0 * flops / sec * 1e-9 / comp;
+}
+
 void kb_apply_ceilings(kb_result *rows, int n, kb_ceilings *c, kb_meta_set *meta)
 {
     double best_copy = 0;
@@ -97,16 +107,11 @@ void kb_apply_ceilings(kb_result *rows, int n, kb_ceilings *c, kb_meta_set *meta
         if (!strcmp(rows[i].op->name, "copy") && rows[i].timed && rows[i].status == KB_PASS && !rows[i].hot)
             best_copy = fmax(best_copy, rows[i].bytes / (rows[i].time_ms.median * 1e-3) * 1e-9);
     c->mem_gb_s = fmax(c->mem_gb_s, best_copy);
-    double mem = pick(c->mem_gb_s, c->ds_mem_gb_s);
     for (int i = 0; i < n; ++i) {
         kb_result *r = &rows[i];
-        if (!r->timed || r->status != KB_PASS)
-            continue;
-        double sec = r->time_ms.median * 1e-3, gb_s = r->bytes / sec * 1e-9;
-        double comp = compute_ceiling_for(c, r->variant->math);
-        r->pct_of_ceiling = c->mem_gb_s > 0 ? 100.0 * gb_s / c->mem_gb_s : 0;
-        r->memory_bound = comp <= 0 || r->flops / r->bytes < comp / mem;
-        r->pct_of_peak = r->memory_bound ? 100.0 * gb_s / mem : 100.0 * r->flops / sec * 1e-9 / comp;
+        if (r->timed && r->status == KB_PASS)
+            kb_place_on_roofline(c, r->variant->math, r->flops, r->bytes, r->time_ms.median, &r->pct_of_ceiling,
+                                 &r->pct_of_peak, &r->memory_bound);
     }
     if (c->mem_gb_s > 0)
         kb_meta_set_value(meta, "ceiling_mem_gb_s", "%.1f", c->mem_gb_s);

@@ -19,6 +19,7 @@ void kb_print_usage(FILE *f)
           "       kbench ceilings [--device N]\n"
           "       kbench pe --seq-len T --d-model D [--paper]\n"
           "       kbench compare BASE.csv NEW.csv [--threshold PCT]\n"
+          "       kbench derive RUN.csv\n"
           "       kbench model encoder|decoder|seq2seq [...]  (see below)\n"
           "       kbench help | version\n"
           "Shapes are op-specific (matmul: MxNxK); `kbench list` shows each op's syntax.\n",

@@ -132,8 +132,7 @@ void kb_csv_header(FILE *f)
     fputc('\n', f);
 }
 
-/* Quote a field when it holds a comma, quote or newline. */
-static void put_text(FILE *f, const char *s)
+void kb_csv_put_text(FILE *f, const char *s)
 {
     if (!strpbrk(s, ",\"\n")) {
         fputs(s, f);
@@ -155,7 +154,7 @@ void kb_csv_row(FILE *f, const kb_result *r)
     for (size_t i = 0; i < NCOLS; ++i) {
         if (i)
             fputc(',', f);
-        put_text(f, c.v[i]);
+        kb_csv_put_text(f, c.v[i]);
     }
     fputc('\n', f);
 }

@@ -5,6 +5,7 @@
 #define KBENCH_CSV_READ_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 typedef struct {
     char *key, *value;
@@ -49,6 +50,10 @@ int kb_run_decimal(const kb_run_file *f, const kb_run_row *r, int col, double *o
 /* "FILE:LINE: " and the message into err; returns -1. */
 int kb_run_error(const kb_run_file *f, int lineno, char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
+
+/* Replace path with the parts' text, written beside it and renamed over
+ * it, so a reader never sees half a file; 0, or -1 with err set. */
+int kb_replace_file(const char *path, mode_t mode, const char *parts[], int nparts, char *err, size_t errlen);
 
 /* Out of memory ends the command: there is nothing useful to fall back on. */
 void *kb_must(void *p);

@@ -28,6 +28,7 @@ const char *kb_baseline_for(const kb_op *op, kb_dtype t);
 const char *kb_dtype_name(kb_dtype t);
 const char *kb_math_name(kb_math m);
 int kb_parse_dtype(const char *s, kb_dtype *out);
+int kb_parse_math(const char *s, kb_math *out);  /* 0, or -1 for an unknown name */
 size_t kb_dtype_size(kb_dtype t);
 
 /* ---- quote.c ---- */
@@ -222,6 +223,8 @@ char *kb_csv_read_for_append(const char *path, char *err, size_t errlen);
 int kb_csv_write_after(const char *path, const char *prefix, const kb_result *rows, int nrows, char *err,
                        size_t errlen);
 void kb_csv_header(FILE *f);
+/* One CSV cell, quoted when it holds a comma, quote or newline. */
+void kb_csv_put_text(FILE *f, const char *s);
 /* The largest CSV kbench reads (compare, --append). */
 #define KB_CSV_MAX_BYTES ((size_t)256 << 20)
 /* A regular file of at most max bytes and no NUL byte, read whole and
@@ -290,6 +293,12 @@ typedef struct {
 } kb_ceilings;
 void kb_datasheet_ceilings(const kb_device_info *d, kb_ceilings *c);
 void kb_measure_ceilings(const kb_device_info *d, void *flush, size_t flush_bytes, kb_ceilings *c);
+/* A timed row's place under the ceilings: its GB/s as % of the copy
+ * ceiling, whether it is memory-bound (intensity under the ridge point of
+ * its math), and % of the ceiling that bounds it.  The one place these are
+ * computed, for the sweep and for `kbench derive`. */
+void kb_place_on_roofline(const kb_ceilings *c, kb_math math, double flops, double bytes, double median_ms,
+                          double *pct_of_ceiling, double *pct_of_peak, int *memory_bound);
 /* Raise the memory ceiling to the best cold copy row, fill every timed row's
  * pct_of_ceiling and pct_of_peak, and record the ceilings in the metadata. */
 void kb_apply_ceilings(kb_result *rows, int n, kb_ceilings *c, kb_meta_set *meta);

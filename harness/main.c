@@ -10,11 +10,13 @@ int main(int argc, char **argv)
 {
     kb_options o;
     char err[512];
-    /* compare and report have their own arguments and need no GPU. */
+    /* compare, report and derive have their own arguments and need no GPU. */
     if (argc > 1 && !strcmp(argv[1], "compare"))
         return kb_cmd_compare(argc - 1, argv + 1);
     if (argc > 1 && !strcmp(argv[1], "report"))
         return kb_cmd_report(argc - 1, argv + 1);
+    if (argc > 1 && !strcmp(argv[1], "derive"))
+        return kb_cmd_derive(argc - 1, argv + 1);
     if (argc > 1 && !strcmp(argv[1], "model"))
         return kb_cmd_model(argc - 1, argv + 1);
     if (kb_parse_args(argc, argv, &o, err, sizeof err) != 0) {

@@ -43,6 +43,16 @@ int kb_parse_dtype(const char *s, kb_dtype *out)
     return -1;
 }
 
+int kb_parse_math(const char *s, kb_math *out)
+{
+    for (int m = 0; m < KB_MATH_COUNT; ++m)
+        if (strcmp(s, math_names[m]) == 0) {
+            *out = (kb_math)m;
+            return 0;
+        }
+    return -1;
+}
+
 const char *kb_status_name(kb_status s)
 {
     return s == KB_PASS ? "PASS" : s == KB_FAIL ? "FAIL" : "SKIP";

@@ -416,9 +416,7 @@ static char *render(const run_set *s, char *err, size_t errlen)
     return text;
 }
 
-/* The new text, written beside path and renamed over it: a reader never
- * sees half a file. */
-static int replace_file(const char *path, mode_t mode, const char *parts[], int nparts, char *err, size_t errlen)
+int kb_replace_file(const char *path, mode_t mode, const char *parts[], int nparts, char *err, size_t errlen)
 {
     char tmp[4096], q[KB_QUOTE_LEN];
     int fd = -1, ok = snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path) < (int)sizeof tmp && (fd = mkstemp(tmp)) >= 0;
@@ -458,7 +456,7 @@ static int write_readme(const char *path, const char *table, char *err, size_t e
         const char saved = *begin;
         *begin = '\0';
         const char *parts[] = {text, "\n", table, end};
-        rc = replace_file(path, st.st_mode, parts, 4, err, errlen);
+        rc = kb_replace_file(path, st.st_mode, parts, 4, err, errlen);
         *begin = saved;
     }
     free(text);

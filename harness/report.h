@@ -1,4 +1,6 @@
-/* kbench report: the README's results table, generated from runs. */
+/* The commands that take runs (CSVs) as input and need no GPU: report, the
+ * README's results table (report.c), and derive, a run's derived columns
+ * computed again (derive.c). */
 #ifndef KBENCH_REPORT_H
 #define KBENCH_REPORT_H
 
@@ -6,5 +8,6 @@
 
 int kb_cmd_report(int argc, char **argv);
 void kb_report_usage(FILE *f);
+int kb_cmd_derive(int argc, char **argv);
 
 #endif

@@ -12,8 +12,11 @@ float64 PyTorch computation on the same inputs.  The rows are added in
 kbench's CSV schema, and the file is rewritten through a temporary file and
 a rename.  kbench itself never needs Python; this is an optional peer.
 
-FLOP and byte counts follow kernels/<op>.c, so GFLOP/s and GB/s compare
-like with like.  matmul runs with TF32 off (plain fp32, as kbench's baseline).
+The rows carry raw timings and the FLOP and byte counts of kbench's row of
+the same op, shape and dtype; `kbench derive RUN.csv` then fills their
+GFLOP/s, GB/s, speedups and roofline percentages the way the sweep does
+(tools/reference_run.sh runs it).  matmul runs with TF32 off (plain fp32, as
+kbench's baseline).
 """
 import argparse
 import csv
@@ -79,29 +82,6 @@ def make_inputs(op, d, gen, dtype=torch.float32, causal=False):
     return None, None
 
 
-def counts(op, d, causal=False, elem=4):
-    """FLOPs and bytes, as in kernels/<op>.c."""
-    if op == "attention":
-        B, H, Tq, Tk, D = d[:5]
-        Hkv = d[5] if len(d) > 5 else H
-        flops = 4 * B * H * Tq * Tk * D
-        if causal and Tq != Tk:  # the area under the bottom-right diagonal
-            flops = 4 * B * H * D * (Tq * Tk - Tq * Tq / 2 if Tq < Tk else Tk * Tk / 2)
-        elif causal:
-            flops //= 2
-        return flops, elem * B * D * (2 * H * Tq + 2 * Hkv * Tk)
-    if op == "copy":
-        return 0, 8 * d[0]
-    if op == "matmul":
-        M, N, K = d
-        return 2 * M * N * K, 4 * (M * K + K * N + M * N)
-    R, C = d
-    per_elem_flops = {"softmax": 5, "layernorm": 8, "add_layernorm": 9, "rmsnorm": 4}[op]
-    elems_moved = {"softmax": 2 * R * C, "layernorm": 2 * R * C + 2 * C,
-                   "add_layernorm": 4 * R * C + 2 * C, "rmsnorm": 2 * R * C + C}[op]
-    return per_elem_flops * R * C, 4 * elems_moved
-
-
 def max_error(fn, inputs):
     """Largest |out - ref| against the same call in float64."""
     out = fn(*inputs)
@@ -147,25 +127,6 @@ def read_run(path):
     return meta, reader.fieldnames, list(reader)
 
 
-def meta_value(meta, key):
-    for line in meta:
-        if line.startswith(f"# {key}: "):
-            return line.split(": ", 1)[1]
-    return None
-
-
-def relate(row, rows, meta):
-    """speedup_x over the op's baseline and pct_of_ceiling, as kbench fills them."""
-    base = meta_value(meta, f"baseline_{row['op']}")
-    for r in rows:
-        if (r["op"] == row["op"] and r["shape"] == row["shape"] and r["dtype"] == row["dtype"]
-                and r["variant"] == base and r["median_ms"]):
-            row["speedup_x"] = f"{float(r['median_ms']) / float(row['median_ms']):.4f}"
-    ceiling = meta_value(meta, "ceiling_mem_gb_s")
-    if ceiling and "pct_of_ceiling" in row:
-        row["pct_of_ceiling"] = f"{100 * float(row['gb_s']) / float(ceiling):.1f}"
-
-
 def peer_row(fields, base, d, timing, flops, nbytes, err):
     med, lo, hi, rel, n = timing
     row = {k: "" for k in fields}
@@ -174,7 +135,6 @@ def peer_row(fields, base, d, timing, flops, nbytes, err):
     row.update(variant="torch", math="f32", flops=f"{flops:.0f}", bytes=f"{nbytes:.0f}",
                median_ms=f"{med:.6f}", min_ms=f"{lo:.6f}", max_ms=f"{hi:.6f}",
                rel_stdev_pct=f"{100 * rel:.3f}", samples=str(n),
-               gflop_s=f"{flops / (med * 1e-3) * 1e-9:.3f}", gb_s=f"{nbytes / (med * 1e-3) * 1e-9:.3f}",
                max_abs_err=f"{err:.3e}", status="PASS", reason="")
     return row
 
@@ -213,15 +173,14 @@ def main():
             print(f"torch_peers: {op} {shape}: out of device memory, skipped", file=sys.stderr)
             torch.cuda.empty_cache()
             continue
-        flops, nbytes = counts(op, d, causal, 2 if dtype == "bf16" else 4)
+        # The work is kbench's row's: the same op, shape and dtype.
+        flops, nbytes = float(base["flops"]), float(base["bytes"])
         row = peer_row(fields, base, d, timing, flops, nbytes, err)
         row["math"] = dtype
-        relate(row, rows, meta)
         if not finite:
             row.update(status="FAIL", reason="NaN/Inf in PyTorch's output")
         added.append(row)
-        print(f"{op:14s} torch {dtype:4s} {shape:22s} {timing[0]:10.4f} ms {row['gflop_s']:>12s} GFLOP/s "
-              f"{row['gb_s']:>10s} GB/s  err {err:.2e}", flush=True)
+        print(f"{op:14s} torch {dtype:4s} {shape:22s} {timing[0]:10.4f} ms  err {err:.2e}", flush=True)
         del inputs
     meta = [m for m in meta if not m.startswith("# torch: ")] + [f"# torch: {torch.__version__}"]
     tmp = f"{args.csv}.tmp.{os.getpid()}"

@@ -19,7 +19,8 @@ Timing (unless --skip-timing; needs CUDA): PyTorch eager fp32, TF32 off, of
 one encoder layer, one causal decoder layer and the whole 6+6 model at
 B=32, T=128, D=512, H=8, F=2048.  CUDA events around each forward, the L2
 flushed before each sample outside the timed region.  With --csv the rows are
-added to that kbench CSV (variant `torch`), rewritten through a rename.
+added to that kbench CSV (variant `torch`), rewritten through a rename, with
+raw timings only: `kbench derive RUN.csv` fills their GFLOP/s and the rest.
 
 The safetensors writer needs only numpy, so the file format can be checked
 on a machine without PyTorch.
@@ -219,8 +220,7 @@ def timing_cases():
 def run_timing():
     flush = torch.empty(FLUSH_BYTES // 4, device="cuda")
     results = []
-    print(f"\n{'op':14s} {'shape':28s} {'median ms':>10s} {'min':>9s} {'max':>9s} {'rsd %':>6s} "
-          f"{'GFLOP/s':>9s}", flush=True)
+    print(f"\n{'op':14s} {'shape':28s} {'median ms':>10s} {'min':>9s} {'max':>9s} {'rsd %':>6s}", flush=True)
     with torch.inference_mode():
         for op, fields, dims, causal, module, fn, flops, act in timing_cases():
             finite = bool(torch.isfinite(fn()).all())
@@ -231,8 +231,8 @@ def run_timing():
             shape = "x".join(map(str, dims)) + ("c" if causal else "")
             results.append(dict(op=op, shape_fields=fields, shape=shape, dims=dims, flops=flops,
                                 bytes=nbytes, timing=(med, lo, hi, rsd, n), finite=finite))
-            print(f"{op:14s} {shape:28s} {med:10.4f} {lo:9.4f} {hi:9.4f} {100 * rsd:6.2f} "
-                  f"{flops / med * 1e-6:9.1f}{'' if finite else '  NaN/Inf!'}", flush=True)
+            print(f"{op:14s} {shape:28s} {med:10.4f} {lo:9.4f} {hi:9.4f} {100 * rsd:6.2f}"
+                  f"{'' if finite else '  NaN/Inf!'}", flush=True)
     return results
 
 
@@ -242,7 +242,6 @@ def torch_row(fields, r):
                   shape=r["shape"], flops=f"{r['flops']:.0f}", bytes=f"{r['bytes']:.0f}",
                   median_ms=f"{med:.6f}", min_ms=f"{lo:.6f}", max_ms=f"{hi:.6f}",
                   rel_stdev_pct=f"{100 * rsd:.3f}", samples=str(n),
-                  gflop_s=f"{r['flops'] / med * 1e-6:.3f}", gb_s=f"{r['bytes'] / med * 1e-6:.3f}",
                   l2="cold", status="PASS" if r["finite"] else "FAIL",
                   reason="" if r["finite"] else "NaN/Inf in PyTorch's output")
     values.update({f"d{i + 1}": str(v) for i, v in enumerate(r["dims"])})

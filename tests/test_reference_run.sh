@@ -21,6 +21,7 @@ case \$1 in
 run) [[ \${FAKE_FAIL:-0} == 1 ]] && exit 1
      cp "$template" "\$last" ;;
 model) tail -1 "\$last" >>"\$last" ;;
+derive) ;;
 esac
 STUB
 chmod +x fake-kbench

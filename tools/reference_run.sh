@@ -35,6 +35,9 @@ if kb_has_torch; then
 else
     echo "== PyTorch rows: skipped (no PyTorch that sees a GPU)"
 fi
+# The peers write raw timings and the model's rows lack roofline figures:
+# kbench derives them all, as the sweep does its own rows.
+kb_step derive "$kbench" derive "$csv" || rc=1
 
 slug=$(kb_gpu_slug "$(kb_csv_gpu "$csv")")
 dest=results/$slug/kbench-$(date -u +%Y%m%d-%H%M%S).csv
