@@ -3,10 +3,11 @@
  * in place, reading y back.
  * Prediction: 16 bytes moved per element for 8 counted, so ~half of the
  * fused variant's speed on large shapes.
- * Measured on H100 (results/h100/, cold L2): 735 GB/s at 32x128x32000x512
- * (24.5% of the copy ceiling); 1,045 GB/s at 4x2048x50257x1024 (34.8% of the
- * copy ceiling).
- * Gap to the limit: the round trip of y through memory (fused removes it). */
+ * Measured (results/h100/kbench-20261123-164335.csv, H100, cold L2):
+ * 1,219 GB/s at 16x1024x32000x4096, 40.6% of the run's 3006 GB/s memory
+ * ceiling.
+ * Gap to the limit: 2.5x, the round trip of y through memory (fused removes
+ * it).  History: docs/notes/elementwise.md. */
 #include "kernels/cuda_util.h"
 #include "kernels/embed.h"
 #include "kernels/posenc.cuh"
