@@ -3,14 +3,16 @@
  * Per step a thread loads 8 values of A and 8 of B from shared memory into
  * registers and does their 64 FMAs as an outer product.
  *
- * Prediction over blocktile_1d: ~1.3-1.5x.  Shared-memory loads per FMA fall
- * from ~9/8 to 1/4, and the larger block tile halves global/L2 traffic; but
- * ~150 registers a thread leave one block (8 warps) per SM to hide latency.
- * Measured on H100 (results/h100/, cold L2): 21.5 TFLOP/s at 4096^3 (41% of cuBLAS
- * SGEMM), 21.8 at 8192^3 (42%), 15.6 at 4096x768x3072.
- * That is 32% of the fp32 FFMA peak (66.9 TFLOP/s at 1980 MHz) at 4096^3.
- * Gap to the limit: loads are scalar (4 bytes per instruction), and the Bs
- * reads of a warp are spread over 512 bytes (4-way bank conflicts). */
+ * Builds on blocktile_1d: ~1.3-1.5x predicted.  Shared-memory loads per FMA
+ * fall from ~9/8 to 1/4, and the larger block tile halves global/L2
+ * traffic; but ~150 registers a thread leave one block (8 warps) per SM to
+ * hide latency.
+ * Measured (results/h100/kbench-20261123-164335.csv, H100, cold L2):
+ * 21.4 TFLOP/s at 4096^3 and 21.9 at 8192^3, 33.7% and 34.4% of the run's
+ * 63.6 TFLOP/s fp32 ceiling, 0.41x and 0.42x cublas.
+ * Gap to the limit: 2.9-3x; loads are scalar (4 bytes per instruction), and
+ * the Bs reads of a warp are spread over 512 bytes (4-way bank conflicts).
+ * History: docs/notes/matmul.md. */
 #include "kernels/matmul.h"
 #include "kernels/cuda_util.h"
 

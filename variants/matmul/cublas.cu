@@ -2,10 +2,11 @@
  * no tf32 tensor-core math), so it computes the same function as the
  * hand-written kernels and the speedups compare like with like.
  *
- * Measured on H100 (results/h100/, cold L2): 52.0 TFLOP/s at 4096^3, 51.5 at
- * 8192^3, 46.7 at 4096x768x3072.
- * That is 78% of the fp32 FFMA peak (66.9 TFLOP/s at 1980 MHz) at 4096^3.
- * Gap to the limit: the fp32 FFMA peak, ~67 TFLOP/s at boost clock. */
+ * Measured (results/h100/kbench-20261123-164335.csv, H100, cold L2):
+ * 51.7 TFLOP/s at 4096^3 and 51.5 at 8192^3, 81.3% and 81.0% of the run's
+ * 63.6 TFLOP/s fp32 ceiling.
+ * Gap to the limit: 19 points to the measured fp32 ceiling (66.9 TFLOP/s
+ * on the datasheet at 1980 MHz).  History: docs/notes/matmul.md. */
 #include "kernels/matmul.h"
 #include "variants/matmul/cublas_common.h"
 

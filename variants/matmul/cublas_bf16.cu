@@ -5,12 +5,11 @@
  * n = M, no transposes (variants/matmul/cublas_common.h).
  *
  * Builds on cublas: the same call in bf16, on the tensor cores.
- * Measured on H100 (one run of this session, cold L2, not in results/; the
- * clock sagged under the power cap at 8192^3): 714 TFLOP/s at 4096^3, 695 at
- * 8192^3 (1778 MHz), 577 at 4096x3072x768, 642 at 4096x768x3072, 377 at
- * 4096x768x768: 13.9x fp32 SGEMM at 4096^3.
- * Gap to the limit: the dense bf16 tensor peak, ~990 TFLOP/s on H100 SXM at
- * boost clock; cuBLAS is reported at 620-720 TFLOP/s at 4096^3 (issue 15). */
+ * Measured (results/h100/kbench-20261123-164335.csv, H100, cold L2):
+ * 784.2 TFLOP/s at 4096^3 and 792.8 at 8192^3, 99.6% and 100.7% of the
+ * run's 787 TFLOP/s bf16 tensor ceiling, 15.2x and 15.4x cublas (fp32).
+ * Gap to the limit: none to the measured ceiling; 73-74% of the 1071 TFLOP/s
+ * datasheet figure at 1980 MHz.  History: docs/notes/matmul.md. */
 #include "kernels/matmul.h"
 #include "variants/matmul/cublas_common.h"
 

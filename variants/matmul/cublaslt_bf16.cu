@@ -9,12 +9,12 @@
  * operands swapped, m = N, n = M.
  *
  * Builds on cublas_bf16: the same library GEMM through cuBLASLt.
- * Measured on H100 (one run of this session, cold L2, not in results/, the
- * clock at 1695 MHz under the power cap for the squares): 698 TFLOP/s at
- * 4096^3, 789 at 8192^3 (cublas_bf16 695 there), 577 at 4096x3072x768, 634 at
- * 4096x768x3072, 360 at 4096x768x768.
- * Gap to the limit: the dense bf16 tensor peak, ~990 TFLOP/s on H100 SXM at
- * boost clock. */
+ * Measured (results/h100/kbench-20261123-164335.csv, H100, cold L2):
+ * 784.2 TFLOP/s at 4096^3 and 787.7 at 8192^3 (that row power-capped at
+ * 1470 MHz), 99.6% and 100.1% of the run's 787 TFLOP/s bf16 tensor
+ * ceiling, 1.00x and 0.99x cublas_bf16.
+ * Gap to the limit: none to the measured ceiling; 73-74% of the 1071 TFLOP/s
+ * datasheet figure at 1980 MHz.  History: docs/notes/matmul.md. */
 #include <stdlib.h>
 #include <cublasLt.h>
 #include "kernels/lt_gemm.h"

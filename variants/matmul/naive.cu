@@ -3,10 +3,11 @@
  * load of A is strided by K: uncoalesced.
  *
  * Idea: the starting point of the ladder; every later file fixes one thing.
- * Measured on H100 (results/h100/, cold L2): 0.5 TFLOP/s at 4096^3 (1% of cuBLAS
- * SGEMM), 0.5 at 8192^3 (1%), 0.5 at 4096x768x3072.
- * That is 1% of the fp32 FFMA peak (66.9 TFLOP/s at 1980 MHz) at 4096^3.
- * Gap to the limit: far (memory-bound on uncoalesced A reads). */
+ * Measured (results/h100/kbench-20261123-164335.csv, H100, cold L2):
+ * 0.50 TFLOP/s at 4096^3 and 0.51 at 8192^3, 0.8% of the run's 63.6 TFLOP/s
+ * fp32 ceiling, 0.01x cublas.
+ * Gap to the limit: 127x; memory-bound on uncoalesced A reads.
+ * History: docs/notes/matmul.md. */
 #include "kernels/matmul.h"
 #include "kernels/cuda_util.h"
 

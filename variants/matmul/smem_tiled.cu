@@ -2,13 +2,14 @@
  * walks K in steps of 32, each time staging a 32x32 tile of A and one of B in
  * shared memory, so each element loaded from global memory is used 32 times.
  *
- * Prediction over coalesced: ~1.5-2x.  Global traffic drops 32x, but the
+ * Builds on coalesced: ~1.5-2x predicted.  Global traffic drops 32x, but the
  * inner loop still does two shared-memory loads per FMA, so shared-memory
  * bandwidth, not DRAM, becomes the limit.
- * Measured on H100 (results/h100/, cold L2): 8.8 TFLOP/s at 4096^3 (17% of cuBLAS
- * SGEMM), 8.8 at 8192^3 (17%), 8.7 at 4096x768x3072.
- * That is 13% of the fp32 FFMA peak (66.9 TFLOP/s at 1980 MHz) at 4096^3.
- * Gap to the limit: large; one output per thread gives no register reuse. */
+ * Measured (results/h100/kbench-20261123-164335.csv, H100, cold L2):
+ * 8.7 TFLOP/s at 4096^3 and 8.9 at 8192^3, 13.7% and 13.9% of the run's
+ * 63.6 TFLOP/s fp32 ceiling, 0.17x cublas.
+ * Gap to the limit: 7x; one output per thread gives no register reuse.
+ * History: docs/notes/matmul.md. */
 #include "kernels/matmul.h"
 #include "kernels/cuda_util.h"
 

@@ -8,13 +8,14 @@
  * cross the edge of the matrix, the same code falls back to guarded scalar
  * accesses, so every shape runs.
  *
- * Prediction over blocktile_2d: ~1.3x, from 4x fewer load/store instructions.
- * Measured on H100 (results/h100/, cold L2): 31.6 TFLOP/s at 4096^3 (61% of cuBLAS
- * SGEMM), 31.4 at 8192^3 (61%), 23.8 at 4096x768x3072.
- * That is 47% of the fp32 FFMA peak (66.9 TFLOP/s at 1980 MHz) at 4096^3.
- * Gap to the limit: a warp's reads of Bs still cover 512 bytes (4 shared
+ * Builds on blocktile_2d: ~1.3x predicted, from 4x fewer load/store
+ * instructions.
+ * Measured (results/h100/kbench-20261123-164335.csv, H100, cold L2):
+ * 31.5 TFLOP/s at 4096^3 and 31.4 at 8192^3, 49.5% and 49.4% of the run's
+ * 63.6 TFLOP/s fp32 ceiling, 0.61x cublas.
+ * Gap to the limit: 2x; a warp's reads of Bs still cover 512 bytes (4 shared
  * wavefronts for 2 useful), storing A transposed conflicts, and global loads
- * wait in line with the math: no overlap. */
+ * wait in line with the math: no overlap.  History: docs/notes/matmul.md. */
 #include <stdint.h>
 #include "kernels/matmul.h"
 #include "kernels/cuda_util.h"

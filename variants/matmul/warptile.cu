@@ -11,14 +11,15 @@
  * Edges and unaligned shapes: float4 where rows are 16-byte aligned and the
  * vector lies inside the matrix, guarded scalar accesses otherwise.
  *
- * Prediction over vectorized: modest, ~1.05-1.2x, from conflict-free shared
- * reads and half as many barriers per FMA (BK = 16); the larger stall, loads
- * waiting in line with the math, is left for the next file.
- * Measured on H100 (results/h100/, cold L2): 33.0 TFLOP/s at 4096^3 (63% of cuBLAS
- * SGEMM), 32.5 at 8192^3 (63%), 26.0 at 4096x768x3072.
- * That is 49% of the fp32 FFMA peak (66.9 TFLOP/s at 1980 MHz) at 4096^3.
- * Gap to the limit: loads of the next tile still wait for the math of this
- * one (and vice versa); double_buffered overlaps them. */
+ * Builds on vectorized: modest, ~1.05-1.2x predicted, from conflict-free
+ * shared reads and half as many barriers per FMA (BK = 16); the larger
+ * stall, loads waiting in line with the math, is left for the next file.
+ * Measured (results/h100/kbench-20261123-164335.csv, H100, cold L2):
+ * 32.8 TFLOP/s at 4096^3 and 32.5 at 8192^3, 51.6% and 51.2% of the run's
+ * 63.6 TFLOP/s fp32 ceiling, 0.63x cublas.
+ * Gap to the limit: 1.9x; loads of the next tile still wait for the math of
+ * this one (and vice versa); double_buffered overlaps them.
+ * History: docs/notes/matmul.md. */
 #include <stdint.h>
 #include "kernels/matmul.h"
 #include "kernels/cuda_util.h"
