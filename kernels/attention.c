@@ -106,7 +106,7 @@ const kb_op kb_op_attention = {
                    * that see no key: zeros); decode, Tq = 1 with odd Tk, and Tq = 16 */
                   "2x8x33x70x64x2,1x4x77x300x64x2c,1x2x130x1000x128c,1x2x200x77x64c,1x4x3x1000x80x1c,"
                   "2x8x1x1x64x2,1x32x1x77x128x8,2x4x1x1001x64,1x32x1x1000x128x8c,1x32x16x1000x128x8c,"
-                  "1x8x16x4099x64x2",
+                  "1x8x16x4099x64x2,1x4x16x5x64x2c",
     .baseline = "cublas",
     .variants = attention_variants,
     KB_OP_CONTRACT(kb_attention_args),
