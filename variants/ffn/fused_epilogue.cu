@@ -8,24 +8,21 @@
  * The M x F hidden h is a workspace allocated in setup; the shared-memory
  * opt-in of all four instantiations is done there too.
  *
- * Idea over separate: no elementwise kernels.  The bias loads hit L1 (one
+ * Builds on separate: no elementwise kernels.  The bias loads hit L1 (one
  * block reads 256 bias values, the same for every row of its tile) and the
  * few extra instructions run once per output, after the K loop.
- * Prediction: saves two passes over the M x F hidden tensor (separate reads
- * and writes h once more) and one read + write of y: at 4096x512x2048 that is
- * 80 MB less traffic, ~25-30 us at ~3 TB/s, plus two launches, against
- * ~0.5 ms of GEMMs: ~5-10% faster than separate.  The GEMMs are unchanged,
- * and the second one (N = D = 512) has only 2 x 32 = 64 128x256 tiles for
- * 132 SMs, so at that shape expect well under cublaslt (~70%), and closer
- * (~90%, as matmul double_buffered to cuBLAS) at the large shapes.
- * Measured on H100 (results/h100/, cold L2): 29.4 TFLOP/s at 4096x512x2048
- * (46.2% of peak); 38.7 TFLOP/s at 4096x768x3072 (60.7% of peak); 47.2
- * TFLOP/s at 16384x1024x4096 (74.2% of peak).
- * Gap to the limit: the GEMMs' own gap to the FFMA peak (see
+ * Prediction: ~5-10% faster than separate (two passes over h and one over y
+ * saved, and two launches); ~90% of cublaslt at the large shapes, as matmul
+ * double_buffered to cuBLAS, well under it where d_model is narrow.
+ * Measured (results/h100/kbench-20261123-164335.csv, H100, cold L2):
+ * 48.2 TFLOP/s at 8192x4096x16384, 75.9% of the run's 63.6 TFLOP/s fp32
+ * ceiling, 0.93x cublaslt.
+ * Gap to the limit: 24 points: the GEMMs' own gap to the FFMA peak (see
  * matmul/double_buffered.cu) and, for a narrow d_model, the idle SMs of the
  * second GEMM (smaller tiles or split-K would fill them); h still makes a
  * round trip through memory (M x F written, then read by the second GEMM),
- * which only a two-GEMM kernel keeping h on chip would remove. */
+ * which only a two-GEMM kernel keeping h on chip would remove.
+ * History: docs/notes/matmul.md. */
 #include <stdint.h>
 #include <stdlib.h>
 #include "kernels/ffn.h"
