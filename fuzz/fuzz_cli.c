@@ -1,11 +1,12 @@
 /* libFuzzer target: the command line as a whole.  The input's NUL-separated
  * strings are kbench's arguments.  `run` is parsed and expanded into its
- * rows, `model` is parsed, as far as each goes without a GPU or a file; any
- * refusal must be one line. */
+ * rows, `model` and `model generate` are parsed, as far as each goes
+ * without a GPU or a file; any refusal must be one line. */
 #include <string.h>
 #include "fuzz/fuzz.h"
 #include "harness/harness.h"
 #include "model/command.h"
+#include "model/generate.h"
 
 static void parse_run(int argc, char **argv)
 {
@@ -29,7 +30,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char *argv[FUZZ_MAX_ARGS + 1] = {"kbench"}, *text, err[512];
     int argc = fuzz_args(data, size, argv, 1, &text);
-    if (argc > 1 && !strcmp(argv[1], "model")) {
+    if (argc > 2 && !strcmp(argv[1], "model") && !strcmp(argv[2], "generate")) {
+        kb_generate_opts g;
+        if (kb_generate_parse(argc - 2, argv + 2, &g, err, sizeof err) != 0)
+            fuzz_one_line(err);
+        else
+            kb_generate_opts_free(&g);
+    } else if (argc > 1 && !strcmp(argv[1], "model")) {
         kb_model_opts o;
         if (kb_model_parse(argc - 1, argv + 1, &o, err, sizeof err) != 0)
             fuzz_one_line(err);

@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include "harness/harness.h"
+#include "model/llama.h"
 #include "model/npy.h"
 #include "model/tokenizer.h"
 #include "model/transformer.h"
@@ -48,6 +50,48 @@ static void safetensors(void)
             die(err);
         kb_tf_free(&m);
     }
+}
+
+/* Llama configs as kb_llama_save writes them (seeded, tied and untied), and
+ * one in the shape Hugging Face's save_pretrained gives, transformers 5's
+ * rope_parameters included. */
+static void llama_config(void)
+{
+    const kb_llama_config c = {.d_model = 8, .d_ff = 12, .layers = 1, .heads = 2, .kv_heads = 1, .head_dim = 4,
+                               .vocab = 5, .max_pos = 16, .eps = 1e-5, .rope_theta = 10000};
+    char err[512], dir[4096];
+    for (int tied = 0; tied < 2; ++tied) {
+        kb_llama_config ct = c;
+        ct.tied = tied;
+        kb_llama_model m;
+        snprintf(dir, sizeof dir, "%s/llama%d", root, tied);
+        if (kb_llama_init_random(&m, &ct, 1) != 0 || kb_llama_save(&m, dir, KB_LLAMA_BF16, err, sizeof err) != 0)
+            die(err);
+        kb_llama_free(&m);
+        char path[4200], name[32], text[4096];
+        snprintf(path, sizeof path, "%s/config.json", dir);
+        FILE *f = fopen(path, "r");
+        const size_t n = f ? fread(text, 1, sizeof text, f) : 0;
+        if (!f || fclose(f) != 0)
+            die("cannot read a config.json back");
+        snprintf(name, sizeof name, "saved%d.json", tied);
+        put("llama_config", name, text, n);
+        remove(path);
+        snprintf(path, sizeof path, "%s/model.safetensors", dir);
+        remove(path);
+        rmdir(dir);
+    }
+    static const char hf[] =
+        "{\n  \"architectures\": [\n    \"LlamaForCausalLM\"\n  ],\n  \"attention_bias\": false,\n"
+        "  \"attention_dropout\": 0.0,\n  \"bos_token_id\": 1,\n  \"eos_token_id\": 2,\n  \"head_dim\": 64,\n"
+        "  \"hidden_act\": \"silu\",\n  \"hidden_size\": 576,\n  \"initializer_range\": 0.041666666666666664,\n"
+        "  \"intermediate_size\": 1536,\n  \"max_position_embeddings\": 8192,\n  \"mlp_bias\": false,\n"
+        "  \"model_type\": \"llama\",\n  \"num_attention_heads\": 9,\n  \"num_hidden_layers\": 30,\n"
+        "  \"num_key_value_heads\": 3,\n  \"pretraining_tp\": 1,\n  \"rms_norm_eps\": 1e-05,\n"
+        "  \"rope_parameters\": {\"rope_theta\": 100000, \"rope_type\": \"default\"},\n"
+        "  \"rope_scaling\": null,\n  \"tie_word_embeddings\": true,\n  \"torch_dtype\": \"bfloat16\",\n"
+        "  \"transformers_version\": \"4.42.3\",\n  \"use_cache\": true,\n  \"vocab_size\": 49152\n}\n";
+    put("llama_config", "smollm2.json", hf, sizeof hf - 1);
 }
 
 static void npy(void)
@@ -139,6 +183,8 @@ static void cli(void)
         LINE("model\0seq2seq\0--batch\0" "2\0--src-len\0" "5\0--tgt-len\0" "4\0--d-model\0" "16\0--heads\0"
              "2\0--d-ff\0" "24\0--layers\0" "2\0--cpu-only\0--seed\0" "7"),
         LINE("model\0decoder\0--src\0the cat\0--tgt\0a dog\0--gemm\0fp32,3xtf32\0--check-seqs\0" "1"),
+        LINE("model\0generate\0--cpu-only\0--d-model\0" "64\0--heads\0" "4\0--kv-heads\0" "2\0--prompt-ids\0"
+             "1,2,3\0--tokens\0" "8\0--seed\0" "3\0--save\0d\0--save-dtype\0bf16"),
         LINE("list"),
         LINE("ceilings\0--device\0" "1"),
     };
@@ -157,6 +203,7 @@ int main(int argc, char **argv)
     if (mkdir(root, 0777) != 0 && errno != EEXIST)
         die(strerror(errno));
     safetensors();
+    llama_config();
     npy();
     csv();
     shapes();
