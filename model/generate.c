@@ -258,17 +258,21 @@ static int flag_config(const kb_generate_opts *o, int seq, kb_llama_config *c, c
 
 static int prompt_tokens(const kb_generate_opts *o) { return o->prompt ? o->n_prompt : o->prompt_len ? o->prompt_len : 16; }
 
-/* The weights, the KV cache (double) and the logits must fit in this host,
- * known before they are allocated. */
-static int check_host_memory(const kb_generate_opts *o, const kb_llama_config *c, int seq, char *err, size_t errlen)
+/* The weights, the KV cache (double), the prefill's scratch (double) and
+ * the logits must fit in this host, known before they are allocated. */
+static int check_host_memory(const kb_generate_opts *o, const kb_llama_config *c, int T, int seq, char *err,
+                             size_t errlen)
 {
     const double kv = 2.0 * 8 * c->layers * (double)seq * c->kv_heads * c->head_dim;
+    const double width = 2.0 * c->d_model + 2.0 * c->heads * c->head_dim + 2.0 * c->d_ff;
+    const double scratch = 8 * ((double)T * width + (double)omp_get_max_threads() * seq + c->vocab);
     const double logits = (o->logits_out ? (double)o->tokens : 1) * c->vocab * 4;
-    const double need = ((o->weights ? 0 : 4.0 * (double)kb_llama_weight_count(c)) + kv + logits) / (1 << 30);
+    const double need =
+        ((o->weights ? 0 : 4.0 * (double)kb_llama_weight_count(c)) + kv + scratch + logits) / (1 << 30);
     const double have = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGE_SIZE) / (1 << 30);
     if (have <= 0 || need <= have)
         return 0;
-    return fail(err, errlen, "the weights, KV cache and logits need %.1f GiB of host memory; this host has %.1f GiB",
+    return fail(err, errlen, "the weights, KV cache, activations and logits need %.1f GiB of host memory; this host has %.1f GiB",
                 need, have);
 }
 
@@ -298,7 +302,7 @@ static int prepare(int argc, char **argv, kb_generate_opts *o, run_setup *r, cha
     for (int i = 0; i < o->n_prompt; ++i)
         if (o->prompt[i] >= c.vocab)
             return fail(err, errlen, "--prompt-ids: id %d is outside the vocabulary of %d", o->prompt[i], c.vocab);
-    if (check_host_memory(o, &c, seq, err, errlen) != 0)
+    if (check_host_memory(o, &c, r->T, seq, err, errlen) != 0)
         return -1;
     if (!o->weights && kb_llama_init_random(&r->m, &c, o->seed) != 0)
         return fail(err, errlen, "out of host memory for %lld weights", (long long)kb_llama_weight_count(&c));
