@@ -70,6 +70,15 @@ def build(case, seed):
     q = model.model.layers[0].self_attn.q_proj.weight
     if "head_dim" in kw and q.shape[0] != kw["num_attention_heads"] * kw["head_dim"]:
         return None, "this transformers' LlamaForCausalLM ignores head_dim"
+    # The model must use the theta asked for (transformers 5 moved it into
+    # rope_parameters): compare its inverse frequencies with theta's.
+    rotary = getattr(model.model, "rotary_emb", None)
+    if rotary is not None and hasattr(rotary, "inv_freq"):
+        hd = q.shape[0] // kw["num_attention_heads"]
+        want = 1.0 / kw["rope_theta"] ** (torch.arange(0, hd, 2, dtype=torch.float64) / hd)
+        if not torch.allclose(rotary.inv_freq.to(torch.float64), want, rtol=1e-6):
+            raise RuntimeError(f"{case['name']}: the model's RoPE frequencies are not rope_theta "
+                               f"{kw['rope_theta']}'s: is this transformers' rope configured otherwise?")
     with torch.no_grad():
         for name, p in model.named_parameters():
             if name.endswith("norm.weight"):
@@ -210,7 +219,13 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         work = args.work or tmp
         os.makedirs(work, exist_ok=True)
-        results = [check_case(c, args, work) for c in cases]
+        results = []
+        for c in cases:
+            try:
+                results.append(check_case(c, args, work))
+            except RuntimeError as e:  # kbench refused the checkpoint, or the model is not what was asked
+                print(f"{c['name']:18s} FAIL: {e}")
+                results.append(False)
     print(f"{sum(results)} of {len(results)} cases passed")
     return 0 if all(results) else 1
 
