@@ -11,23 +11,29 @@
 #include "reference/llama.h"
 
 /* y[n x out] = x[n x in] W^T, W is [out x in].  Four partial sums break
- * the add's latency chain; (row, output) pairs go to threads, so a decode
- * step's single row still spreads over them. */
+ * the add's latency chain.  (block of ROWS rows, output) pairs go to
+ * threads, so a decode step's single row still spreads over them, and a
+ * prefill reads each weight row once per block rather than once per row.
+ * Neither changes the arithmetic of any one output. */
+#define ROWS 8
 static void linear(const double *x, int n, int in, const float *W, int out, double *y)
 {
+    const int blocks = (n + ROWS - 1) / ROWS;
 #pragma omp parallel for schedule(static) collapse(2) if ((int64_t)n * out * in > (1 << 18))
-    for (int i = 0; i < n; ++i)
+    for (int b = 0; b < blocks; ++b)
         for (int o = 0; o < out; ++o) {
-            const double *xi = x + (int64_t)i * in;
             const float *w = W + (int64_t)o * in;
-            double acc[4] = {0, 0, 0, 0};
-            int k = 0;
-            for (; k + 4 <= in; k += 4)
-                for (int u = 0; u < 4; ++u)
-                    acc[u] += xi[k + u] * w[k + u];
-            for (; k < in; ++k)
-                acc[0] += xi[k] * w[k];
-            y[(int64_t)i * out + o] = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+            for (int i = b * ROWS; i < n && i < (b + 1) * ROWS; ++i) {
+                const double *xi = x + (int64_t)i * in;
+                double acc[4] = {0, 0, 0, 0};
+                int k = 0;
+                for (; k + 4 <= in; k += 4)
+                    for (int u = 0; u < 4; ++u)
+                        acc[u] += xi[k + u] * w[k + u];
+                for (; k < in; ++k)
+                    acc[0] += xi[k] * w[k];
+                y[(int64_t)i * out + o] = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+            }
         }
 }
 
