@@ -23,7 +23,7 @@
  * Causal (bottom-right, query i sees keys j <= i + Tk - Tq) is a per-row key
  * limit; a row that sees no key keeps m = -inf and l = 0 and is written as
  * zeros.  Shapes: Tq <= 16 (more is a prefill: SKIP), D a multiple of 8 up
- * to 128, any B, H, Hkv, Tk.
+ * to 128, any B, H, Hkv, Tk with B*H*Tq < 2^31.
  *
  * Builds on flash_bf16 (the online softmax), with the split over keys in
  * place of the split over query rows, which decoding does not have.
@@ -388,11 +388,11 @@ static const char *unsupported(const kb_shape *sh)
         return "Tq > 16: a prefill, not a decode (the flash kernels take it)";
     if (sh->d[4] % 8 != 0 || sh->d[4] > DEC_MAX_D)
         return "D must be a multiple of 8 up to 128 (16-byte copies of K and V rows)";
-    /* Block ids and the merge's grid: B*Hkv*row_chunks*splits and B*H*Tq
-     * under 2^31 (splits are at most 2 * SMs). */
+    /* The merge's grid is B*H*Tq blocks; pass 1 has at most that many, or
+     * under 4 * SMs when the keys are split (dec_plan). */
     const int64_t rows = kb_mul_dims(kb_mul_dims(sh->d[0], sh->d[1]), sh->d[2]);
-    if (rows < 0 || rows > (int64_t)INT32_MAX / 1024)
-        return "B*H*Tq > 2^21: more query rows than the grids index";
+    if (rows < 0 || rows > (int64_t)INT32_MAX)
+        return "B*H*Tq > 2^31 - 1: more query rows than the grids index";
     return NULL;
 }
 
