@@ -145,6 +145,33 @@ static char *render(const run *r)
     return text;
 }
 
+static int has_control(const char *s)
+{
+    for (; *s; ++s)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f)
+            return 1;
+    return 0;
+}
+
+/* derive writes back what it read; a control character (a CR inside a
+ * line, say) would not read back the same, and kbench never writes one. */
+static int refuse_controls(const run *r, char *err, size_t errlen)
+{
+    for (int i = 0; i < r->f.nmeta; ++i)
+        if (has_control(r->f.meta[i].key) || has_control(r->f.meta[i].value)) {
+            char q[KB_QUOTE_LEN], k[KB_QUOTE_LEN];
+            snprintf(err, errlen, "%s: the metadata line %s holds a control character",
+                     kb_quote(r->f.path, q, sizeof q), kb_quote(r->f.meta[i].key, k, sizeof k));
+            return -1;
+        }
+    for (int i = 0; i < r->f.nrows; ++i)
+        for (int c = 0; c < r->f.ncols; ++c)
+            if (has_control(kb_run_cell(&r->f, &r->f.rows[i], c)))
+                return kb_run_error(&r->f, r->f.rows[i].lineno, err, errlen, "column %d holds a control character",
+                                    c + 1);
+    return 0;
+}
+
 static int derive(const char *path, char *err, size_t errlen)
 {
     run r = {0};
@@ -155,6 +182,8 @@ static int derive(const char *path, char *err, size_t errlen)
             snprintf(err, errlen, "%s has no '%s' column: not a kbench run", kb_quote(path, q, sizeof q), col_names[c]);
             rc = -1;
         }
+    if (rc == 0)
+        rc = refuse_controls(&r, err, errlen);
     if (rc == 0) {
         ceilings_of(&r);
         r.derived = kb_must(calloc((size_t)(r.f.nrows ? r.f.nrows : 1) * C_COUNT, sizeof *r.derived));

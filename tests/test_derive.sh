@@ -89,6 +89,10 @@ grep -q "no 'flops' column" err && [[ $(wc -l <err) == 1 ]] || fail "no flops co
 sed 's/^matmul,torch,f32,f32,/matmul,torch,f32,f64,/' run.csv >badmath.csv
 expect_rc 2 derive badmath.csv
 grep -q "unknown math" err || fail "bad math: $(cat err)"
+# A CR inside a line would not read back the same (fuzz_csv found it).
+sed 's/^# gpu: test$/# gpu: te\rst/' run.csv >cr.csv
+expect_rc 2 derive cr.csv
+grep -q "control character" err || fail "CR in metadata: $(cat err)"
 cmp -s run.csv before.csv || fail "a failed derive changed another file"
 expect_rc 0 derive --help
 grep -q "usage: kbench derive" out || fail "--help: $(cat out)"
