@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "model/transformer.h"
+#include "reference/attend_row.h"
 #include "reference/llama.h"
 
 /* y[n x out] = x[n x in] W^T, W is [out x in].  Four partial sums break
@@ -62,29 +63,6 @@ void kb_llama_rope(double *x, int head_dim, int64_t pos, double theta)
     }
 }
 
-/* One query head's softmax(q K^T * scale) V over keys 0..keys-1 of the
- * cache (rows strided by kv_dim, this head's slice at K and V), into o. */
-static void attend_row(const double *q, const double *K, const double *V, int keys, int kv_dim, int hd,
-                       double scale, double *p, double *o)
-{
-    double max = -INFINITY, sum = 0;
-    for (int j = 0; j < keys; ++j) {
-        double s = 0;
-        for (int c = 0; c < hd; ++c)
-            s += q[c] * K[(int64_t)j * kv_dim + c];
-        p[j] = s * scale;
-        max = fmax(max, p[j]);
-    }
-    for (int j = 0; j < keys; ++j)
-        sum += p[j] = exp(p[j] - max);
-    for (int c = 0; c < hd; ++c) {
-        double acc = 0;
-        for (int j = 0; j < keys; ++j)
-            acc += p[j] * V[(int64_t)j * kv_dim + c];
-        o[c] = acc / sum;
-    }
-}
-
 typedef struct {
     double *x, *h, *q, *o, *gate, *up, *probs;
     int keys; /* each thread's row of probs */
@@ -117,7 +95,7 @@ static void attention(const kb_llama_model *m, int l, kb_llama_cache *c, int p0,
         for (int h = 0; h < H; ++h)
             for (int i = 0; i < n; ++i) {
                 const int kvh = h / rep;
-                attend_row(s->q + (int64_t)i * qd + h * hd, Kc + kvh * hd, Vc + kvh * hd, p0 + i + 1, kvd, hd,
+                kb_ref_attend_row(s->q + (int64_t)i * qd + h * hd, Kc + kvh * hd, Vc + kvh * hd, p0 + i + 1, kvd, hd,
                            scale, p, s->o + (int64_t)i * qd + h * hd);
             }
     }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "model/transformer.h"
+#include "reference/attend_row.h"
 
 /* y[n x out] = x[n x in] W^T + b, W is [out x in].  Four partial sums
  * break the add's latency chain; rows go to OpenMP threads, which change
@@ -27,29 +28,6 @@ static void linear(const double *x, int n, int in, const float *W, const float *
                 acc[0] += xi[k] * w[k];
             y[(int64_t)i * out + o] = (b ? b[o] : 0.0) + (acc[0] + acc[1]) + (acc[2] + acc[3]);
         }
-    }
-}
-
-/* One head's softmax(q K^T * scale) V for query row i, into o (dh values);
- * q, K and V rows are strided by d (the heads are interleaved). */
-static void attend_row(const double *q, const double *K, const double *V, int keys, int d, int dh,
-                       double scale, double *p, double *o)
-{
-    double max = -INFINITY, sum = 0;
-    for (int j = 0; j < keys; ++j) {
-        double s = 0;
-        for (int c = 0; c < dh; ++c)
-            s += q[c] * K[(int64_t)j * d + c];
-        p[j] = s * scale;
-        max = fmax(max, p[j]);
-    }
-    for (int j = 0; j < keys; ++j)
-        sum += p[j] = exp(p[j] - max);
-    for (int c = 0; c < dh; ++c) {
-        double acc = 0;
-        for (int j = 0; j < keys; ++j)
-            acc += p[j] * V[(int64_t)j * d + c];
-        o[c] = acc / sum;
     }
 }
 
@@ -77,7 +55,7 @@ static void attention(const kb_tf_attn *a, int heads, int d, const double *xq, i
 #pragma omp for schedule(static) collapse(2)
         for (int h = 0; h < heads; ++h)
             for (int i = 0; i < nq; ++i)
-                attend_row(q + (int64_t)i * d + h * dh, k + h * dh, v + h * dh, causal ? i + 1 : nk, d, dh,
+                kb_ref_attend_row(q + (int64_t)i * d + h * dh, k + h * dh, v + h * dh, causal ? i + 1 : nk, d, dh,
                            1.0 / sqrt((double)dh), p, o + (int64_t)i * d + h * dh);
     }
     linear(o, nq, d, a->out_w, a->out_b, d, out);
