@@ -10,7 +10,8 @@
 # newest run that measured it (tools/merge_csv.sh --newest); that is how the
 # committed plots are made.  The plots go to plots/<gpu>/, named after the
 # CSV's `# gpu:` line, each as PNG and SVG:
-#   speed-OP-DTYPE  GFLOP/s (GB/s for memory-bound ops) against problem size
+#   speed-OP-DTYPE  GFLOP/s (GB/s when the op's largest row is memory-bound,
+#                   by its bound column) against problem size
 #   speedup-OP-DTYPE  each variant's speedup over that dtype's baseline,
 #                   from the rows of that dtype only
 #   roofline        every (op, variant) under the GPU's ceilings

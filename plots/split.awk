@@ -4,7 +4,8 @@
 # row has no timing and must never reach a figure.  Writes into DIR:
 #   meta                      key<TAB>value from the `# key: value` lines
 #   groups                    "op dtype variant unit" per plotted line, in CSV
-#                             order; unit is GFLOP/s or GB/s
+#                             order; unit is GFLOP/s or GB/s, by the `bound`
+#                             of the (op, dtype)'s largest row
 #   speed.OP.DTYPE.VAR.dat    "size speed" per shape (unsorted)
 #   speedup.OP.DTYPE.dat      "variant speedup" at the representative shape,
 #                             the op's rows of that dtype only
@@ -59,21 +60,13 @@ function check_name(s) {
         fail("line " NR ": name '" s "' has characters other than letters, digits, _ + -")
 }
 
-# Compute-bound ops are measured in FLOP/s, the rest in bytes moved per second.
-function flop_op(op) {
-    return op ~ /^(matmul|attention|ffn|encoder-layer|decoder-layer|seq2seq)/
-}
-
-function keep_row(f,    op, var, dtype, x, y, key) {
+function keep_row(f,    op, var, dtype, key) {
     op = f[col["op"]]; var = f[col["variant"]]; dtype = f[col["dtype"]]
     check_name(op); check_name(var); check_name(dtype)
-    x = flop_op(op) ? f[col["flops"]] : f[col["bytes"]]
-    y = flop_op(op) ? f[col["gflop_s"]] : f[col["gb_s"]]
-    print x, y > (out "/speed." op "." dtype "." var ".dat")
     key = op SUBSEP dtype SUBSEP var
     if (!(key in seen)) {
         seen[key] = 1
-        print op, dtype, var, flop_op(op) ? "GFLOP/s" : "GB/s" > (out "/groups")
+        g_op[++ngroups] = op; g_dtype[ngroups] = dtype; g_var[ngroups] = var
         if (!(op in op_seen)) {
             op_seen[op] = 1
             op_list[++nops] = op
@@ -91,6 +84,41 @@ function keep_row(f,    op, var, dtype, x, y, key) {
     r_flops[n] = f[col["flops"]] + 0; r_bytes[n] = f[col["bytes"]] + 0
     r_med[n] = f[col["median_ms"]] + 0; r_gf[n] = f[col["gflop_s"]] + 0
     r_sx[n] = f[col["speedup_x"]]
+    r_bound[n] = ("bound" in col) ? f[col["bound"]] : ""
+    # The speed points keep the CSV's text: awk's numbers print to 6 digits.
+    r_point[n, 1] = f[col["flops"]] " " f[col["gflop_s"]]
+    r_point[n, 0] = f[col["bytes"]] " " f[col["gb_s"]]
+}
+
+# Whether an (op, dtype) is plotted in FLOP/s: the `bound` kbench wrote for
+# its largest row (by FLOP, then bytes) that has one; without the column,
+# whether that row's intensity is above the run's fp32 ridge point.
+function compute_bound(op, dtype,    i, pick, any, ridge, mem) {
+    pick = 0
+    for (any = 1; any >= 0 && !pick; any--)
+        for (i = 1; i <= n; i++)
+            if (r_op[i] == op && r_dtype[i] == dtype && (!any || r_bound[i] != "") &&
+                (!pick || r_flops[i] > r_flops[pick] || (r_flops[i] == r_flops[pick] && r_bytes[i] > r_bytes[pick])))
+                pick = i
+    if (r_bound[pick] != "")
+        return r_bound[pick] == "compute"
+    mem = meta_num("ceiling_mem_gb_s", meta_num("datasheet_mem_gb_s", 0))
+    ridge = mem > 0 ? meta_num("ceiling_fp32_gflop_s", meta_num("datasheet_fp32_gflop_s", 0)) / mem : 10
+    return r_bytes[pick] > 0 && r_flops[pick] / r_bytes[pick] > ridge
+}
+
+function meta_num(key, fallback) {
+    return (key in meta_kv) && meta_kv[key] + 0 > 0 ? meta_kv[key] + 0 : fallback
+}
+
+# The speed points and the groups list, each (op, dtype) in its own unit.
+function write_speed(    i, k) {
+    for (k = 1; k <= nods; k++)
+        flop_unit[od_op[k], od_dtype[k]] = compute_bound(od_op[k], od_dtype[k])
+    for (k = 1; k <= ngroups; k++)
+        print g_op[k], g_dtype[k], g_var[k], flop_unit[g_op[k], g_dtype[k]] ? "GFLOP/s" : "GB/s" > (out "/groups")
+    for (i = 1; i <= n; i++)
+        print r_point[i, flop_unit[r_op[i], r_dtype[i]]] > (out "/speed." r_op[i] "." r_dtype[i] "." r_var[i] ".dat")
 }
 
 { sub(/\r$/, "") }
@@ -190,6 +218,7 @@ END {
         print "kbench: " src ": not a kbench CSV (no header line)" > "/dev/stderr"
         exit 2
     }
+    write_speed()
     for (i = 1; i <= nods; i++)
         write_speedup(od_op[i], od_dtype[i])
     for (i = 1; i <= nops; i++)

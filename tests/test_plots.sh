@@ -5,7 +5,8 @@
 # (op, dtype), each over its own dtype's baseline, with none of the other
 # dtype's rows (matmul's f32 and bf16 both have a torch row).  Then the overlay of two
 # such runs (render.sh --overlay), also as tools/compare_newest.sh draws it,
-# and without a file, the runs under results/ merged by their dates.
+# and without a file, the runs under results/ merged by their dates.  The
+# unit of each (op, dtype) comes from the CSV's bound column.
 # Takes the source root (default: this script's parent).  Exits 77 (skip)
 # without gnuplot.
 set -u
@@ -239,6 +240,30 @@ grep -q '>oldvar<' "$svg" && grep -q '>coalesced<' "$svg" || fail "the runs were
 grep -q 0123456789ab "$svg" && ! grep -q fedcba987654 "$svg" || fail "the title does not name the newest run"
 ! grep -q ancient "$svg" || fail "a run with other columns was merged"
 [[ -f $out/speed-gone-f32.png ]] || fail "render.sh removed a plot it did not draw"
+
+# The unit of an (op, dtype) comes from the `bound` kbench wrote for its
+# largest row, whatever the op: here a compute-bound softmax and a
+# memory-bound matmul.  Without the column, from the row's intensity against
+# the run's fp32 ridge point (60000 / 3000 = 20 FLOP/byte).
+units() { # units CSV: "op dtype unit" per (op, dtype)
+    rm -rf "$work/split" && mkdir "$work/split"
+    awk -v out="$work/split" -v src="$1" -f "$work/plots/split.awk" "$1" || fail "split.awk on $1"
+    awk '!seen[$1, $2]++ { print $1, $2, $4 }' "$work/split/groups"
+}
+cat >"$work/bound.csv" <<'CSV'
+# ceiling_mem_gb_s: 3000
+# ceiling_fp32_gflop_s: 60000
+op,variant,dtype,shape,flops,bytes,median_ms,gflop_s,gb_s,speedup_x,bound,status
+softmax,a,f32,8x8,100,10,0.001,100,10,,memory,PASS
+softmax,a,f32,64x64,100000,1000,0.001,100000,1000,,compute,PASS
+matmul,b,f32,64x64x64,500000,100000,0.001,500000,100000,,memory,PASS
+matmul,b,f32,8x8x8,1000,10,0.001,1000,10,,compute,PASS
+CSV
+[[ $(units "$work/bound.csv" | tr '\n' ';') == "softmax f32 GFLOP/s;matmul f32 GB/s;" ]] ||
+    fail "units from the bound column: $(units "$work/bound.csv")"
+sed 's/,bound,status$/,status/; s/,\(memory\|compute\),PASS$/,PASS/' "$work/bound.csv" >"$work/nobound.csv"
+[[ $(units "$work/nobound.csv" | tr '\n' ';') == "softmax f32 GFLOP/s;matmul f32 GB/s;" ]] ||
+    fail "units from the intensity (100 and 5 FLOP/byte): $(units "$work/nobound.csv")"
 
 [[ $failures -eq 0 ]] && echo "all plot checks passed"
 exit $((failures > 0))
