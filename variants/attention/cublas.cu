@@ -25,10 +25,10 @@
  * sequence land it at ~15-25 TFLOP/s at T = 4096.  Causal shapes do the
  * full work and count half the FLOPs.  Shapes whose scores do not fit in
  * memory are skipped.
- * Measured on H100 (results/h100/, cold L2): 28.6 TFLOP/s at 4x16x4096x4096x64
- * (44.9% of peak); 15.3 TFLOP/s at 4x16x4096x4096x64c (24.0% of peak); 37.7
- * TFLOP/s at 2x16x4096x4096x128 (59.2% of peak); 19.7 TFLOP/s at
- * 2x16x4096x4096x128c (31.0% of peak).
+ * Measured (results/h100/kbench-20261123-164335.csv, at 3995dc5, before
+ * the GQA and Tq != Tk change; % of the run's 63.6 TFLOP/s fp32 ceiling):
+ * 28.6 TFLOP/s at 4x16x4096x4096x64 (45.0%), 37.9 at 2x16x4096x4096x128
+ * (59.6%), 38.1 at 4x16x8192x8192x128 (60.0%), 20.0 at ..128c (31.5%).
  * Gap to the limit: the score matrix round trip; a fused kernel never
  * writes it. */
 #include <cublas_v2.h>

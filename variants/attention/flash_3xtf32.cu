@@ -27,12 +27,12 @@
  * multiple of 8 up to 128, any B, H, Tq, Tk.
  *
  * Builds on flash_f32: the products on the tensor cores at fp32 accuracy.
- * Measured on H100 (results/h100/kbench-20261122-rowwise-attention.csv,
- * cold L2, % of a sixth of that run's 780 TFLOP/s bf16 ceiling): 60.8
- * TFLOP/s at 4x16x4096x4096x64 (46.7%), 59.0 at 4x16x4096x4096x64c
- * (45.4%), 60.0 at 2x16x4096x4096x128 (46.1%), 61.2 at ..128c (47.1%),
- * against flash_f32's 38.5 / 38.6 / 34.9 / 34.6; rel. L2 error 3.5e-7 to
- * 6.3e-7; PyTorch SDPA fp32 1.78x and 1.32x slower at the non-causal two.
+ * Measured (results/h100/kbench-20261123-164335.csv, at 3995dc5, before
+ * the GQA and Tq != Tk change; % of a sixth of the run's 787 TFLOP/s bf16
+ * ceiling): 60.8 TFLOP/s at 4x16x4096x4096x64 (46.3%, 2.13x cublas), 60.9
+ * at 2x16x4096x4096x128 (46.4%, 1.61x), 61.2 at 4x16x8192x8192x128 (46.7%,
+ * 1.61x), 56.6 at ..128c (43.1%, 2.82x); PyTorch's fp32 SDPA 45.7 and 46.5
+ * at the middle two.
  * Gap to the limit: the MMAs issue at flash_bf16's rate, the mma.sync limit
  * at 8-12 warps per SM, and the operand splits (~1800 instructions per 768
  * MMAs per warp and tile at D = 128), the scalar V loads and the softmax

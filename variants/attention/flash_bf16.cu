@@ -23,11 +23,12 @@
  * 16 up to 128; any B, H, Tq, Tk.
  *
  * Builds on flash_f32: the same algorithm on the tensor cores.
- * Measured on H100 (results/h100/kbench-20261122-attention-bf16-final.csv,
- * cold L2, % of that run's measured 804 TFLOP/s bf16 ceiling): 365.9
- * TFLOP/s at 2x16x4096x4096x128 (45.5%), 352.7 at 2x16x4096x4096x128c
- * (43.9%), 305.8 at 4x16x4096x4096x64 (38.0%), 296.1 at 4x16x4096x4096x64c
- * (36.8%); PyTorch's SDPA in the same run is 1.3-1.7x faster.
+ * Measured (results/h100/kbench-20261123-164335.csv, at 3995dc5, before
+ * the GQA and Tq != Tk change; % of the run's 787 TFLOP/s bf16 ceiling):
+ * 371.6 TFLOP/s at 2x16x4096x4096x128 (47.2%), 306.3 at 4x16x4096x4096x64
+ * (38.9%), 384.0 at 4x16x8192x8192x128 (48.8%), 338.7 at ..128c (43.0%);
+ * PyTorch's bf16 SDPA in the same run: 663, 455, 677 and 625 (ours
+ * 0.54-0.67x).
  * Gap to the limit: mma.sync tops out near 2/3 of the wgmma rate that the
  * ceiling's cuBLAS GEMM uses, and the softmax's FP32/MUFU work and the
  * ldmatrix traffic share its issue slots.  History:

@@ -22,11 +22,11 @@
  *
  * Builds on cublas (the unfused SGEMM, softmax, SGEMM recipe): no score
  * traffic.
- * Measured on H100 (results/h100/kbench-20261122-rowwise-attention.csv,
- * cold L2, % of that run's 63.2 TFLOP/s fp32 ceiling): 38.5 TFLOP/s at
- * 4x16x4096x4096x64 (60.8%, 1.35x cublas), 38.6 at 4x16x4096x4096x64c
- * (61.0%, 2.51x), 34.9 at 2x16x4096x4096x128 (55.2%, 0.92x), 34.6 at
- * 2x16x4096x4096x128c (54.6%, 1.75x).
+ * Measured (results/h100/kbench-20261123-164335.csv, at 3995dc5, before
+ * the GQA and Tq != Tk change; % of the run's 63.6 TFLOP/s fp32 ceiling):
+ * 38.5 TFLOP/s at 4x16x4096x4096x64 (60.5%, 1.35x cublas), 35.0 at
+ * 2x16x4096x4096x128 (55.0%, 0.92x), 35.4 at 4x16x8192x8192x128 (55.7%,
+ * 0.93x), 35.5 at ..128c (55.8%, 1.77x).
  * Gap to the limit: the LDS, the softmax, three barriers per tile and the
  * exp2 (MUFU) take the issue slots that FFMAs do not.  History:
  * docs/notes/attention.md. */
