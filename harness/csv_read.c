@@ -210,6 +210,14 @@ const char *kb_run_meta(const kb_run_file *f, const char *key)
     return NULL;
 }
 
+double kb_run_meta_number(const kb_run_file *f, const char *key)
+{
+    const char *v = kb_run_meta(f, key);
+    char *end;
+    double x = v ? strtod(v, &end) : NAN;
+    return v && end != v && !*end && isfinite(x) ? x : NAN;
+}
+
 int kb_run_read(kb_run_file *f, const char *path, char *err, size_t errlen)
 {
     f->path = path;

@@ -39,6 +39,8 @@ int kb_run_read(kb_run_file *f, const char *path, char *err, size_t errlen);
 void kb_run_free(kb_run_file *f);
 /* The value of a `# key: value` line, or NULL. */
 const char *kb_run_meta(const kb_run_file *f, const char *key);
+/* A metadata value as a finite number, or NAN when absent or not one. */
+double kb_run_meta_number(const kb_run_file *f, const char *key);
 /* A column's index, or -1 when the header lacks it. */
 int kb_run_column(const kb_run_file *f, const char *name);
 /* The row's cell in column col; "" when col < 0. */

@@ -31,21 +31,20 @@ typedef struct {
     kb_ceilings ceil;
 } run;
 
-static double meta_number(const kb_run_file *f, const char *key)
+/* A ceiling from the metadata; 0 (unknown) when absent or not positive. */
+static double meta_ceiling(const kb_run_file *f, const char *key)
 {
-    const char *v = kb_run_meta(f, key);
-    char *end;
-    double x = v ? strtod(v, &end) : 0;
-    return v && end != v && !*end && isfinite(x) && x > 0 ? x : 0;
+    double x = kb_run_meta_number(f, key);
+    return x > 0 ? x : 0;
 }
 
 static void ceilings_of(run *r)
 {
     const kb_run_file *f = &r->f;
-    r->ceil = (kb_ceilings){meta_number(f, "ceiling_mem_gb_s"),       meta_number(f, "ceiling_l2_gb_s"),
-                            meta_number(f, "ceiling_fp32_gflop_s"),   meta_number(f, "ceiling_tc_gflop_s"),
-                            meta_number(f, "datasheet_mem_gb_s"),     meta_number(f, "datasheet_fp32_gflop_s"),
-                            meta_number(f, "datasheet_tc_gflop_s")};
+    r->ceil = (kb_ceilings){meta_ceiling(f, "ceiling_mem_gb_s"),       meta_ceiling(f, "ceiling_l2_gb_s"),
+                            meta_ceiling(f, "ceiling_fp32_gflop_s"),   meta_ceiling(f, "ceiling_tc_gflop_s"),
+                            meta_ceiling(f, "datasheet_mem_gb_s"),     meta_ceiling(f, "datasheet_fp32_gflop_s"),
+                            meta_ceiling(f, "datasheet_tc_gflop_s")};
 }
 
 static void set(run *r, int row, int c, const char *fmt, double v)

@@ -345,15 +345,6 @@ static void print_line(FILE *out, const table_line *l, int with_run)
     fputs("|\n", out);
 }
 
-/* A metadata number of run f, or NAN. */
-static double meta_number(const kb_run_file *f, const char *key)
-{
-    const char *v = kb_run_meta(f, key);
-    char *end;
-    double x = v ? strtod(v, &end) : NAN;
-    return v && end != v && !*end && isfinite(x) ? x : NAN;
-}
-
 /* A metadata text of run f for markdown: letters, digits and . : - + only. */
 static const char *meta_text(const kb_run_file *f, const char *key, char *buf, size_t len)
 {
@@ -375,13 +366,13 @@ static void run_lines(FILE *out, const run_set *s)
         const char *base = strrchr(f->path, '/') ? strrchr(f->path, '/') + 1 : f->path;
         fprintf(out, "\nRun `%s`: commit %s, %s", kb_quote(base, q, sizeof q), meta_text(f, "git_commit", commit, sizeof commit),
                 meta_text(f, "date", date, sizeof date));
-        double mem = meta_number(f, "ceiling_mem_gb_s"), fp32 = meta_number(f, "ceiling_fp32_gflop_s"),
-               tc = meta_number(f, "ceiling_tc_gflop_s"), clock = meta_number(f, "sm_clock_mhz");
+        double mem = kb_run_meta_number(f, "ceiling_mem_gb_s"), fp32 = kb_run_meta_number(f, "ceiling_fp32_gflop_s"),
+               tc = kb_run_meta_number(f, "ceiling_tc_gflop_s"), clock = kb_run_meta_number(f, "sm_clock_mhz");
         if (!isnan(mem) && !isnan(fp32) && !isnan(tc))
             fprintf(out, "; ceilings measured: %.0f GB/s of memory, %.1f TFLOP/s of fp32 FMA, %.0f TFLOP/s of bf16 tensor math",
                     mem, fp32 * 1e-3, tc * 1e-3);
-        double ds_mem = meta_number(f, "datasheet_mem_gb_s"), ds_fp32 = meta_number(f, "datasheet_fp32_gflop_s"),
-               ds_tc = meta_number(f, "datasheet_tc_gflop_s");
+        double ds_mem = kb_run_meta_number(f, "datasheet_mem_gb_s"), ds_fp32 = kb_run_meta_number(f, "datasheet_fp32_gflop_s"),
+               ds_tc = kb_run_meta_number(f, "datasheet_tc_gflop_s");
         if (!isnan(ds_mem) && !isnan(ds_fp32) && !isnan(ds_tc) && !isnan(clock))
             fprintf(out, " (datasheet at %.0f MHz: %.0f GB/s, %.1f and %.0f TFLOP/s)", clock, ds_mem, ds_fp32 * 1e-3,
                     ds_tc * 1e-3);
