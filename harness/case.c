@@ -8,6 +8,7 @@
  * big case's cost and needs no GPU, so while the GPU times one case, a
  * thread makes the next ones' (kb_case_plan).  The check runs on the
  * device against the reference uploaded once per case. */
+#include <math.h>
 #include <omp.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -86,7 +87,9 @@ static void host_case_init(kb_host_case *h, const kb_job *job)
 static void host_case_make(kb_host_case *h)
 {
     double t0 = kb_now_s();
-    h->nrows = kb_pick_rows(h->t[h->first_out].rows, h->op->row_cost(&h->shape), REF_BUDGET,
+    /* A collective is checked on every rank, whatever its reference costs. */
+    double budget = h->op->distributed ? INFINITY : REF_BUDGET;
+    h->nrows = kb_pick_rows(h->t[h->first_out].rows, h->op->row_cost(&h->shape), budget,
                             kb_seed_for(h->op->name, &h->shape, 99), &h->rows);
     for (int i = 0; i < h->n; ++i) {
         if (h->t[i].is_output) {
@@ -233,22 +236,98 @@ static int take_ahead(const kb_job *job, kb_host_case *h)
 
 /* ---- the device half ---- */
 static size_t bytes_of(const kb_tensor *t) { return (size_t)t->elems * kb_dtype_size(t->dtype); }
-static size_t ref_bytes(const kb_host_case *h, int i) { return (size_t)h->nrows * (size_t)h->t[i].row_len * sizeof(double); }
+
+/* One part of a tensor: 1/parts of its rows (parts divides them). */
+static size_t part_bytes(const kb_case *c, int i) { return bytes_of(&c->h.t[i]) / (size_t)c->parts; }
+static int64_t part_elems(const kb_case *c, int i) { return c->h.t[i].elems / c->parts; }
+
+/* The run's first GPU, current again after work on a part's. */
+static void back_to_first_gpu(void)
+{
+    const int *ids;
+    kb_run_devices(&ids);
+    cudaSetDevice(ids[0]);
+}
 
 void kb_case_free(kb_case *c)
 {
-    for (int i = 0; i < c->h.n; ++i) {
-        if (c->dev[i])
-            cudaFree(c->dev[i]);
-        if (c->dref[i])
-            cudaFree(c->dref[i]);
-        if (c->pristine[i])
-            cudaFree(c->pristine[i]);
+    for (int r = 0; r < c->parts; ++r) {
+        cudaSetDevice(c->device[r]);
+        for (int i = 0; i < c->h.n; ++i) {
+            int k = i * c->parts + r;
+            if (c->dev[k])
+                cudaFree(c->dev[k]);
+            if (c->pristine[k])
+                cudaFree(c->pristine[k]);
+            if (c->dref[k])
+                cudaFree(c->dref[k]);
+        }
+        if (c->drows[r])
+            cudaFree(c->drows[r]);
     }
-    if (c->drows)
-        cudaFree(c->drows);
+    if (c->parts)
+        back_to_first_gpu();
     host_case_free(&c->h);
     memset(c, 0, sizeof *c);
+}
+
+/* The sampled rows of part r: their index range [*j0, *j1) in h->rows. */
+static void part_rows(const kb_case *c, int r, int *j0, int *j1)
+{
+    int64_t per = c->h.t[c->h.first_out].rows / c->parts;
+    *j0 = *j1 = 0;
+    while (*j0 < c->h.nrows && c->h.rows[*j0] < r * per)
+        ++*j0;
+    *j1 = *j0;
+    while (*j1 < c->h.nrows && c->h.rows[*j1] < (r + 1) * per)
+        ++*j1;
+}
+
+/* Device memory part r needs: each tensor's part, and beside it an input's
+ * pristine copy or an output's reference rows. */
+static size_t part_need(const kb_case *c, int r)
+{
+    int j0, j1;
+    part_rows(c, r, &j0, &j1);
+    size_t need = (size_t)(j1 - j0) * sizeof(int64_t);
+    for (int i = 0; i < c->h.n; ++i)
+        need += part_bytes(c, i) + (c->h.t[i].is_output ? (size_t)(j1 - j0) * (size_t)c->h.t[i].row_len * sizeof(double)
+                                                         : part_bytes(c, i));
+    return need;
+}
+
+/* Part r's tensors, pristine inputs, rows (renumbered within the part) and
+ * reference, allocated and uploaded on its GPU. */
+static cudaError_t part_to_device(kb_case *c, int r)
+{
+    kb_host_case *h = &c->h;
+    int j0, j1;
+    part_rows(c, r, &j0, &j1);
+    int64_t first = h->t[h->first_out].rows / c->parts * r;
+    int64_t *rows = malloc((size_t)(j1 - j0 + 1) * sizeof *rows);
+    for (int j = j0; j < j1; ++j)
+        rows[j - j0] = h->rows[j] - first;
+    c->nrows[r] = j1 - j0;
+    cudaError_t e = rows ? cudaSetDevice(c->device[r]) : cudaErrorMemoryAllocation;
+    if (e == cudaSuccess)
+        e = cudaMalloc((void **)&c->drows[r], (size_t)(j1 - j0 + 1) * sizeof *rows);
+    if (e == cudaSuccess)
+        e = cudaMemcpy(c->drows[r], rows, (size_t)(j1 - j0) * sizeof *rows, cudaMemcpyHostToDevice);
+    free(rows);
+    for (int i = 0; i < h->n && e == cudaSuccess; ++i) {
+        int k = i * c->parts + r;
+        int out = h->t[i].is_output;
+        size_t bytes = out ? (size_t)(j1 - j0) * (size_t)h->t[i].row_len * sizeof(double) : part_bytes(c, i);
+        const char *src = out ? (const char *)(h->ref[i] + (size_t)j0 * (size_t)h->t[i].row_len)
+                              : (const char *)h->host[i] + part_bytes(c, i) * (size_t)r;
+        void **copy = out ? (void **)&c->dref[k] : &c->pristine[k];
+        e = cudaMalloc(&c->dev[k], part_bytes(c, i));
+        if (e == cudaSuccess)
+            e = cudaMalloc(copy, bytes);
+        if (e == cudaSuccess)
+            e = cudaMemcpy(*copy, src, bytes, cudaMemcpyHostToDevice);
+    }
+    return e;
 }
 
 /* Allocate the tensors, upload the inputs (into their pristine copies), the
@@ -258,26 +337,32 @@ void kb_case_free(kb_case *c)
 static const char *case_to_device(kb_case *c, char *why, size_t len)
 {
     kb_host_case *h = &c->h;
-    size_t need = (size_t)h->nrows * sizeof *h->rows, free_b = 0, total_b = 0;
-    for (int i = 0; i < h->n; ++i)
-        need += (h->t[i].is_output ? ref_bytes(h, i) : bytes_of(&h->t[i])) + bytes_of(&h->t[i]);
-    cudaMemGetInfo(&free_b, &total_b);
-    if ((double)need > 0.95 * (double)free_b) {
-        snprintf(why, len, "needs %.2f GiB of device memory with the inputs' copies and the reference, %.2f GiB free",
-                 need / 1073741824.0, free_b / 1073741824.0);
+    const int *ids;
+    int n = kb_run_devices(&ids);
+    int parts = h->op->distributed ? h->shape.ranks : 1;
+    if (parts > n) {
+        snprintf(why, len, "spans %d GPUs, this run has %d", parts, n);
         return why;
     }
-    cudaError_t e = cudaMalloc((void **)&c->drows, (size_t)h->nrows * sizeof *h->rows);
-    if (e == cudaSuccess)
-        e = cudaMemcpy(c->drows, h->rows, (size_t)h->nrows * sizeof *h->rows, cudaMemcpyHostToDevice);
-    for (int i = 0; i < h->n && e == cudaSuccess; ++i) {
-        e = cudaMalloc(&c->dev[i], bytes_of(&h->t[i]));
-        void **copy = h->t[i].is_output ? (void **)&c->dref[i] : &c->pristine[i];
-        size_t bytes = h->t[i].is_output ? ref_bytes(h, i) : bytes_of(&h->t[i]);
-        if (e == cudaSuccess)
-            e = cudaMalloc(copy, bytes);
-        if (e == cudaSuccess)
-            e = cudaMemcpy(*copy, h->t[i].is_output ? (void *)h->ref[i] : h->host[i], bytes, cudaMemcpyHostToDevice);
+    c->parts = parts;
+    for (int r = 0; r < parts; ++r)
+        c->device[r] = ids[r];
+    for (int r = 0; r < c->parts; ++r) {
+        size_t free_b = 0, total_b = 0, need = part_need(c, r);
+        cudaSetDevice(ids[r]);
+        cudaMemGetInfo(&free_b, &total_b);
+        if ((double)need > 0.95 * (double)free_b) {
+            snprintf(why, len, "needs %.2f GiB of device memory%s with the inputs' copies and the reference, %.2f GiB free",
+                     need / 1073741824.0, c->parts > 1 ? " on each GPU" : "", free_b / 1073741824.0);
+            cudaSetDevice(ids[0]);
+            return why;
+        }
+    }
+    cudaError_t e = cudaSuccess;
+    for (int r = 0; r < c->parts && e == cudaSuccess; ++r)
+        e = part_to_device(c, r);
+    cudaSetDevice(ids[0]);
+    for (int i = 0; i < h->n; ++i) {
         free(h->ref[i]);
         free(h->host[i]);
         h->ref[i] = NULL;
@@ -320,38 +405,55 @@ void kb_case_release(kb_case *c)
 cudaError_t kb_case_reset(const kb_case *c)
 {
     cudaError_t e = cudaSuccess;
-    for (int i = 0; i < c->h.n && e == cudaSuccess; ++i)
-        e = c->h.t[i].is_output ? cudaMemset(c->dev[i], 0xff, bytes_of(&c->h.t[i]))
-                                : cudaMemcpy(c->dev[i], c->pristine[i], bytes_of(&c->h.t[i]), cudaMemcpyDeviceToDevice);
+    for (int r = 0; r < c->parts && e == cudaSuccess; ++r) {
+        e = cudaSetDevice(c->device[r]);
+        for (int i = 0; i < c->h.n && e == cudaSuccess; ++i) {
+            int k = i * c->parts + r;
+            e = c->h.t[i].is_output ? cudaMemset(c->dev[k], 0xff, part_bytes(c, i))
+                                    : cudaMemcpy(c->dev[k], c->pristine[k], part_bytes(c, i), cudaMemcpyDeviceToDevice);
+        }
+    }
+    back_to_first_gpu();
     return e;
 }
 
-/* NaN/Inf anywhere in each output, and its sampled rows against the
- * reference.  Fills r->check with the worst output. */
+/* NaN/Inf anywhere in one part of an output, and its sampled rows against
+ * the reference, on the part's GPU. */
+static cudaError_t check_part(const kb_case *c, int i, int r, kb_math math, kb_check *one, int64_t *nonfinite)
+{
+    const kb_tensor *t = &c->h.t[i];
+    int k = i * c->parts + r;
+    cudaError_t e = cudaSetDevice(c->device[r]);
+    if (e == cudaSuccess)
+        e = kb_device_count_nonfinite(c->dev[k], part_elems(c, i), t->dtype, nonfinite);
+    if (e == cudaSuccess)
+        e = kb_device_compare_rows(c->dev[k], t->dtype, t->row_len, c->drows[r], c->nrows[r], c->dref[k], math,
+                                   c->h.op->reduction_len(&c->h.shape), one);
+    return e;
+}
+
+/* Every part of every output.  Fills r->check with the worst. */
 cudaError_t kb_case_check(const kb_case *c, kb_math math, kb_result *r)
 {
     const kb_host_case *h = &c->h;
     kb_check worst = {0};
     worst.pass = 1;
-    for (int i = 0; i < h->n; ++i) {
-        if (!h->t[i].is_output)
-            continue;
-        int64_t nonfinite;
-        kb_check one;
-        cudaError_t e = kb_device_count_nonfinite(c->dev[i], h->t[i].elems, h->t[i].dtype, &nonfinite);
-        if (e == cudaSuccess)
-            e = kb_device_compare_rows(c->dev[i], h->t[i].dtype, h->t[i].row_len, c->drows, h->nrows, c->dref[i],
-                                       math, h->op->reduction_len(&h->shape), &one);
-        if (e != cudaSuccess)
-            return e;
-        int pass = worst.pass && one.pass && nonfinite == 0;
-        nonfinite += worst.nonfinite;
-        if (one.max_abs_err >= worst.max_abs_err)
-            worst = one;
-        worst.pass = pass;
-        worst.nonfinite = nonfinite;
-    }
+    cudaError_t e = cudaSuccess;
+    for (int i = 0; i < h->n && e == cudaSuccess; ++i)
+        for (int p = 0; p < c->parts && h->t[i].is_output && e == cudaSuccess; ++p) {
+            int64_t nonfinite;
+            kb_check one;
+            if ((e = check_part(c, i, p, math, &one, &nonfinite)) != cudaSuccess)
+                break;
+            int pass = worst.pass && one.pass && nonfinite == 0;
+            nonfinite += worst.nonfinite;
+            if (one.max_abs_err >= worst.max_abs_err)
+                worst = one;
+            worst.pass = pass;
+            worst.nonfinite = nonfinite;
+        }
+    back_to_first_gpu();
     r->check = worst;
     r->rows_checked = h->nrows;
-    return cudaSuccess;
+    return e;
 }

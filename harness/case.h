@@ -25,13 +25,19 @@ typedef struct {
 } kb_host_case;
 
 /* The device half: the tensors, a pristine copy of each input that resets
- * it before every variant, and the rows and reference the check reads. */
+ * it before every variant, and the rows and reference the check reads.
+ * A distributed op's tensors are in parts, one per GPU of the run (part r:
+ * row r, on device[r]); any other op's have one part, on the current GPU.
+ * Tensor i's part r is at [i * parts + r], the layout bind expects. */
 typedef struct {
     kb_host_case h;
-    void *dev[KB_MAX_TENSORS];
-    void *pristine[KB_MAX_TENSORS];
-    double *dref[KB_MAX_TENSORS];
-    int64_t *drows;
+    int parts;
+    int device[KB_MAX_RANKS];
+    void *dev[KB_MAX_TENSORS * KB_MAX_RANKS];
+    void *pristine[KB_MAX_TENSORS * KB_MAX_RANKS];
+    double *dref[KB_MAX_TENSORS * KB_MAX_RANKS];
+    int64_t *drows[KB_MAX_RANKS];   /* the part's sampled rows, numbered within it */
+    int nrows[KB_MAX_RANKS];
 } kb_case;
 
 /* Make `c` the case of this job: reused when op, shape, dtype and quirks

@@ -131,6 +131,7 @@ typedef struct {
     int throttled;            /* kb_clock_throttled */
     kb_status status;
     char reason[200];
+    char devices[32];         /* the GPU the row ran on ("1"), or those it spanned ("0+1") */
 } kb_result;
 
 const char *kb_status_name(kb_status s);
@@ -149,6 +150,12 @@ typedef struct {
     const char *sizes;             /* NULL = op default */
     int dtype_mask;                /* bit per kb_dtype; 0 = all */
     int quick, check_only, hot, device;
+    /* --devices: the GPUs rows are dealt to (one worker each) and that
+     * distributed ops and tensor-parallel variants span; ndevices 0 means
+     * --device alone, -1 means all.  --replicate runs every row on each. */
+    int devices[KB_MAX_RANKS];
+    int ndevices, replicate;
+    int device_given;              /* --device was named (it excludes --devices) */
     int ceilings;                  /* measure this GPU's ceilings before the sweep */
     int energy;                    /* an energy window after the samples (kb_wants_energy) */
     int test_sizes;                /* each op's small regular and tile-hostile shapes */
@@ -177,8 +184,13 @@ typedef struct {
     const kb_variant *variant;
     kb_shape shape;
 } kb_job;
+/* Whether the job spans several GPUs (a distributed op or a variant with
+ * min_devices > 1): it runs where all of the run's GPUs are open. */
+int kb_job_multi_device(const kb_job *job);
 /* Expand and validate; returns count or -1 with err set.  Per shape, the
- * baseline variant comes first so every later row can show its speedup. */
+ * baseline variant comes first so every later row can show its speedup.
+ * A distributed op's shapes get ranks = ndevices (at least 1), so `all`
+ * must be resolved first. */
 int kb_expand_sweep(const kb_options *o, kb_job **jobs, char *err, size_t errlen);
 
 /* ---- gpu.c ---- */
@@ -198,10 +210,11 @@ int kb_gpu_open(int device, kb_device_info *info, char *err, size_t errlen);
 typedef struct {
     const char *key, *value;
 } kb_meta;
-/* The CSV header's metadata, owned for a run's lifetime. */
+/* The CSV header's metadata, owned for a run's lifetime: room for a run
+ * over KB_MAX_RANKS GPUs (a device_<k> line each, name and ceilings). */
 typedef struct {
-    char keys[48][64], text[48][256];
-    kb_meta meta[48];
+    char keys[64][64], text[64][320];
+    kb_meta meta[64];
     int n;
 } kb_meta_set;
 /* Set key to the formatted value, replacing an earlier value of that key. */
@@ -317,6 +330,8 @@ int kb_wants_energy(const kb_options *o, const kb_op *op, const kb_shape *s, kb_
 void kb_run_job(const kb_job *job, const kb_options *o, void *flush_buf,
                 size_t flush_bytes, kb_result *r);
 void kb_run_release(void);
+/* The GPUs kb_run_devices reports (ranks.c); the first is opened and current. */
+void kb_set_run_devices(const int *ids, int n);
 /* Announce a sweep's rows (until kb_run_release): while the GPU runs one
  * case's rows, the host makes the next case's inputs and reference. */
 void kb_run_plan(const kb_job *jobs, int n);
@@ -341,7 +356,18 @@ void kb_collect_meta(const kb_device_info *d, const kb_options *o, kb_meta_set *
 int kb_default_csv_path(const char *out_dir, char *path, size_t len, char *err, size_t errlen);
 /* The L2 flush buffer: twice the L2, allocated once. NULL when out of memory. */
 void *kb_alloc_flush(const kb_device_info *d, size_t *bytes);
+/* The speedup of rows[n - 1] over the baseline row before it at the same
+ * op and shape on the same GPU (devices; a row across GPUs, "0+1", over
+ * the baseline on its first, "0"). */
+void kb_fill_speedup(kb_result *rows, int n);
 int kb_cmd_run(const kb_options *o);
+/* workers.c, for --devices.  Resolve `all` to the machine's GPUs (at most
+ * KB_MAX_RANKS) and check every index exists, asking CUDA in a child
+ * process so that this one stays fork-safe; 0, or -1 with err set. */
+int kb_resolve_devices(kb_options *o, char *err, size_t errlen);
+/* Run the sweep with one worker process per GPU and the rows that span
+ * GPUs in this process afterwards; writes csv as it goes.  Exit code. */
+int kb_run_on_devices(const kb_options *o, const kb_job *jobs, int n, const char *csv);
 int kb_cmd_list(FILE *f);
 int kb_cmd_pe(const kb_options *o);
 

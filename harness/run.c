@@ -307,8 +307,10 @@ static void run_variant(kb_case *c, const kb_job *job, const kb_options *o, void
         r->status = KB_FAIL;
         describe_failure(r, "before timing");
     } else if (!o->check_only) {
-        if ((e = time_variant(v, args, ctx, o->hot, stop_rule_of(o), flush, flush_bytes, &r->time_ms, r)) ||
-            (kb_wants_energy(o, job->op, &job->shape, v->dtype) && (e = energy_window(v, args, ctx, r)))) {
+        /* NVML's energy counter sees one GPU, not a row that spans several. */
+        int energy = kb_wants_energy(o, job->op, &job->shape, v->dtype) && !kb_job_multi_device(job);
+        if ((e = time_variant(v, args, ctx, r->hot, stop_rule_of(o), flush, flush_bytes, &r->time_ms, r)) ||
+            (energy && (e = energy_window(v, args, ctx, r)))) {
             set_reason(r, KB_FAIL, "failed while timing: %s", e);
         } else {
             r->timed = 1;
@@ -326,7 +328,13 @@ static void run_variant(kb_case *c, const kb_job *job, const kb_options *o, void
 static const char *unrunnable(const kb_job *job, char *why, size_t len)
 {
     const kb_variant *v = job->variant;
-    int dev = 0, major = 0, minor = 0;
+    const int *ids;
+    int dev = 0, major = 0, minor = 0, ngpus = kb_run_devices(&ids);
+    int need = job->op->distributed ? 2 : v->min_devices;
+    if (need > ngpus) {
+        snprintf(why, len, "needs %d or more GPUs, this run has %d (kbench run --devices)", need, ngpus);
+        return why;
+    }
     cudaGetDevice(&dev);
     cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
     cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
@@ -340,6 +348,21 @@ static const char *unrunnable(const kb_job *job, char *why, size_t len)
 
 void kb_run_plan(const kb_job *jobs, int n) { kb_case_plan(jobs, n); }
 
+/* The GPU the row runs on ("1"), or the run's GPUs it spans ("0+1"). */
+static void devices_text(const kb_job *job, char *buf, size_t len)
+{
+    const int *ids;
+    int n = kb_job_multi_device(job) ? kb_run_devices(&ids) : 1, used = 0, dev = 0;
+    if (n == 1) {
+        cudaGetDevice(&dev);
+        snprintf(buf, len, "%d", dev);
+        return;
+    }
+    buf[0] = 0;
+    for (int i = 0; i < n && used < (int)len; ++i)
+        used += snprintf(buf + used, len - used, "%s%d", i ? "+" : "", ids[i]);
+}
+
 void kb_run_job(const kb_job *job, const kb_options *o, void *flush, size_t flush_bytes, kb_result *r)
 {
     char why[160];
@@ -348,7 +371,9 @@ void kb_run_job(const kb_job *job, const kb_options *o, void *flush, size_t flus
     r->op = job->op;
     r->variant = job->variant;
     r->shape = job->shape;
-    r->hot = o->hot;
+    /* A collective's buffers stay warm between samples, as nccl-tests leaves them. */
+    r->hot = o->hot || job->op->distributed;
+    devices_text(job, r->devices, sizeof r->devices);
     r->flops = job->op->flops(&job->shape);
     r->bytes = job->op->bytes(&job->shape, job->variant->dtype);
     r->status = KB_PASS;

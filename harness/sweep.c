@@ -63,6 +63,11 @@ static int no_jobs(kb_job **jobs)
     return -1;
 }
 
+int kb_job_multi_device(const kb_job *job)
+{
+    return job->op->distributed || job->variant->min_devices > 1;
+}
+
 int kb_expand_sweep(const kb_options *o, kb_job **jobs, char *err, size_t errlen)
 {
     int n = 0, cap = 0;
@@ -77,6 +82,8 @@ int kb_expand_sweep(const kb_options *o, kb_job **jobs, char *err, size_t errlen
         int ns = kb_parse_shape_list(op, sizes, &shapes, err, errlen);
         if (ns < 0)
             return no_jobs(jobs);
+        for (int i = 0; i < ns && op->distributed; ++i)
+            shapes[i].ranks = o->ndevices > 0 ? o->ndevices : 1;
         int rc = validate_shapes(o, op, shapes, ns, err, errlen);
         if (rc == 0 && (rc = add_op_jobs(o, op, shapes, ns, jobs, &n, &cap)) != 0)
             snprintf(err, errlen, "out of memory for the rows of the sweep");

@@ -19,6 +19,7 @@ extern "C" {
 
 #define KB_MAX_DIMS 8
 #define KB_MAX_TENSORS 8
+#define KB_MAX_RANKS 8     /* GPUs one row may span (kbench run --devices) */
 
 /* Storage type of a variant's tensors (KB_I32 for integer inputs such as
  * token ids, whatever the variant's dtype). */
@@ -31,7 +32,7 @@ typedef enum { KB_F32 = 0, KB_BF16 = 1, KB_I32 = 2 } kb_dtype;
 typedef enum { KB_MATH_F32 = 0, KB_MATH_TF32 = 1, KB_MATH_BF16 = 2, KB_MATH_3XTF32 = 3, KB_MATH_COUNT } kb_math;
 
 /* What a variant needs beyond the CUDA runtime. */
-enum { KB_NEEDS_CUBLAS = 1u << 0, KB_NEEDS_CUDNN = 1u << 1 };
+enum { KB_NEEDS_CUBLAS = 1u << 0, KB_NEEDS_CUDNN = 1u << 1, KB_NEEDS_NCCL = 1u << 2 };
 
 /* Documented ways a (library) variant departs from its op's conventions.
  * The op leaves the inputs that would trip them out of that variant's runs,
@@ -45,6 +46,7 @@ typedef struct {
     int nd;                    /* number of fields */
     int64_t d[KB_MAX_DIMS];    /* each >= 1 */
     unsigned flags;            /* op-specific (e.g. a causal mask) */
+    int ranks;                 /* a distributed op's GPUs (the run's --devices); 0 for other ops */
 } kb_shape;
 
 /* One tensor an op reads or writes, for a given shape and dtype. */
@@ -69,6 +71,10 @@ typedef struct kb_variant {
     unsigned needs;                    /* KB_NEEDS_* */
     unsigned quirks;                   /* KB_QUIRK_* */
     int min_cc;                        /* e.g. 80 for sm_80 and newer; 0 for any */
+    /* GPUs it needs, 0 or 1 for one.  A tensor-parallel variant of a
+     * one-GPU op finds its tensors on the run's first GPU and spreads the
+     * work over the others (kb_run_devices); it SKIPs on fewer. */
+    int min_devices;
     /* NULL when the variant runs this shape, else why not. Optional. */
     const char *(*unsupported)(const kb_shape *s);
     const char *(*setup)(const void *args, void **ctx);  /* optional; args as in launch */
@@ -116,6 +122,12 @@ typedef struct kb_op {
      * left out (attention: 6, the KV heads after D); 0 means exactly nd.  A
      * shape's nd says how many it gave. */
     int nd_max;
+    /* Optional: a collective over the run's GPUs (shape.ranks of them).
+     * Every tensor has one row per GPU, row r living on GPU r, and bind
+     * receives dev[i * ranks + r]: tensor i's row on GPU r.  Every rank's
+     * rows are checked; rows are timed with L2 left warm (as nccl-tests
+     * does), and the op SKIPs on one GPU. */
+    int distributed;
 } kb_op;
 
 /* Product of dimensions, or -1 when it overflows 63 bits; ops use it for
@@ -138,6 +150,29 @@ double kb_tensor_value(const void *x, int64_t i, kb_dtype t);
     .flops = flops, .bytes = bytes, .reduction_len = reduction_len, .ntensors = ntensors,          \
     .tensor = tensor, .bind = bind, .args_size = sizeof(args_type), .reference = reference,        \
     .row_cost = row_cost
+
+/* ---- several GPUs (harness/ranks.c) ---- */
+/* The run's GPUs, in --devices order, the current one first; their count. */
+int kb_run_devices(const int **ids);
+/* Peer access between every pair of the run's GPUs (once a process); NULL,
+ * or why two of them cannot reach each other's memory. */
+const char *kb_enable_peers(void);
+
+/* A variant's work on each of the run's GPUs, ordered after what came
+ * before on `stream` (the first GPU's, which the harness times) and joined
+ * back into it.  The first GPU stays current after each call. */
+typedef struct {
+    int n;
+    int device[KB_MAX_RANKS];
+    cudaStream_t stream[KB_MAX_RANKS];
+    cudaEvent_t fork, joined[KB_MAX_RANKS];
+} kb_ranks;
+const char *kb_ranks_open(kb_ranks *g);   /* a stream and events on each GPU */
+void kb_ranks_close(kb_ranks *g);
+/* Every GPU's stream waits for the work enqueued on `stream` so far. */
+const char *kb_ranks_fork(kb_ranks *g, cudaStream_t stream);
+/* `stream` waits for the work enqueued on every GPU's stream so far. */
+const char *kb_ranks_join(kb_ranks *g, cudaStream_t stream);
 
 /* All ops, NULL-terminated (harness/registry.c). */
 extern const kb_op *const kb_ops[];
