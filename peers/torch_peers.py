@@ -127,10 +127,22 @@ def read_run(path):
     return meta, reader.fieldnames, list(reader)
 
 
+def write_run(path, meta, fields, rows):
+    """The CSV rewritten whole, through a temporary file and a rename."""
+    tmp = f"{path}.tmp.{os.getpid()}"
+    with open(tmp, "w", newline="") as f:
+        f.write("\n".join(meta) + "\n")
+        w = csv.DictWriter(f, fieldnames=fields, lineterminator="\n")
+        w.writeheader()
+        w.writerows(rows)
+    os.replace(tmp, path)
+
+
 def peer_row(fields, base, d, timing, flops, nbytes, err):
     med, lo, hi, rel, n = timing
     row = {k: "" for k in fields}
-    for k in ("op", "dtype", "shape_fields", "shape", "d1", "d2", "d3", "d4", "d5", "d6", "d7", "d8", "l2"):
+    for k in ("op", "dtype", "shape_fields", "shape", "d1", "d2", "d3", "d4", "d5", "d6", "d7", "d8", "l2",
+              "devices"):
         row[k] = base.get(k, "")
     row.update(variant="torch", math="f32", flops=f"{flops:.0f}", bytes=f"{nbytes:.0f}",
                median_ms=f"{med:.6f}", min_ms=f"{lo:.6f}", max_ms=f"{hi:.6f}",
@@ -183,14 +195,8 @@ def main():
         print(f"{op:14s} torch {dtype:4s} {shape:22s} {timing[0]:10.4f} ms  err {err:.2e}", flush=True)
         del inputs
     meta = [m for m in meta if not m.startswith("# torch: ")] + [f"# torch: {torch.__version__}"]
-    tmp = f"{args.csv}.tmp.{os.getpid()}"
-    with open(tmp, "w", newline="") as f:
-        f.write("\n".join(meta) + "\n")
-        w = csv.DictWriter(f, fieldnames=fields, lineterminator="\n")
-        w.writeheader()
-        # Torch rows of other ops (the model's, say) stay; this run's ops are replaced.
-        w.writerows([r for r in rows if r["variant"] != "torch" or r["op"] not in wanted] + added)
-    os.replace(tmp, args.csv)
+    # Torch rows of other ops (the model's, say) stay; this run's ops are replaced.
+    write_run(args.csv, meta, fields, [r for r in rows if r["variant"] != "torch" or r["op"] not in wanted] + added)
     print(f"torch_peers: added {len(added)} torch rows to {args.csv}")
 
 

@@ -43,6 +43,17 @@ runs=(repo/results/h100/*.csv)
 grep -q '^== sweep: exit 0 after [0-9]* s$' log || fail "the sweep step's time is not printed: $(cat log)"
 grep -q 'PyTorch rows: skipped' log || fail "the PyTorch step did not skip without PyTorch: $(cat log)"
 
+# A machine of two GPUs: its own folder, and the tensor-parallel FFN's rows merged in.
+printf '#!/usr/bin/env bash\necho "GPU 0: H100"\necho "GPU 1: H100"\n' >bin/nvidia-smi
+chmod +x bin/nvidia-smi
+PATH=$work/bin bash repo/tools/reference_run.sh "$work/fake-kbench" >log 2>&1
+rc=$?
+pair=(repo/results/h100-x2/*.csv)
+[[ $rc -eq 0 && ${#pair[@]} -eq 1 && -f ${pair[0]} ]] || fail "two GPUs did not make one run in results/h100-x2: $(cat log)"
+grep -q '^== tensor-parallel FFN: exit 0' log || fail "two GPUs did not run the tensor-parallel FFN: $(cat log)"
+[[ $(wc -l <"${runs[0]}") -eq $(($(wc -l <"$template") + 3)) ]] || fail "the two-GPU run replaced the one-GPU run"
+rm bin/nvidia-smi
+
 FAKE_FAIL=1 PATH=$work/bin bash repo/tools/reference_run.sh "$work/fake-kbench" >log 2>&1
 [[ $? -ne 0 ]] || fail "a sweep that wrote nothing did not fail"
 [[ -f ${runs[0]} ]] || fail "a failed sweep removed the GPU's run"

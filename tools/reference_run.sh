@@ -2,7 +2,9 @@
 # The reference run of this machine's GPU in one command: the default sweep
 # of every op with measured ceilings and energy windows (--energy), the
 # transformer's rows, and PyTorch's rows where PyTorch sees a GPU, into one
-# CSV, results/<gpu>/kbench-<date>.csv,
+# CSV, results/<gpu>/kbench-<date>.csv (<gpu>-x<N> on a machine of N GPUs,
+# whose sweep is dealt over all of them and adds the collectives across
+# them and the tensor-parallel FFN at 8192 tokens, d 8192, ff 32768),
 # which replaces that GPU's earlier runs (git keeps them); then its plots in
 # plots/<gpu>/ and, with --readme, the README's results table from it.
 #   bash tools/reference_run.sh [--readme] [KBENCH]   (default: build/'s, built first)
@@ -25,11 +27,22 @@ trap 'rm -rf "$work"' EXIT
 csv=$work/run.csv
 rc=0
 
-kb_step sweep "$kbench" run --ceilings --energy --csv "$csv" || rc=1
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+devices=()
+((gpus > 1)) && devices=(--devices all)
+kb_step sweep "$kbench" run --ceilings --energy "${devices[@]}" --csv "$csv" || rc=1
 [[ -f $csv ]] || exit 1
+if ((gpus > 1)); then
+    kb_step "tensor-parallel FFN" "$kbench" run --devices all --op ffn --dtype bf16 --sizes 8192x8192x32768 \
+        --csv "$work/tp.csv" || rc=1
+    bash tools/merge_csv.sh "$work/merged.csv" "$csv" "$work/tp.csv" && mv "$work/merged.csv" "$csv" || rc=1
+fi
 kb_step model kb_model_rows "$kbench" "$csv" || rc=1
 if kb_has_torch; then
     kb_step "PyTorch ops" python3 peers/torch_peers.py "$csv" --max-time 0.3 || rc=1
+    if ((gpus > 1)); then
+        kb_step "PyTorch collectives" python3 peers/torch_collectives.py "$csv" --max-time 0.3 || rc=1
+    fi
     PYTHONUNBUFFERED=1 kb_step "PyTorch model" python3 peers/torch_transformer.py --kbench "$kbench" \
         --work "$work" --csv "$csv" || rc=1
 else
@@ -40,6 +53,7 @@ fi
 kb_step derive "$kbench" derive "$csv" || rc=1
 
 slug=$(kb_gpu_slug "$(kb_csv_gpu "$csv")")
+((gpus > 1)) && slug=$slug-x$gpus
 dest=results/$slug/kbench-$(date -u +%Y%m%d-%H%M%S).csv
 mkdir -p "results/$slug" && mv "$csv" "$dest" || exit 1
 find "results/$slug" -name '*.csv' ! -path "$dest" -delete
