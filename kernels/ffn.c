@@ -28,8 +28,9 @@ static kb_tensor tensor(const kb_shape *s, kb_dtype t, int i)
 
 static void bind(const kb_shape *s, void *const *dev, void *args)
 {
-    *(kb_ffn_args *)args = (kb_ffn_args){(int)s->d[0], (int)s->d[1], (int)s->d[2],
-                                         dev[0], dev[1], dev[2], dev[3], dev[4], dev[5]};
+    *(kb_ffn_args *)args = (kb_ffn_args){.M = (int)s->d[0], .D = (int)s->d[1], .F = (int)s->d[2],
+                                         .x = dev[0], .w1 = dev[1], .b1 = dev[2], .w2 = dev[3],
+                                         .b2 = dev[4], .y = dev[5]};
 }
 
 static void reference(const kb_shape *s, kb_dtype t, const void *const *in,
@@ -37,9 +38,8 @@ static void reference(const kb_shape *s, kb_dtype t, const void *const *in,
 {
     kb_ffn_args a;
     void *host[6] = {(void *)in[0], (void *)in[1], (void *)in[2], (void *)in[3], (void *)in[4], NULL};
-    (void)t;
     bind(s, host, &a);
-    ffn_reference_rows(&a, rows, nrows, ref[0]);
+    ffn_reference_rows(&a, t, rows, nrows, ref[0]);
 }
 
 static double row_cost(const kb_shape *s) { return 2.0 * s->d[1] * s->d[2]; }
@@ -55,13 +55,15 @@ static void fill(const kb_shape *s, int i, float *x, int64_t n, uint64_t seed, u
 
 const kb_op kb_op_ffn = {
     .name = "ffn",
-    .summary = "y = relu(x W1 + b1) W2 + b2, fp32: the transformer's feed-forward block",
+    .summary = "y = relu(x W1 + b1) W2 + b2, the transformer's feed-forward block; f32 and bf16 "
+               "(fp32 accumulation, bf16 hidden)",
     .shape_fields = "MxDxF",
     .nd = 3,
     .default_sizes = "4096x512x2048,4096x768x3072,16384x1024x4096,8192x4096x16384,1x1x1,77x33x131,1000x500x2000",
     .quick_sizes = "4096x512x2048,4096x768x3072,77x33x131",
     .test_sizes = "1x1x1,2x3x5,35x19x79,128x64x256,77x33x131,300x80x321,513x128x512",
     .baseline = "cublaslt",
+    .baseline_bf16 = "cublaslt_bf16",
     .variants = ffn_variants,
     .fill = fill,
     KB_OP_CONTRACT(kb_ffn_args),

@@ -60,7 +60,7 @@ static const char *pick_algo(kb_lt_product *p, cublasLtHandle_t lt, const void *
 }
 
 const char *kb_lt_plan(kb_lt_product *p, cublasLtHandle_t lt, cublasComputeType_t compute, cudaDataType_t type,
-                       int M, int N, int K, cublasLtEpilogue_t epi, const float *bias, const void *X,
+                       int M, int N, int K, cublasLtEpilogue_t epi, const void *bias, const void *X,
                        const void *W, const void *Y)
 {
     const cublasOperation_t no_trans = CUBLAS_OP_N;
@@ -75,7 +75,7 @@ const char *kb_lt_plan(kb_lt_product *p, cublasLtHandle_t lt, cublasComputeType_
     return pick_algo(p, lt, X, W, Y);
 }
 
-const char *kb_lt_run(const kb_lt_product *p, cublasLtHandle_t lt, const float *bias, const void *X,
+const char *kb_lt_run(const kb_lt_product *p, cublasLtHandle_t lt, const void *bias, const void *X,
                       const void *W, void *Y, void *workspace, cudaStream_t stream)
 {
     const float one = 1.0f, zero = 0.0f;

@@ -1,5 +1,5 @@
 /* One cuBLASLt product in row-major terms, shared by the ffn cublaslt
- * variant and the transformer's linear layers:
+ * variants and the transformer's linear layers:
  *     Y (M x N) = epilogue(X (M x K) W (K x N) + bias[N])
  * row-major, densely packed, X, W and Y all of one storage type: fp32
  * (CUDA_R_32F) or bf16 (CUDA_R_16BF, the matmul cublaslt_bf16 baseline);
@@ -13,9 +13,10 @@
  * The compute type picks the arithmetic: CUBLAS_COMPUTE_32F is plain fp32
  * FFMA; CUBLAS_COMPUTE_32F_FAST_TF32 runs the tensor cores on inputs cut to
  * tf32 (the model's 3xtf32 path feeds it pre-split operands).  bf16 takes
- * CUBLAS_COMPUTE_32F.  The bias is fp32 and is for fp32 products: a bf16
- * product has no epilogue (CUBLASLT_EPILOGUE_DEFAULT, bias NULL), since
- * cuBLASLt would read its bias in the output's type. */
+ * CUBLAS_COMPUTE_32F.  The bias, when the epilogue has one, is stored in
+ * the output's type (cuBLASLt's default bias type): fp32 for fp32 products,
+ * bf16 for bf16 ones (the ffn cublaslt_bf16 and tensor-parallel variants);
+ * the epilogue adds it and applies the ReLU in fp32, before Y is rounded. */
 #ifndef KBENCH_LT_GEMM_H
 #define KBENCH_LT_GEMM_H
 
@@ -38,11 +39,11 @@ typedef struct {
  * these pointers (the heuristic sees their alignments).  Returns NULL or a
  * static error string; a half-made product is still safe to destroy. */
 const char *kb_lt_plan(kb_lt_product *p, cublasLtHandle_t lt, cublasComputeType_t compute, cudaDataType_t type,
-                       int M, int N, int K, cublasLtEpilogue_t epi, const float *bias, const void *X,
+                       int M, int N, int K, cublasLtEpilogue_t epi, const void *bias, const void *X,
                        const void *W, const void *Y);
 /* Enqueue Y = epi(X W + bias) with a planned product; bias may differ from
  * the one planned (same alignment), so one plan serves every layer. */
-const char *kb_lt_run(const kb_lt_product *p, cublasLtHandle_t lt, const float *bias, const void *X,
+const char *kb_lt_run(const kb_lt_product *p, cublasLtHandle_t lt, const void *bias, const void *X,
                       const void *W, void *Y, void *workspace, cudaStream_t stream);
 void kb_lt_destroy(kb_lt_product *p);
 
