@@ -1,0 +1,17 @@
+/* allgather nccl_bf16: the bf16 rows' baseline, ncclAllGather on
+ * ncclBfloat16 (variants/allgather/nccl.cu says how).  Half the bytes of f32
+ * for the same N.
+ * Measured: pending (needs --devices on 2+ GPUs). */
+#include "kernels/collective_nccl.h"
+
+extern "C" const kb_variant allgather_nccl_bf16 = {
+    .name = "nccl_bf16",
+    .summary = "ncclAllGather in bf16, one call per GPU in a group (bf16 baseline)",
+    .dtype = KB_BF16,
+    .math = KB_MATH_BF16,
+    .needs = KB_NEEDS_NCCL,
+    .min_cc = 80,
+    .setup = kb_nccl_setup,
+    .teardown = kb_nccl_teardown,
+    .launch = kb_nccl_allgather<KB_BF16>,
+};

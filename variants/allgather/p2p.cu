@@ -1,0 +1,20 @@
+/* allgather p2p: every GPU copies each rank's input straight from peer
+ * memory into that rank's block of its own output (a pull, 16-byte vectors
+ * when N is a whole number of them, else elements), its own block first and
+ * then the next ranks' so that the GPUs do not all read one peer at once.
+ * Flag barriers per block at entry and exit, in device memory
+ * (kernels/p2p.cuh).  Builds on allreduce p2p_twoshot's second phase.
+ * Prediction: each GPU pulls (R - 1) N, the minimum, in one step: near
+ * NCCL's busbw at large N, ahead of its R - 1 ring steps at small N.
+ * Measured: pending (needs --devices on 2+ GPUs). */
+#include "variants/allgather/p2p.cuh"
+
+extern "C" const kb_variant allgather_p2p = {
+    .name = "p2p",
+    .summary = "every GPU copies each peer's input from peer memory, flag barriers",
+    .dtype = KB_F32,
+    .math = KB_MATH_F32,
+    .setup = allgather_p2p_setup<float>,
+    .teardown = kb_p2p_teardown,
+    .launch = allgather_p2p_launch<float>,
+};

@@ -1,0 +1,22 @@
+/* allreduce naive: reduce on GPU 0, then broadcast.  GPU 0 pulls the R - 1
+ * peers' inputs into a scratch buffer (cudaMemcpyPeerAsync, each after an
+ * event on that peer's stream), sums all R with one thread per element
+ * (fp32, ranks in order), and every peer pulls the sum from GPU 0's output
+ * after an event on GPU 0's stream.  Events order it all; the host never
+ * waits.  Builds on nothing: the textbook first try.
+ * Prediction: GPU 0's links carry (R - 1) N in, then (R - 1) N out, one
+ * after the other, with the sum between: at R = 2 about half a ring's busbw
+ * (~150-180 GB/s on NVLink 4) at large N, worse as R grows; at small N a
+ * few copy-engine launches, ~20-30 us.
+ * Measured: pending (needs --devices on 2+ GPUs). */
+#include "variants/allreduce/naive.cuh"
+
+extern "C" const kb_variant allreduce_naive = {
+    .name = "naive",
+    .summary = "reduce on GPU 0 from peer copies, then copy the sum to every GPU",
+    .dtype = KB_F32,
+    .math = KB_MATH_F32,
+    .setup = allreduce_naive_setup<float>,
+    .teardown = allreduce_naive_teardown,
+    .launch = allreduce_naive_launch<float>,
+};

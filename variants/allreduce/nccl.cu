@@ -1,0 +1,19 @@
+/* allreduce nccl: the baseline.  ncclAllReduce on every rank in one group,
+ * each on its GPU's stream (kernels/collective_nccl.h).  NCCL picks ring or
+ * tree and its protocol (LL, LL128, Simple) by size; NVLink SHARP stays off
+ * (kernels/nccl_comm.c).  Builds on nothing: what every framework calls.
+ * Prediction (2 H200, NVLink 4, 450 GB/s each way): a latency floor of
+ * ~10 us below 1 MB, busbw ~350-380 GB/s from 256 MB, as nccl-tests shows.
+ * Measured: pending (needs --devices on 2+ GPUs). */
+#include "kernels/collective_nccl.h"
+
+extern "C" const kb_variant allreduce_nccl = {
+    .name = "nccl",
+    .summary = "ncclAllReduce, one call per GPU in a group (baseline)",
+    .dtype = KB_F32,
+    .math = KB_MATH_F32,
+    .needs = KB_NEEDS_NCCL,
+    .setup = kb_nccl_setup,
+    .teardown = kb_nccl_teardown,
+    .launch = kb_nccl_allreduce<KB_F32>,
+};

@@ -1,0 +1,16 @@
+/* allreduce p2p_oneshot_bf16: p2p_oneshot (variants/allreduce/p2p_oneshot.cu
+ * says how) on bf16 storage: 8 elements a 16-byte vector, summed in fp32 and
+ * rounded to bf16 once.  Half the bytes of f32 for the same N.
+ * Measured: pending (needs --devices on 2+ GPUs). */
+#include "variants/allreduce/p2p_oneshot.cuh"
+
+extern "C" const kb_variant allreduce_p2p_oneshot_bf16 = {
+    .name = "p2p_oneshot_bf16",
+    .summary = "every GPU sums all inputs over peer memory into its own output, flag barriers, bf16",
+    .dtype = KB_BF16,
+    .math = KB_MATH_BF16,
+    .min_cc = 80,
+    .setup = allreduce_oneshot_setup<__nv_bfloat16>,
+    .teardown = kb_p2p_teardown,
+    .launch = allreduce_oneshot_launch<__nv_bfloat16>,
+};

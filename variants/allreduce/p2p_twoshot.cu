@@ -1,0 +1,25 @@
+/* allreduce p2p_twoshot: a reduce-scatter then an all-gather, both over
+ * peer memory in one kernel.  Rank r sums chunk r (about N / R, in whole
+ * 16-byte vectors) from every rank's input into its own output, a flag
+ * barrier, then copies each chunk p from rank p's output; an exit barrier
+ * keeps every rank's input and chunk alive while peers read them
+ * (kernels/p2p.cuh).  The sum is rounded once, by its chunk's owner, so every
+ * GPU's output is the same bits.
+ * Builds on p2p_oneshot: the same loads and barriers, traffic per GPU cut
+ * from (R - 1) N to 2 (R - 1) N / R (a ring's, in two steps instead of
+ * 2 (R - 1)) for a third barrier.
+ * Prediction: at R = 2 the same bytes as p2p_oneshot plus a barrier, so
+ * level with it at large N and a couple of us slower at small N; from R = 4
+ * ahead of it at large N and near NCCL.
+ * Measured: pending (needs --devices on 2+ GPUs). */
+#include "variants/allreduce/p2p_twoshot.cuh"
+
+extern "C" const kb_variant allreduce_p2p_twoshot = {
+    .name = "p2p_twoshot",
+    .summary = "reduce-scatter then all-gather over peer memory, flag barriers",
+    .dtype = KB_F32,
+    .math = KB_MATH_F32,
+    .setup = allreduce_twoshot_setup<float>,
+    .teardown = kb_p2p_teardown,
+    .launch = allreduce_twoshot_launch<float>,
+};

@@ -1,0 +1,19 @@
+/* reduce_scatter p2p: rank r sums block r of every rank's input straight
+ * from peer memory (16-byte loads when N is a whole number of vectors, else
+ * elements; fp32, ranks in order, one rounding) into its output.  Flag
+ * barriers per block at entry and exit, in device memory
+ * (kernels/p2p.cuh).  Builds on allreduce p2p_twoshot's first phase.
+ * Prediction: each GPU pulls (R - 1) N, the minimum, in one step: near
+ * NCCL's busbw at large N, ahead of its R - 1 ring steps at small N.
+ * Measured: pending (needs --devices on 2+ GPUs). */
+#include "variants/reduce_scatter/p2p.cuh"
+
+extern "C" const kb_variant reduce_scatter_p2p = {
+    .name = "p2p",
+    .summary = "every GPU sums its block of all inputs over peer memory, flag barriers",
+    .dtype = KB_F32,
+    .math = KB_MATH_F32,
+    .setup = reduce_scatter_p2p_setup<float>,
+    .teardown = kb_p2p_teardown,
+    .launch = reduce_scatter_p2p_launch<float>,
+};
