@@ -17,6 +17,11 @@
  * overlap.  Prediction: ~6.2 ms, <= 0.55x the one-GPU cublaslt_bf16
  * (~12 ms at ~730 TFLOP/s), a speedup of ~1.9-1.95 against tp_nccl's ~1.85.
  * Measured: pending (needs --devices on 2+ GPUs).
+ * The risk: cuBLASLt's Hopper GEMMs are persistent, one block per SM, and
+ * if one leaves no room on an SM, NCCL's blocks only start between
+ * kernels and then delay the next GEMM's; the overlap is partial and the
+ * row lands nearer tp_nccl.  The knob then is CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET
+ * (GEMMs on fewer SMs, the rest left to NCCL) or NCCL_MAX_NCHANNELS.
  * Gap to the limit (half the one-GPU time, 0.50x): the last chunk's
  * all-reduce and the SMs NCCL holds during the overlap; more chunks shrink
  * the first and cost GEMM efficiency.
