@@ -45,6 +45,15 @@ static void store_as(kb_dtype t, const float *src, void *dst, int64_t n)
 static void reference_parallel(kb_host_case *h)
 {
     enum { CHUNK = 16 };
+    if (h->op->distributed) { /* a row per GPU, each huge: the reference spreads its elements itself */
+        double *outs[KB_MAX_TENSORS];
+        int no = 0;
+        for (int i = 0; i < h->n; ++i)
+            if (h->t[i].is_output)
+                outs[no++] = h->ref[i];
+        h->op->reference(&h->shape, h->dtype, (const void *const *)h->host, h->rows, h->nrows, outs);
+        return;
+    }
     int nchunks = (h->nrows + CHUNK - 1) / CHUNK;
 #pragma omp parallel for schedule(dynamic)
     for (int k = 0; k < nchunks; ++k) {
@@ -83,6 +92,43 @@ static void host_case_init(kb_host_case *h, const kb_job *job)
     }
 }
 
+/* The host memory a case needs, in bytes: its inputs (and a float copy of
+ * the largest while it is filled) and the reference of its sampled rows. */
+static double host_need(const kb_host_case *h)
+{
+    double need = 0, fill = 0;
+    for (int i = 0; i < h->n; ++i) {
+        double elems = (double)h->t[i].elems;
+        need += h->t[i].is_output ? (double)h->nrows * (double)h->t[i].row_len * sizeof(double)
+                                  : elems * (double)kb_dtype_size(h->t[i].dtype);
+        if (!h->t[i].is_output && elems * sizeof(float) > fill)
+            fill = elems * sizeof(float);
+    }
+    return need + fill;
+}
+
+/* Allocate the host tensors and reference rows; 0, or -1 with all freed
+ * and no_memory_gib set. */
+static int host_case_alloc(kb_host_case *h)
+{
+    int ok = 1;
+    for (int i = 0; i < h->n; ++i) {
+        h->ref[i] = h->t[i].is_output ? malloc((size_t)h->nrows * (size_t)h->t[i].row_len * sizeof(double)) : NULL;
+        h->host[i] = h->t[i].is_output ? NULL : malloc((size_t)h->t[i].elems * kb_dtype_size(h->t[i].dtype));
+        ok = ok && (h->t[i].is_output ? h->ref[i] != NULL : h->host[i] != NULL);
+    }
+    if (ok)
+        return 0;
+    h->no_memory_gib = host_need(h) / 1073741824.0;
+    for (int i = 0; i < h->n; ++i) {
+        free(h->ref[i]);
+        free(h->host[i]);
+        h->ref[i] = NULL;
+        h->host[i] = NULL;
+    }
+    return -1;
+}
+
 /* Inputs (in the storage dtype), sampled rows and their reference. */
 static void host_case_make(kb_host_case *h)
 {
@@ -91,17 +137,20 @@ static void host_case_make(kb_host_case *h)
     double budget = h->op->distributed ? INFINITY : REF_BUDGET;
     h->nrows = kb_pick_rows(h->t[h->first_out].rows, h->op->row_cost(&h->shape), budget,
                             kb_seed_for(h->op->name, &h->shape, 99), &h->rows);
+    if (host_case_alloc(h) != 0)
+        return;
     for (int i = 0; i < h->n; ++i) {
-        if (h->t[i].is_output) {
-            h->ref[i] = malloc((size_t)h->nrows * (size_t)h->t[i].row_len * sizeof(double));
+        if (h->t[i].is_output)
             continue;
-        }
-        h->host[i] = malloc((size_t)h->t[i].elems * kb_dtype_size(h->t[i].dtype));
         if (h->t[i].dtype == KB_F32) {
             fill_input(h, i, h->host[i]);
             continue;
         }
         float *tmp = malloc((size_t)h->t[i].elems * sizeof *tmp);
+        if (!tmp) {
+            h->no_memory_gib = host_need(h) / 1073741824.0;
+            return;
+        }
         fill_input(h, i, tmp);
         store_as(h->t[i].dtype, tmp, h->host[i], h->t[i].elems);
         free(tmp);
@@ -388,7 +437,13 @@ const char *kb_case_for(kb_case *c, const kb_job *job, char *why, size_t len)
     }
     kb_phase_host(c->h.inputs_s, c->h.reference_s);
     t0 = kb_phase_end(PH_HOST_WAIT, t0);
-    const char *skip = case_to_device(c, why, len);
+    const char *skip = NULL;
+    if (c->h.no_memory_gib > 0) {
+        snprintf(why, len, "needs %.1f GiB of host memory for its inputs and reference, which it could not get",
+                 c->h.no_memory_gib);
+        skip = why;
+    } else
+        skip = case_to_device(c, why, len);
     kb_phase_end(PH_ALLOC, t0);
     if (skip)
         kb_case_free(c);

@@ -22,6 +22,7 @@ typedef struct {
     int nrows;
     double *ref[KB_MAX_TENSORS]; /* per output, nrows * row_len; freed once on the device */
     double inputs_s, reference_s; /* host time spent making them */
+    double no_memory_gib;        /* > 0: the host could not hold this much, nothing was made */
 } kb_host_case;
 
 /* The device half: the tensors, a pristine copy of each input that resets

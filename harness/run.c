@@ -294,13 +294,15 @@ static void run_variant(kb_case *c, const kb_job *job, const kb_options *o, void
     void *ctx = NULL;
     const char *e;
     job->op->bind(&job->shape, c->dev, args);
+    /* Reset first: a setup may copy the inputs (a tensor-parallel variant
+     * spreads its weights over the GPUs), so they must be pristine then. */
+    double t0 = kb_now_s();
+    cudaError_t reset = kb_case_reset(c);
+    kb_phase_end(PH_RESET, t0);
     if (v->setup && (e = v->setup(args, &ctx))) {
         set_reason(r, KB_SKIP, "setup failed: %s", e);
         return;
     }
-    double t0 = kb_now_s();
-    cudaError_t reset = kb_case_reset(c);
-    kb_phase_end(PH_RESET, t0);
     if (reset != cudaSuccess || (e = launch_sync(v, args, ctx))) {
         set_reason(r, KB_FAIL, "launch failed: %s", e ? e : "could not reset tensors");
     } else if (timed_check(c, v->math, r) != cudaSuccess || !r->check.pass) {

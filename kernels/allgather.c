@@ -43,8 +43,9 @@ const kb_op kb_op_allgather = {
     .summary = "out = every GPU's in, concatenated, on every GPU (--devices); GB/s is nccl-tests' bus bandwidth",
     .shape_fields = "N",
     .nd = 1,
-    /* 8 KB to 1 GB of bf16 per rank's input, in steps of 8x or 4x. */
-    .default_sizes = "4096,65536,524288,4194304,33554432,134217728,536870912",
+    /* 8 KB to 512 MB of bf16 per rank's input (1 GB gathered on 2 GPUs; the
+     * reference holds R rows of R*N doubles on the host). */
+    .default_sizes = "4096,65536,524288,4194304,33554432,134217728,268435456",
     .quick_sizes = "524288,134217728",
     .test_sizes = "1,3,1000,4097,65537,1048579",
     .baseline = "nccl",

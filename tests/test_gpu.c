@@ -6,11 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include "harness/harness.h"
+#include "kernels/collective.h"
 #include "kernels/matmul.h"
 #include "tests/check.h"
 
 extern const kb_variant broken_matmul_unwritten, broken_matmul_drop_term, broken_matmul_degrades,
-    broken_matmul_drop_tile_bf16;
+    broken_matmul_drop_tile_bf16, broken_allreduce_local;
 
 static kb_options options(int check_only)
 {
@@ -93,6 +94,12 @@ static void broken_variants_fail(void)
     r = run(&kb_op_matmul, &broken_matmul_drop_tile_bf16, &long_k, 1);
     CHECK(r.status == KB_FAIL && r.check.nonfinite == 0 && r.check.bad_elems > 0);
     CHECK(strstr(r.reason, "before timing") != NULL);
+    /* Every rank's output is checked: a sum that leaves out the peers fails. */
+    if (ngpus > 1) {
+        kb_shape n = {1, {4099}, 0, ngpus};
+        r = run(&kb_op_allreduce, &broken_allreduce_local, &n, 1);
+        CHECK(r.status == KB_FAIL && r.check.bad_elems > 0);
+    }
     printf("broken variants: caught\n");
 }
 
