@@ -51,12 +51,14 @@ static void free_csv(cmp_file *f)
     free(f->clock_mhz);
 }
 
-/* l2 joins the key only when both files record it. */
+/* l2 joins the key only when both files record it.  devices always does:
+ * a --replicate run has each row once per GPU, and a file without the
+ * column reads as GPU 0 (csv_read.h). */
 static int same_key(const kb_run_row *a, const kb_run_row *b, int use_l2)
 {
     return !strcmp(a->op, b->op) && !strcmp(a->variant, b->variant) &&
            !strcmp(a->dtype, b->dtype) && !strcmp(a->shape, b->shape) &&
-           (!use_l2 || !strcmp(a->l2, b->l2));
+           !strcmp(a->devices, b->devices) && (!use_l2 || !strcmp(a->l2, b->l2));
 }
 
 /* FNV-1a over the key's cells, each with its terminating NUL. */
@@ -71,7 +73,7 @@ static uint64_t hash_text(uint64_t h, const char *s)
 static uint64_t key_hash(const kb_run_row *r, int use_l2)
 {
     uint64_t h = 0xcbf29ce484222325u;
-    h = hash_text(hash_text(hash_text(hash_text(h, r->op), r->variant), r->dtype), r->shape);
+    h = hash_text(hash_text(hash_text(hash_text(hash_text(h, r->op), r->variant), r->dtype), r->shape), r->devices);
     return use_l2 ? hash_text(h, r->l2) : h;
 }
 
@@ -158,9 +160,11 @@ static int hot(const kb_run_row *r)
     return r->l2 && !strcmp(r->l2, "hot");
 }
 
-/* Widths of the key columns, so long variant names and shapes line up. */
+/* Widths of the key columns, so long variant names and shapes line up;
+ * gpu is 0 (no column) while every row ran on GPU 0, as all did before
+ * --devices. */
 typedef struct {
-    int op, variant, dtype, shape;
+    int op, variant, dtype, shape, gpu;
 } widths;
 
 static void fit(int *width, size_t len)
@@ -175,6 +179,8 @@ static void widen(widths *w, const kb_run_row *r)
     fit(&w->variant, strlen(r->variant));
     fit(&w->dtype, strlen(r->dtype));
     fit(&w->shape, strlen(r->shape) + (hot(r) ? 4 : 0));
+    if (strcmp(r->devices, "0"))
+        fit(&w->gpu, strlen(r->devices) > 3 ? strlen(r->devices) : 3);
 }
 
 static void print_key(const widths *w, const kb_run_row *r)
@@ -183,6 +189,8 @@ static void print_key(const widths *w, const kb_run_row *r)
     snprintf(shape, sizeof shape, "%s%s", r->shape, hot(r) ? "/hot" : "");
     printf("%-*s %-*s %-*s %-*s", w->op, r->op, w->variant, r->variant, w->dtype, r->dtype,
            w->shape, shape);
+    if (w->gpu)
+        printf(" %-*s", w->gpu, r->devices);
 }
 
 /* A timed row shows its median; others show their status instead. */
@@ -220,8 +228,10 @@ static void print_header(const cmp_file *base, const cmp_file *new, const widths
                kb_quote(g1, q1, sizeof q1), kb_quote(g2, q2, sizeof q2));
     printf("a change counts when it exceeds both %g%% and %g x the rows' combined rel_stdev\n\n",
            threshold_pct, NOISE_FACTOR);
-    printf("%-*s %-*s %-*s %-*s %12s %12s %9s  %s\n", w->op, "op", w->variant, "variant",
-           w->dtype, "dtype", w->shape, "shape", "base_ms", "new_ms", "new/base", "verdict");
+    printf("%-*s %-*s %-*s %-*s", w->op, "op", w->variant, "variant", w->dtype, "dtype", w->shape, "shape");
+    if (w->gpu)
+        printf(" %-*s", w->gpu, "gpu");
+    printf(" %12s %12s %9s  %s\n", "base_ms", "new_ms", "new/base", "verdict");
 }
 
 static void print_pair(const widths *w, const kb_run_row *base, const kb_run_row *new, verdict v)
@@ -279,7 +289,7 @@ static void warn_clocks(const widths *w, const cmp_file *base, const cmp_file *n
 static int compare_files(cmp_file *base, cmp_file *new, double threshold_pct)
 {
     const kb_run_file *b = &base->run, *n = &new->run;
-    widths w = {2, 7, 5, 5};
+    widths w = {2, 7, 5, 5, 0};
     for (int i = 0; i < b->nrows; ++i)
         widen(&w, &b->rows[i]);
     for (int i = 0; i < n->nrows; ++i)
@@ -314,7 +324,7 @@ static int compare_files(cmp_file *base, cmp_file *new, double threshold_pct)
 static void print_help(void)
 {
     puts(USAGE "\n"
-         "Match the rows of two runs by op, variant, dtype, shape and l2 mode and judge each\n"
+         "Match the rows of two runs by op, variant, dtype, shape, l2 mode and GPU and judge each\n"
          "new median against the base one: FASTER or SLOWER beyond both PCT (default 2) and\n"
          "twice the rows' combined noise, else SAME; FAIL when a passing row now fails.\n"
          "Rows whose SM clocks (clock_mhz) differ by more than 3% are listed in a warning.\n"

@@ -19,6 +19,7 @@ static const char *const columns[] = {
     "rows_checked", "rows_total", "l2", "status", "reason",
     /* Added at the end, so that readers of the older columns keep working. */
     "clock_mhz", "power_w", "temp_c", "throttle", "mj_per_launch", "gflop_per_j", "gb_per_j", "clock_flag",
+    "devices",
 };
 
 void kb_meta_set_value(kb_meta_set *m, const char *key, const char *fmt, ...)
@@ -44,7 +45,8 @@ void kb_meta_set_value(kb_meta_set *m, const char *key, const char *fmt, ...)
 /* The columns whose cells are text in every row; the rest are numbers or
  * empty, which JSON lines write as numbers or null. */
 static const char *const text_columns[] = {"op", "variant", "dtype", "math", "shape_fields", "shape", "bound",
-                                           "l2", "status", "reason", "throttle", "clock_flag"};
+                                           "l2", "status", "reason", "throttle", "clock_flag",
+                                           "devices"};
 
 /* One row as text cells, in the columns' order: what every format prints. */
 typedef struct {
@@ -123,6 +125,7 @@ static void fill_cells(const kb_result *r, row_cells *c)
     cell(c, "%s", kb_status_name(r->status));
     cell(c, "%s", r->reason);
     power_cells(c, t, r);
+    cell(c, "%s", r->devices);
 }
 
 void kb_csv_header(FILE *f)

@@ -23,7 +23,7 @@ static const timing_column timing_columns[T_COUNT] = {
 
 /* Column positions in one file's header; -1 when absent. */
 typedef struct {
-    int op, variant, dtype, shape, status, l2;
+    int op, variant, dtype, shape, status, l2, devices;
     int timing[T_COUNT];
 } key_columns;
 
@@ -106,6 +106,7 @@ static int read_header(kb_run_file *f, char *line, key_columns *c, char *err, si
         }
     }
     c->l2 = kb_run_column(f, "l2");
+    c->devices = kb_run_column(f, "devices");
     c->timing[T_MIN] = kb_run_column(f, "min_ms");
     c->timing[T_MAX] = kb_run_column(f, "max_ms");
     return 0;
@@ -158,8 +159,8 @@ static int read_timing(const kb_run_file *f, kb_run_row *r, const key_columns *c
  * break its lines or drive the terminal. */
 static int check_key(const kb_run_file *f, const kb_run_row *r, const key_columns *c, char *err, size_t errlen)
 {
-    static const char *const names[] = {"op", "variant", "dtype", "shape", "l2"};
-    const int cols[] = {c->op, c->variant, c->dtype, c->shape, c->l2};
+    static const char *const names[] = {"op", "variant", "dtype", "shape", "l2", "devices"};
+    const int cols[] = {c->op, c->variant, c->dtype, c->shape, c->l2, c->devices};
     for (size_t i = 0; i < sizeof cols / sizeof *cols; ++i)
         for (const unsigned char *p = (const unsigned char *)kb_run_cell(f, r, cols[i]); *p; ++p)
             if (*p < 0x20 || *p == 0x7f)
@@ -182,8 +183,9 @@ static int read_row(kb_run_file *f, char *line, int lineno, const key_columns *c
         return kb_run_error(f, lineno, err, errlen, "unknown status '%s'", kb_quote(status, q, sizeof q));
     f->cells = kb_grow(f->cells, f->nrows, (size_t)f->ncols * sizeof *f->cells);
     memcpy(f->cells + (size_t)f->nrows * f->ncols, v, (size_t)f->ncols * sizeof *v);
+    const char *devices = c->devices >= 0 && *v[c->devices] ? v[c->devices] : "0";
     kb_run_row r = {v[c->op], v[c->variant], v[c->dtype], v[c->shape], status,
-                    c->l2 >= 0 ? v[c->l2] : NULL, NAN, NAN, f->nrows * f->ncols, lineno};
+                    c->l2 >= 0 ? v[c->l2] : NULL, devices, NAN, NAN, f->nrows * f->ncols, lineno};
     if (check_key(f, &r, c, err, errlen) != 0 || read_timing(f, &r, c, err, errlen) != 0)
         return -1;
     f->rows = kb_grow(f->rows, f->nrows, sizeof *f->rows);

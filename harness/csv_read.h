@@ -16,6 +16,10 @@ typedef struct {
 typedef struct {
     const char *op, *variant, *dtype, *shape, *status;
     const char *l2;               /* NULL when the file has no l2 column */
+    /* The GPU the row ran on ("1") or those it spanned ("0+1"); "0" where
+     * the file has no devices column or the cell is empty (older kbench,
+     * the peer scripts' rows): such runs used one GPU, the first. */
+    const char *devices;
     double median_ms, noise_pct;  /* NAN when the cell is empty */
     int first_cell;               /* the row's cells start here in kb_run_file.cells */
     int lineno;

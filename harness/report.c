@@ -131,8 +131,10 @@ static int same_key(const entry *a, const entry *b)
 }
 
 /* Every measured cold-L2 row, then per (op, variant, dtype, shape) only the
- * newest; a FAIL there hides an older PASS, then leaves the table.  SKIP
- * rows and untimed rows (--check) measured nothing and take no part. */
+ * newest (of a --replicate run's copies, the last GPU's); a FAIL there
+ * hides an older PASS, then leaves the table.  SKIP rows and untimed rows
+ * (--check) measured nothing and take no part, nor do rows across GPUs
+ * ("0+1"): the table is one GPU's. */
 static entry *merge_rows(const run_set *s, int *n, char *err, size_t errlen)
 {
     int total = 0;
@@ -145,7 +147,7 @@ static entry *merge_rows(const run_set *s, int *n, char *err, size_t errlen)
         for (int i = 0; i < f->nrows; ++i) {
             const kb_run_row *r = &f->rows[i];
             int measured = !strcmp(r->status, "FAIL") || (!strcmp(r->status, "PASS") && r->median_ms > 0);
-            if (!measured || (r->l2 && !strcmp(r->l2, "hot")))
+            if (!measured || (r->l2 && !strcmp(r->l2, "hot")) || strchr(r->devices, '+'))
                 continue;
             e[*n] = (entry){f, r, rank, i, 0, 0, 0, 0, 0};
             if (read_entry(&e[(*n)++], err, errlen) != 0) {

@@ -4,7 +4,7 @@
 
 void kb_table_header(FILE *f)
 {
-    fprintf(f, "%-9s %-7s %-16s %-6s %-16s %10s %10s %9s %8s %6s %5s %9s %-4s\n", "row", "op",
+    fprintf(f, "%-9s %-3s %-7s %-16s %-6s %-16s %10s %10s %9s %8s %6s %5s %9s %-4s\n", "row", "gpu", "op",
             "variant", "dtype", "shape", "median_ms", "GFLOP/s", "GB/s", "speedup", "noise%",
             "MHz", "max_err", "stat");
 }
@@ -27,7 +27,9 @@ void kb_table_row(FILE *f, const kb_result *r, int index, int total)
     int timed = r->timed && r->status == KB_PASS;
     snprintf(pos, sizeof pos, "[%d/%d]", index, total);
     kb_format_shape(r->op, &r->shape, shape, sizeof shape);
-    fprintf(f, "%-9s %-7s %-16s %-6s %-16s ", pos, r->op->name, r->variant->name,
+    /* gpu: the row's GPU, or the GPUs it spanned ("0+1"): a --devices run's
+     * workers print their rows as they finish, interleaved. */
+    fprintf(f, "%-9s %-3s %-7s %-16s %-6s %-16s ", pos, r->devices, r->op->name, r->variant->name,
             kb_math_name(r->variant->math), shape);
     if (timed) {
         double sec = r->time_ms.median * 1e-3;

@@ -1,7 +1,9 @@
 # Split a kbench CSV into small whitespace-separated data files for gnuplot.
 # Run as: awk -v out=DIR -v src=FILE.csv -f split.awk FILE.csv
 # Columns are found by name.  Only timed PASS rows are kept: a SKIP or FAIL
-# row has no timing and must never reach a figure.  Writes into DIR:
+# row has no timing and must never reach a figure.  Of rows alike but for
+# their GPU (a --replicate run has one per GPU), the first in the file
+# stands for them, so no point is drawn twice.  Writes into DIR:
 #   meta                      key<TAB>value from the `# key: value` lines
 #   groups                    "op dtype variant unit" per plotted line, in CSV
 #                             order; unit is GFLOP/s or GB/s, by the `bound`
@@ -64,6 +66,9 @@ function keep_row(f,    op, var, dtype, key) {
     op = f[col["op"]]; var = f[col["variant"]]; dtype = f[col["dtype"]]
     check_name(op); check_name(var); check_name(dtype)
     key = op SUBSEP dtype SUBSEP var
+    if ((key, f[col["shape"]]) in kept)
+        return
+    kept[key, f[col["shape"]]] = 1
     if (!(key in seen)) {
         seen[key] = 1
         g_op[++ngroups] = op; g_dtype[ngroups] = dtype; g_var[ngroups] = var

@@ -203,6 +203,23 @@ expect_out "^  matmul tiled .*  1500 MHz -> 1930 MHz$"
 with_clocks base.csv bad.csv 1980 fast "" ""
 bad_input "bad.csv:5: clock_mhz (column 31) is 'fast', not a finite decimal >= 0" clk1.csv bad.csv
 
+# The GPU joins the key: a --replicate run has each row once per GPU, and a
+# file without the devices column (or an empty cell) is GPU 0's.
+{ printf '# gpu: %s\nop,variant,dtype,shape,median_ms,rel_stdev_pct,status,devices\n' "$gpu"
+  printf 'matmul,naive,f32,64x64x64,1.000,0.5,PASS,0\nmatmul,naive,f32,64x64x64,2.000,0.5,PASS,1\n'
+  printf 'matmul,tiled,f32,64x64x64,0.500,0.5,PASS,\nmatmul,tp,f32,64x64x64,0.300,0.5,PASS,0+1\n'; } >gpus.csv
+compare 0 base.csv gpus.csv
+expect_out "summary: 0 FASTER, 0 SLOWER, 2 SAME, 0 FAIL, 4 only in one file"
+expect_out "^op  *variant  *dtype  *shape  *gpu  *base_ms"
+expect_out "^matmul naive  *f32   64x64x64 0  *1.0000  *1.0000 .* SAME$"
+expect_out "^only in new: matmul naive  *f32   64x64x64 1  *PASS$"
+expect_out "^only in new: matmul tp  *f32   64x64x64 0+1  *PASS$"
+compare 0 gpus.csv gpus.csv
+expect_out "summary: 0 FASTER, 0 SLOWER, 4 SAME, 0 FAIL, 0 only in one file"
+# Runs on GPU 0 alone show no gpu column, as before --devices.
+compare 0 base.csv base.csv
+grep -q " gpu  *base_ms" out && fail "a gpu column without other GPUs: $(cat out)"
+
 # --help: the usage on stdout, exit 0.
 compare 0 --help
 expect_out "^usage: kbench compare BASE.csv NEW.csv"

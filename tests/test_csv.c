@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "harness/csv_read.h"
 #include "harness/harness.h"
 #include "kernels/matmul.h"
 #include "tests/check.h"
@@ -44,6 +45,7 @@ static kb_result passed_row(void)
     r.mj_per_launch = 0.25;
     r.throttled = 1;
     r.status = KB_PASS;
+    snprintf(r.devices, sizeof r.devices, "1");
     return r;
 }
 
@@ -78,6 +80,7 @@ static void test_other_formats(const kb_result *rows, const kb_meta *meta)
     CHECK(text && strstr(text, "\"median_ms\":0.500000,"));
     CHECK(text && strstr(text, "\"reason\":\"needs 3 GiB, 1 GiB free, \\\"say\\\"\""));
     CHECK(text && strstr(text, "\"status\":\"SKIP\",") && strstr(text, "\"median_ms\":null,"));
+    CHECK(text && strstr(text, ",\"devices\":\"1\"}\n") && strstr(text, ",\"devices\":\"0+1\"}\n"));
     snprintf(cmd, sizeof cmd, "python3 -c 'import json,sys; [json.loads(l) for l in open(sys.argv[1])]' %s "
                               "2>/dev/null || ! command -v python3 >/dev/null", path);
     CHECK(system(cmd) == 0); /* every line is JSON, where python3 can tell */
@@ -96,12 +99,14 @@ int main(void)
     rows[1].timed = 0;
     rows[1].rows_checked = 0;
     snprintf(rows[1].reason, sizeof rows[1].reason, "needs 3 GiB, 1 GiB free, \"say\"");
+    snprintf(rows[1].devices, sizeof rows[1].devices, "0+1");
     kb_meta meta[] = {{"gpu", "Test GPU"}, {"git_commit", "abc123"}};
     char err[256];
     test_other_formats(rows, meta);
     CHECK(kb_csv_write(path, meta, 2, rows, 2, err, sizeof err) == 0);
 
     char *text = slurp(path);
+    FILE *f;
     CHECK(text != NULL);
     CHECK(strncmp(text, "# gpu: Test GPU\n# git_commit: abc123\nop,variant,dtype,", 52) == 0);
     CHECK(strstr(text, ",median_ms,min_ms,max_ms,rel_stdev_pct,") != NULL);
@@ -113,13 +118,30 @@ int main(void)
     /* NVML's columns close the header, so readers of the older ones keep working.
      * 524288 FLOP and 57344 B for 0.25 mJ: 2.097 GFLOP/J and 0.229 GB/J. */
     CHECK(strstr(text, ",status,reason,clock_mhz,power_w,temp_c,throttle,mj_per_launch,gflop_per_j,gb_per_j,"
-                       "clock_flag\n") != NULL);
-    CHECK(strstr(text, ",cold,PASS,,1412,699.0,71,sw_power_cap|hw_thermal,0.2500,2.097,0.229,throttled\n") != NULL);
+                       "clock_flag,devices\n") != NULL);
+    CHECK(strstr(text, ",cold,PASS,,1412,699.0,71,sw_power_cap|hw_thermal,0.2500,2.097,0.229,throttled,1\n") != NULL);
     /* A skipped row leaves timing, error and NVML cells empty, and the reason is quoted. */
-    CHECK(strstr(text, ",,,,,,,,,,,,,,,,,cold,SKIP,\"needs 3 GiB, 1 GiB free, \"\"say\"\"\",,,,,,,,\n") != NULL);
+    CHECK(strstr(text, ",,,,,,,,,,,,,,,,,cold,SKIP,\"needs 3 GiB, 1 GiB free, \"\"say\"\"\",,,,,,,,,0+1\n") != NULL);
+
+    /* The readers find the GPU by name; a file without the column, or an
+     * empty cell, reads as GPU 0. */
+    kb_run_file run = {0};
+    CHECK(kb_run_read(&run, path, err, sizeof err) == 0);
+    CHECK(run.nrows == 2 && !strcmp(run.rows[0].devices, "1") && !strcmp(run.rows[1].devices, "0+1"));
+    kb_run_free(&run);
+    run = (kb_run_file){0};
+    snprintf(line, sizeof line, "%s/old.csv", dir);
+    f = fopen(line, "w");
+    fputs("# gpu: x\nop,variant,dtype,shape,median_ms,rel_stdev_pct,status,devices\n"
+          "copy,vec4,f32,1024,0.5,1.0,PASS,\n",
+          f);
+    fclose(f);
+    CHECK(kb_run_read(&run, line, err, sizeof err) == 0 && run.nrows == 1 && !strcmp(run.rows[0].devices, "0"));
+    kb_run_free(&run);
+    remove(line);
 
     /* Every data row has as many cells as the header (counting outside quotes). */
-    FILE *f = fopen(path, "r");
+    f = fopen(path, "r");
     int header_cells = -1;
     while (f && fgets(line, sizeof line, f)) {
         if (line[0] == '#')
