@@ -16,6 +16,7 @@ void kb_print_usage(FILE *f)
           "                  [--csv FILE | --out-dir DIR] [--device N] [--max-time SECONDS]\n"
           "                  [--max-noise PCT] [--min-samples N] [--format csv|md|jsonl]\n"
           "                  [--test-sizes] [--ceilings] [--energy]\n"
+          "                  [--devices all|I,J,.. [--replicate]]\n"
           "       kbench ceilings [--device N]\n"
           "       kbench pe --seq-len T --d-model D [--paper]\n"
           "       kbench compare BASE.csv NEW.csv [--threshold PCT]\n"
@@ -124,6 +125,37 @@ static int known_variant(kb_options *o, const char *pattern, char *err, size_t e
     return fail(err, errlen, "unknown variant '%s' for the selected ops (see kbench list)", pattern);
 }
 
+/* One --devices index: a plain integer, each at most once, at most
+ * KB_MAX_RANKS of them.  Whether the machine has it is found later, by
+ * the run (exit 1, not bad input). */
+static int add_device(kb_options *o, const char *item, char *err, size_t errlen)
+{
+    double v;
+    if (parse_number(item, 0, 1024, &v) || v != (int)v)
+        return fail(err, errlen, "--devices needs 'all' or device indices from 0 to 1024, got '%s'", item);
+    for (int i = 0; i < o->ndevices; ++i)
+        if (o->devices[i] == (int)v)
+            return fail(err, errlen, "--devices names device %s twice", item);
+    if (o->ndevices == KB_MAX_RANKS) {
+        char most[16];
+        snprintf(most, sizeof most, "%d", KB_MAX_RANKS);
+        return fail(err, errlen, "--devices names more than %s devices", most);
+    }
+    o->devices[o->ndevices++] = (int)v;
+    return 0;
+}
+
+static int parse_devices(kb_options *o, const char *list, char *err, size_t errlen)
+{
+    if (o->ndevices)
+        return fail(err, errlen, "%s is given twice", "--devices");
+    if (!strcmp(list, "all")) {
+        o->ndevices = -1;
+        return 0;
+    }
+    return each_item(o, "--devices", list, add_device, err, errlen);
+}
+
 static const char *value_of(int argc, char **argv, int *i)
 {
     return *i + 1 < argc ? argv[++*i] : NULL;
@@ -139,10 +171,11 @@ static int parse_run_flag(int argc, char **argv, int *i, kb_options *o, char *er
     else if (!strcmp(a, "--ceilings")) o->ceilings = 1;
     else if (!strcmp(a, "--energy")) o->energy = 1;
     else if (!strcmp(a, "--test-sizes")) o->test_sizes = 1;
+    else if (!strcmp(a, "--replicate")) o->replicate = 1;
     else if (!strcmp(a, "--op") || !strcmp(a, "--variant") || !strcmp(a, "--sizes") ||
              !strcmp(a, "--dtype") || !strcmp(a, "--csv") || !strcmp(a, "--device") ||
              !strcmp(a, "--max-time") || !strcmp(a, "--out-dir") || !strcmp(a, "--max-noise") ||
-             !strcmp(a, "--min-samples") || !strcmp(a, "--format")) {
+             !strcmp(a, "--min-samples") || !strcmp(a, "--format") || !strcmp(a, "--devices")) {
         const char *val = value_of(argc, argv, i);
         if (!val || !*val)
             return fail(err, errlen, "%s needs a value", a);
@@ -152,10 +185,12 @@ static int parse_run_flag(int argc, char **argv, int *i, kb_options *o, char *er
         else if (!strcmp(a, "--dtype")) return each_item(o, a, val, add_dtype, err, errlen);
         else if (!strcmp(a, "--csv")) o->csv_path = val;
         else if (!strcmp(a, "--out-dir")) o->out_dir = val;
+        else if (!strcmp(a, "--devices")) return parse_devices(o, val, err, errlen);
         else if (!strcmp(a, "--device")) {
             if (parse_number(val, 0, 1024, &v) || v != (int)v)
                 return fail(err, errlen, "--device needs a device index, got '%s'", val);
             o->device = (int)v;
+            o->device_given = 1;
         } else if (!strcmp(a, "--max-noise")) {
             if (parse_number(val, 0.01, 100, &v))
                 return fail(err, errlen, "--max-noise needs a percentage from 0.01 to 100, got '%s'", val);
@@ -254,6 +289,10 @@ int kb_parse_args(int argc, char **argv, kb_options *o, char *err, size_t errlen
         return fail(err, errlen, "--sizes needs exactly one --op, since shapes are op-specific%s", "");
     if (!!o->sizes + o->quick + o->test_sizes > 1)
         return fail(err, errlen, "--sizes, --quick and --test-sizes each choose the sizes; give one%s", "");
+    if (o->device_given && o->ndevices)
+        return fail(err, errlen, "--device and --devices both choose the GPUs; give one%s", "");
+    if (o->replicate && !o->ndevices)
+        return fail(err, errlen, "--replicate needs --devices%s", "");
     if (o->csv_path && o->out_dir)
         return fail(err, errlen, "--csv and --out-dir both name the output; give one%s", "");
     if (o->variant_pattern && each_item(o, "--variant", o->variant_pattern, known_variant, err, errlen) != 0)

@@ -158,7 +158,13 @@ int kb_default_csv_path(const char *out_dir, char *path, size_t len, char *err, 
     return make_dir(dir, err, errlen) < 0 ? -1 : csv_in(dir, path, len, err, errlen);
 }
 
-static void fill_speedup(kb_result *rows, int n)
+int kb_baseline_gpus(const char *base, const char *row)
+{
+    size_t n = strlen(base);
+    return !strncmp(base, row, n) && (row[n] == '\0' || row[n] == '+');
+}
+
+void kb_fill_speedup(kb_result *rows, int n)
 {
     kb_result *r = &rows[n - 1];
     if (!r->timed || r->status != KB_PASS)
@@ -168,7 +174,7 @@ static void fill_speedup(kb_result *rows, int n)
         return;
     for (int i = n - 1; i >= 0; --i) {
         const kb_result *b = &rows[i];
-        if (b->op == r->op && !strcmp(b->variant->name, base) &&
+        if (b->op == r->op && !strcmp(b->variant->name, base) && kb_baseline_gpus(b->devices, r->devices) &&
             !memcmp(&b->shape, &r->shape, sizeof b->shape) && b->timed && b->status == KB_PASS) {
             r->speedup = b->time_ms.median / r->time_ms.median;
             return;
@@ -198,7 +204,7 @@ static int sweep(const kb_job *jobs, int n, const kb_options *o, const char *csv
     kb_run_plan(jobs, n);
     for (int i = 0; i < n; ++i) {
         kb_run_job(&jobs[i], o, flush, flush_bytes, &rows[i]);
-        fill_speedup(rows, i + 1);
+        kb_fill_speedup(rows, i + 1);
         kb_apply_ceilings(rows, i + 1, ceil, meta);
         fails += rows[i].status == KB_FAIL;
         skips += rows[i].status == KB_SKIP;
@@ -241,16 +247,60 @@ static int check_output(const kb_options *o, char *err, size_t errlen)
     return rc;
 }
 
+/* kbench-<date>.csv becomes .md or .jsonl (csv_in left room unless the folder's name is ~4 KB). */
+static void name_for_format(const kb_options *o, char *path, size_t len)
+{
+    if (!o->csv_path && o->format != KB_FORMAT_CSV && strlen(path) + 3 < len)
+        strcpy(path + strlen(path) - 3, o->format == KB_FORMAT_MD ? "md" : "jsonl");
+}
+
+/* --devices: the GPUs resolved without CUDA in this process (the workers
+ * are forked from it), the sweep expanded again when `all` gave the count
+ * a distributed op's shapes take, then the sweep dealt to the GPUs. */
+static int run_devices(const kb_options *o, kb_job *jobs, int n)
+{
+    char err[512], path[4096];
+    kb_options run = *o;
+    if (kb_resolve_devices(&run, err, sizeof err) != 0) {
+        fprintf(stderr, "kbench: %s\n", err);
+        free(jobs);
+        return KB_EXIT_FAIL;
+    }
+    if (o->ndevices < 0) {
+        free(jobs);
+        if ((n = kb_expand_sweep(&run, &jobs, err, sizeof err)) < 0) {
+            fprintf(stderr, "kbench: %s\n", err);
+            return KB_EXIT_USAGE;
+        }
+    }
+    if (!o->csv_path && kb_default_csv_path(o->out_dir, path, sizeof path, err, sizeof err) != 0) {
+        fprintf(stderr, "kbench: %s\n", err);
+        free(jobs);
+        return KB_EXIT_FAIL;
+    }
+    name_for_format(o, path, sizeof path);
+    int rc = kb_run_on_devices(&run, jobs, n, o->csv_path ? o->csv_path : path);
+    free(jobs);
+    return rc;
+}
+
 int kb_cmd_run(const kb_options *o)
 {
     char err[512], path[4096];
     kb_job *jobs;
-    int n = kb_expand_sweep(o, &jobs, err, sizeof err);
+    /* Bad input is found before any GPU is asked about: `all` is expanded
+     * as its largest count until the machine's is known. */
+    kb_options first = *o;
+    if (first.ndevices < 0)
+        first.ndevices = KB_MAX_RANKS;
+    int n = kb_expand_sweep(&first, &jobs, err, sizeof err);
     if (n < 0 || check_output(o, err, sizeof err) != 0) {
         fprintf(stderr, "kbench: %s\n", err);
         free(jobs);
         return KB_EXIT_USAGE;
     }
+    if (o->ndevices)
+        return run_devices(o, jobs, n);
     kb_device_info dev;
     const char *csv = o->csv_path ? o->csv_path : path;
     if (kb_gpu_open(o->device, &dev, err, sizeof err) != 0 ||
@@ -259,9 +309,8 @@ int kb_cmd_run(const kb_options *o)
         free(jobs);
         return KB_EXIT_FAIL;
     }
-    /* kbench-<date>.csv becomes .md or .jsonl (csv_in left room unless the folder's name is ~4 KB). */
-    if (!o->csv_path && o->format != KB_FORMAT_CSV && strlen(path) + 3 < sizeof path)
-        strcpy(path + strlen(path) - 3, o->format == KB_FORMAT_MD ? "md" : "jsonl");
+    name_for_format(o, path, sizeof path);
+    kb_set_run_devices(&o->device, 1);
     size_t flush_bytes;
     void *flush = kb_alloc_flush(&dev, &flush_bytes);
     if (!flush) {

@@ -47,6 +47,34 @@ static void ceilings_of(run *r)
                             meta_ceiling(f, "datasheet_tc_gflop_s")};
 }
 
+/* One "; NAME VALUE" field of a device_<k> line, or 0 when absent or not
+ * a number above 0. */
+static double device_field(const char *line, const char *name)
+{
+    char pattern[64], *end;
+    snprintf(pattern, sizeof pattern, "; %s ", name);
+    const char *at = strstr(line, pattern);
+    double x = at ? strtod(at + strlen(pattern), &end) : 0;
+    return at && end != at + strlen(pattern) && isfinite(x) && x > 0 ? x : 0;
+}
+
+/* A --devices run measured each GPU against its own ceilings, which its
+ * device_<k> line holds; a row across GPUs, and every row of a run on one
+ * GPU, against the run's ceiling lines. */
+static const kb_ceilings *ceilings_for(const run *r, const kb_run_row *row, kb_ceilings *own)
+{
+    char key[160];
+    snprintf(key, sizeof key, "device_%s", row->devices);
+    const char *line = strchr(row->devices, '+') ? NULL : kb_run_meta(&r->f, key);
+    if (!line)
+        return &r->ceil;
+    *own = (kb_ceilings){device_field(line, "ceiling_mem_gb_s"),     device_field(line, "ceiling_l2_gb_s"),
+                         device_field(line, "ceiling_fp32_gflop_s"), device_field(line, "ceiling_tc_gflop_s"),
+                         device_field(line, "datasheet_mem_gb_s"),   device_field(line, "datasheet_fp32_gflop_s"),
+                         device_field(line, "datasheet_tc_gflop_s")};
+    return own;
+}
+
 static void set(run *r, int row, int c, const char *fmt, double v)
 {
     if (r->col[c] < 0)
@@ -56,8 +84,9 @@ static void set(run *r, int row, int c, const char *fmt, double v)
     r->derived[(size_t)row * C_COUNT + c] = kb_must(strdup(text));
 }
 
-/* The baseline's median at this row's op and shape, or 0: the metadata's
- * baseline_<op> for f32 rows, baseline_<dtype>_<op> for the others. */
+/* The baseline's median at this row's op, shape and GPU, or 0: the
+ * metadata's baseline_<op> for f32 rows, baseline_<dtype>_<op> for the
+ * others. */
 static double baseline_ms(const run *r, const kb_run_row *row)
 {
     char key[160];
@@ -69,7 +98,7 @@ static double baseline_ms(const run *r, const kb_run_row *row)
     for (int i = 0; base && i < r->f.nrows; ++i) {
         const kb_run_row *b = &r->f.rows[i];
         if (!strcmp(b->op, row->op) && !strcmp(b->shape, row->shape) && !strcmp(b->variant, base) &&
-            !strcmp(b->status, "PASS") && b->median_ms > 0)
+            kb_baseline_gpus(b->devices, row->devices) && !strcmp(b->status, "PASS") && b->median_ms > 0)
             return b->median_ms;
     }
     return 0;
@@ -97,8 +126,10 @@ static int derive_row(run *r, int i, char *err, size_t errlen)
         set(r, i, C_SPEEDUP, "%.4f", base / ms);
     double pct_ceiling, pct_peak;
     int memory_bound;
-    if (bytes > 0 && (r->ceil.mem_gb_s > 0 || r->ceil.ds_mem_gb_s > 0)) {
-        kb_place_on_roofline(&r->ceil, math, flops, bytes, ms, &pct_ceiling, &pct_peak, &memory_bound);
+    kb_ceilings own;
+    const kb_ceilings *ceil = ceilings_for(r, row, &own);
+    if (bytes > 0 && (ceil->mem_gb_s > 0 || ceil->ds_mem_gb_s > 0)) {
+        kb_place_on_roofline(ceil, math, flops, bytes, ms, &pct_ceiling, &pct_peak, &memory_bound);
         if (pct_ceiling > 0)
             set(r, i, C_PCT_CEIL, "%.1f", pct_ceiling);
         if (pct_peak > 0)

@@ -356,9 +356,11 @@ void kb_collect_meta(const kb_device_info *d, const kb_options *o, kb_meta_set *
 int kb_default_csv_path(const char *out_dir, char *path, size_t len, char *err, size_t errlen);
 /* The L2 flush buffer: twice the L2, allocated once. NULL when out of memory. */
 void *kb_alloc_flush(const kb_device_info *d, size_t *bytes);
+/* Whether a baseline that ran on `base` (a devices text) is the one for a
+ * row on `row`: the same GPU, or for a row across GPUs ("0+1") its first ("0"). */
+int kb_baseline_gpus(const char *base, const char *row);
 /* The speedup of rows[n - 1] over the baseline row before it at the same
- * op and shape on the same GPU (devices; a row across GPUs, "0+1", over
- * the baseline on its first, "0"). */
+ * op and shape (kb_baseline_gpus). */
 void kb_fill_speedup(kb_result *rows, int n);
 int kb_cmd_run(const kb_options *o);
 /* workers.c, for --devices.  Resolve `all` to the machine's GPUs (at most

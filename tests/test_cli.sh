@@ -101,6 +101,30 @@ expect 2 "ceilings takes only --device N, not '--hot'" ceilings --hot
 expect 2 "--device needs a device index" ceilings --device x
 CUDA_VISIBLE_DEVICES= expect 1 "no CUDA device found" ceilings
 
+# --devices: all, or distinct indices, at most 8; --replicate only with it;
+# never with --device.
+for bad in x -1 1.5 0x1 ALL ' 1' 1025; do
+    expect 2 "--devices needs 'all' or device indices from 0 to 1024, got '$bad'" run --op copy --sizes 1 --devices "$bad"
+done
+expect 2 "--devices needs 'all' or device indices from 0 to 1024, got '[\\]x0a'" run --devices $'0,\n'
+expect 2 "--devices needs a value" run --devices
+expect 2 "--devices has an empty item" run --devices 0,,1
+expect 2 "--devices has an empty item" run --devices 0,
+expect 2 "--devices names device 1 twice" run --devices 1,0,1
+expect 2 "--devices names more than 8 devices" run --devices 0,1,2,3,4,5,6,7,8
+expect 2 "--devices is given twice" run --devices 0 --devices 1
+expect 2 "--devices is given twice" run --devices all --devices all
+expect 2 "--replicate needs --devices" run --op copy --sizes 1 --replicate
+expect 2 "--device and --devices both choose the GPUs" run --device 1 --devices 0,1
+expect 2 "--device and --devices both choose the GPUs" run --devices all --device 0
+# Bad input comes before the GPUs are counted (here there are none).
+CUDA_VISIBLE_DEVICES= expect 2 "unknown op 'nope'" run --devices all --op nope
+CUDA_VISIBLE_DEVICES= expect 2 "cannot write missing/out.csv" run --devices all --op copy --sizes 1 --csv missing/out.csv
+# No GPU: one line, exit 1, nothing written, whether named or `all`.
+CUDA_VISIBLE_DEVICES= expect 1 "no CUDA device found" run --devices 0 --op copy --sizes 1
+CUDA_VISIBLE_DEVICES= expect 1 "no CUDA device found" run --devices all --replicate --op copy --sizes 1 --out-dir new
+CUDA_VISIBLE_DEVICES= expect 1 "no CUDA device found" run --devices 0,1 --op copy --sizes 1 --csv out.csv
+
 expect 2 "pe needs --seq-len T and --d-model D" pe --seq-len 5
 expect 2 "--d-model needs an integer from 1 to 65536" pe --seq-len 5 --d-model 0
 expect 2 "pe takes --seq-len T, --d-model D and --paper, not '--hot'" pe --hot

@@ -1,0 +1,761 @@
+/* kbench run --devices: one sweep over several GPUs.  CUDA is not
+ * fork-safe, so this process touches no CUDA before it forks: a short-lived
+ * child counts the GPUs, one worker process per GPU runs the rows dealt to
+ * it and leaves each finished row in memory shared with this process, which
+ * writes the CSV from them.  Rows that span GPUs (collectives,
+ * tensor-parallel variants) run here afterwards, once every worker is gone
+ * and this process may open the GPUs itself. */
+#include <errno.h>
+#include <math.h>
+#include <omp.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include "harness/csv_read.h"
+#include "harness/harness.h"
+
+#define WRITE_EVERY_S 1.0  /* the CSV is rewritten this often while workers run */
+#define POLL_S 0.05        /* how often finished rows and workers are looked for */
+
+/* n zeroed items (at least one, so n may be 0); out of memory ends the run. */
+static void *alloc(int n, size_t size)
+{
+    return kb_must(calloc(n > 0 ? (size_t)n : 1, size));
+}
+
+/* ---- the machine's GPUs, counted in a child ---- */
+
+typedef struct {
+    int count;
+    char why[256];  /* set when CUDA found no device */
+} probe_answer;
+
+/* The wording is kb_gpu_open's, so a machine without a GPU reads the same
+ * whichever way the run was asked for. */
+static void probe(int fd)
+{
+    probe_answer a = {0};
+    cudaError_t e = cudaGetDeviceCount(&a.count);
+    if (e != cudaSuccess || a.count == 0)
+        snprintf(a.why, sizeof a.why, "no CUDA device found: %s%s",
+                 e == cudaErrorInsufficientDriver ? "no usable NVIDIA driver; the runtime says: " : "",
+                 e != cudaSuccess ? cudaGetErrorString(e) : "the driver reports zero devices");
+    ssize_t put = write(fd, &a, sizeof a);
+    _exit(put == (ssize_t)sizeof a ? 0 : 1);
+}
+
+/* The device count; -1 with err set when there is none or the child failed. */
+static int count_devices(char *err, size_t errlen)
+{
+    int fd[2], status;
+    probe_answer a;
+    if (pipe(fd) != 0) {
+        snprintf(err, errlen, "cannot count the GPUs: %s", strerror(errno));
+        return -1;
+    }
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fd[0]);
+        probe(fd[1]);
+    }
+    close(fd[1]);
+    ssize_t got = pid < 0 ? -1 : read(fd[0], &a, sizeof a);
+    int saved = errno;
+    close(fd[0]);
+    if (pid > 0)
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+            ;
+    if (got != (ssize_t)sizeof a) {
+        snprintf(err, errlen, "cannot count the GPUs: %s", got < 0 ? strerror(saved) : "the CUDA probe died");
+        return -1;
+    }
+    a.why[sizeof a.why - 1] = '\0';
+    if (a.why[0]) {
+        snprintf(err, errlen, "%s", a.why);
+        return -1;
+    }
+    return a.count;
+}
+
+int kb_resolve_devices(kb_options *o, char *err, size_t errlen)
+{
+    int count = count_devices(err, errlen);
+    if (count < 0)
+        return -1;
+    if (o->ndevices < 0) {
+        o->ndevices = count < KB_MAX_RANKS ? count : KB_MAX_RANKS;
+        for (int i = 0; i < o->ndevices; ++i)
+            o->devices[i] = i;
+    }
+    for (int i = 0; i < o->ndevices; ++i)
+        if (o->devices[i] >= count) {
+            snprintf(err, errlen, "no CUDA device %d: this machine has %d", o->devices[i], count);
+            return -1;
+        }
+    return 0;
+}
+
+/* ---- dealing the rows ---- */
+
+enum { ACROSS = -1, EVERY = -2 }; /* a job's worker: this process after the workers; all of them */
+
+typedef struct {
+    const kb_job *jobs;
+    int njobs, ndev;
+    const int *dev;   /* each worker's GPU */
+    int *worker;      /* per job: its worker, ACROSS or EVERY (--replicate) */
+    int *first;       /* per job: its first output row (EVERY: one a worker, in worker order) */
+    int *row_job, *row_worker; /* per output row */
+    int nrows;
+} plan;
+
+typedef struct {
+    int first, n;
+    double cost;
+} group;
+
+/* A group is the consecutive jobs of one op and shape, so that a row's
+ * baseline runs on its GPU: the sweep puts each shape's baselines first,
+ * but a case (kb_case_same) is narrower, one dtype and set of quirks, and
+ * cuDNN's softmax baseline has a case of its own. */
+static int same_group(const kb_job *a, const kb_job *b)
+{
+    return a->op == b->op && !memcmp(&a->shape, &b->shape, sizeof a->shape);
+}
+
+/* A group's cost in rough seconds, only ever compared with another's:
+ * ROW_S a row (setup, checks), and for a timed row SAMPLES launches at its
+ * roofline time, max(flops / FLOP_S, bytes / BYTE_S), each after an L2
+ * flush of FLUSH_S, at most --max-time, a third more for the warm-up and
+ * NVML readings; and once a group its tensors' allocation and upload and
+ * the inputs not made in time, some 0.5 s a GB of its first row's bytes.
+ * Fitted to an H200's --quick sweep: the timed launches are the bulk of the
+ * large groups, the upload of the small ones. */
+#define ROW_S 0.01
+#define SAMPLES 20
+#define FLOP_S 5e13
+#define BYTE_S 2e12
+#define FLUSH_S 5e-5
+#define TIMING_OVERHEAD 1.3
+#define UPLOAD_BYTES_S 2e9
+static double group_cost(const kb_options *o, const kb_job *g, int n)
+{
+    double s = g->op->bytes(&g->shape, g->variant->dtype) / UPLOAD_BYTES_S;
+    for (int i = 0; i < n; ++i) {
+        const kb_job *j = &g[i];
+        double launch = fmax(j->op->flops(&j->shape) / FLOP_S, j->op->bytes(&j->shape, j->variant->dtype) / BYTE_S);
+        s += ROW_S + (o->check_only ? 0 : TIMING_OVERHEAD * fmin(o->row_cap_s, SAMPLES * (launch + FLUSH_S)));
+    }
+    return s;
+}
+
+/* Dearest first; equal costs in sweep order, so a deal is reproducible. */
+static int by_cost(const void *pa, const void *pb)
+{
+    const group *a = pa, *b = pb;
+    if (a->cost != b->cost)
+        return a->cost < b->cost ? 1 : -1;
+    return a->first - b->first;
+}
+
+/* Groups in sweep order; their count.  *out is malloc'd. */
+static int find_groups(const kb_options *o, const kb_job *jobs, int n, group **out)
+{
+    group *g = malloc((size_t)(n ? n : 1) * sizeof *g);
+    int ng = 0;
+    for (int i = 0; i < n; ++i) {
+        if (i == 0 || !same_group(&jobs[i - 1], &jobs[i]))
+            g[ng++] = (group){i, 0, 0};
+        g[ng - 1].n++;
+    }
+    for (int k = 0; k < ng; ++k)
+        g[k].cost = group_cost(o, &jobs[g[k].first], g[k].n);
+    *out = g;
+    return ng;
+}
+
+static int spans_gpus(const kb_job *jobs, const group *g)
+{
+    for (int i = g->first; i < g->first + g->n; ++i)
+        if (kb_job_multi_device(&jobs[i]))
+            return 1;
+    return 0;
+}
+
+/* Longest processing time first: each group, dearest first, to the worker
+ * with the least work so far.  Statically, so that every worker knows its
+ * whole list and can make its next inputs while it times (kb_run_plan). */
+static void deal(const kb_options *o, plan *p)
+{
+    group *g;
+    int ng = find_groups(o, p->jobs, p->njobs, &g);
+    double load[KB_MAX_RANKS] = {0};
+    qsort(g, (size_t)ng, sizeof *g, by_cost);
+    for (int k = 0; k < ng; ++k) {
+        int w = spans_gpus(p->jobs, &g[k]) ? ACROSS : o->replicate ? EVERY : 0;
+        if (w == 0) {
+            for (int i = 1; i < p->ndev; ++i)
+                if (load[i] < load[w])
+                    w = i;
+            load[w] += g[k].cost;
+        }
+        for (int i = g[k].first; i < g[k].first + g[k].n; ++i)
+            p->worker[i] = w;
+    }
+    free(g);
+}
+
+static void make_plan(const kb_options *o, const kb_job *jobs, int n, plan *p)
+{
+    *p = (plan){jobs, n, o->ndevices, o->devices, alloc(n, sizeof(int)), alloc(n, sizeof(int)),
+                NULL, NULL, 0};
+    deal(o, p);
+    for (int j = 0; j < n; ++j) {
+        p->first[j] = p->nrows;
+        p->nrows += p->worker[j] == EVERY ? p->ndev : 1;
+    }
+    p->row_job = alloc(p->nrows, sizeof(int));
+    p->row_worker = alloc(p->nrows, sizeof(int));
+    for (int j = 0; j < n; ++j)
+        for (int k = 0; k < (p->worker[j] == EVERY ? p->ndev : 1); ++k) {
+            p->row_job[p->first[j] + k] = j;
+            p->row_worker[p->first[j] + k] = p->worker[j] == EVERY ? k : p->worker[j];
+        }
+}
+
+static void free_plan(plan *p)
+{
+    free(p->worker);
+    free(p->first);
+    free(p->row_job);
+    free(p->row_worker);
+}
+
+/* ---- memory shared with the workers ----
+ * Made before the forks, so it lies at the same address in every process
+ * and the op and variant pointers in a row (one binary) stay valid.  A
+ * worker fills a row, then sets its done flag with release order; this
+ * process reads the flag with acquire order before the row. */
+typedef struct {
+    int ready;          /* info, ceil and meta are set */
+    char why[256];      /* why the GPU could not be used, when it could not */
+    kb_device_info info;
+    kb_ceilings ceil;   /* measured with --ceilings, else the datasheet's */
+    kb_meta_set meta;   /* kb_collect_meta of this GPU */
+} worker_slot;
+
+typedef struct {
+    int done;
+    kb_result row;
+} shared_row;
+
+typedef struct {
+    worker_slot worker[KB_MAX_RANKS];
+    shared_row rows[];
+} shared_state;
+
+/* ---- a worker ---- */
+
+/* kb_run_phases' lines, each after "<prefix>: ", so that the workers' lines
+ * tell apart. */
+static void print_phases(const char *prefix, double total_s, double csv_s)
+{
+    char *text = NULL, *save = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f)
+        return;
+    kb_run_phases(f, total_s, csv_s);
+    if (fclose(f) == 0)
+        for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+            printf("%s: %s\n", prefix, line);
+    free(text);
+}
+
+/* The jobs dealt to worker w, in sweep order, and their output rows. */
+static int jobs_of(const plan *p, int w, kb_job *mine, int *at)
+{
+    int m = 0;
+    for (int j = 0; j < p->njobs; ++j)
+        if (p->worker[j] == w || p->worker[j] == EVERY) {
+            mine[m] = p->jobs[j];
+            at[m++] = p->first[j] + (p->worker[j] == EVERY ? w : 0);
+        }
+    return m;
+}
+
+/* Speedups here, against the rows this worker ran; the roofline figures
+ * are the parent's, which sees the copy rows of this GPU as they come. */
+static int run_dealt(const kb_options *o, const plan *p, int w, shared_state *sh, void *flush, size_t flush_bytes)
+{
+    kb_job *mine = alloc(p->njobs, sizeof *mine);
+    int *at = alloc(p->njobs, sizeof *at), fails = 0, m = jobs_of(p, w, mine, at);
+    kb_result *rows = alloc(m, sizeof *rows);
+    const kb_device_info *d = &sh->worker[w].info;
+    char prefix[32];
+    snprintf(prefix, sizeof prefix, "GPU %d", p->dev[w]);
+    printf("%s: %s (sm_%d%d, %d SMs, %s), %d rows\n", prefix, d->name, d->cc_major, d->cc_minor, d->sm_count,
+           d->pci_bus_id, m);
+    const double t0 = omp_get_wtime();
+    kb_run_plan(mine, m);
+    for (int i = 0; i < m; ++i) {
+        kb_run_job(&mine[i], o, flush, flush_bytes, &rows[i]);
+        kb_fill_speedup(rows, i + 1);
+        fails += rows[i].status == KB_FAIL;
+        kb_table_row(stdout, &rows[i], at[i] + 1, p->nrows);
+        sh->rows[at[i]].row = rows[i];
+        __atomic_store_n(&sh->rows[at[i]].done, 1, __ATOMIC_RELEASE);
+    }
+    kb_run_release();
+    print_phases(prefix, omp_get_wtime() - t0, 0);
+    free(mine);
+    free(at);
+    free(rows);
+    return fails ? KB_EXIT_FAIL : 0;
+}
+
+static int worker_run(const kb_options *o, const plan *p, int w, shared_state *sh)
+{
+    worker_slot *me = &sh->worker[w];
+    int dev = p->dev[w];
+    size_t flush_bytes = 0;
+    void *flush = NULL;
+    if (kb_gpu_open(dev, &me->info, me->why, sizeof me->why) == 0 &&
+        !(flush = kb_alloc_flush(&me->info, &flush_bytes)))
+        snprintf(me->why, sizeof me->why, "out of device memory for the L2 flush buffer");
+    if (!flush) {
+        fprintf(stderr, "kbench: GPU %d: %s\n", dev, me->why);
+        return KB_EXIT_FAIL;
+    }
+    kb_set_run_devices(&dev, 1);
+    if (o->ceilings) {
+        printf("GPU %d: measuring ceilings...\n", dev);
+        kb_measure_ceilings(&me->info, flush, flush_bytes, &me->ceil);
+    } else
+        kb_datasheet_ceilings(&me->info, &me->ceil);
+    kb_collect_meta(&me->info, o, &me->meta);
+    __atomic_store_n(&me->ready, 1, __ATOMIC_RELEASE);
+    int rc = run_dealt(o, p, w, sh, flush, flush_bytes);
+    cudaError_t e = cudaFree(flush);
+    if (e != cudaSuccess) {
+        fprintf(stderr, "kbench: GPU %d: %s\n", dev, cudaGetErrorString(e));
+        rc = KB_EXIT_FAIL;
+    }
+    return rc;
+}
+
+/* The child's whole life: it ends here, never returning into the parent's code. */
+static void worker_main(const kb_options *o, const plan *p, int w, shared_state *sh, pid_t parent)
+{
+    /* A worker outliving its parent would hold its GPU for nothing. */
+    if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != parent)
+        _exit(KB_EXIT_FAIL);
+    /* Whole lines, so that the workers' table rows do not tear. */
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    int rc = worker_run(o, p, w, sh);
+    fflush(stdout);
+    fflush(stderr);
+    _exit(rc);
+}
+
+/* ---- the parent ---- */
+
+typedef struct {
+    const kb_options *o;
+    plan p;
+    shared_state *sh;
+    size_t sh_bytes;
+    const char *csv;
+    kb_result *rows, *scratch; /* every output row (valid where done); room to gather one GPU's */
+    char *done;
+    pid_t pid[KB_MAX_RANKS];
+    int exited[KB_MAX_RANKS], status[KB_MAX_RANKS];
+    int lost;                  /* a worker left rows undone */
+    kb_ceilings ceil[KB_MAX_RANKS]; /* a copy of each worker's, raised by its copy rows */
+    int have_ceil[KB_MAX_RANKS];
+    int meta_from;             /* the worker whose metadata heads the file; -1 until known */
+    kb_meta_set meta, unused;  /* unused: what kb_apply_ceilings writes for the other GPUs */
+    char gpu_text[KB_MAX_RANKS][16], across_text[32], list_text[32]; /* "1"; "0+1"; "0,1" */
+    double csv_s;
+} gather;
+
+static int ready(const gather *g, int w)
+{
+    return __atomic_load_n(&g->sh->worker[w].ready, __ATOMIC_ACQUIRE);
+}
+
+/* The first GPU's metadata heads the file; should its worker fail to open
+ * it, the next GPU's. */
+static int meta_source(const gather *g)
+{
+    for (int w = 0; w < g->p.ndev; ++w) {
+        if (ready(g, w))
+            return w;
+        if (!g->exited[w])
+            return -1;
+    }
+    return -1;
+}
+
+/* Copy rows the workers finished since the last call; how many. */
+static int collect(gather *g)
+{
+    int fresh = 0;
+    for (int r = 0; r < g->p.nrows; ++r)
+        if (!g->done[r] && __atomic_load_n(&g->sh->rows[r].done, __ATOMIC_ACQUIRE)) {
+            g->rows[r] = g->sh->rows[r].row;
+            g->done[r] = 1;
+            ++fresh;
+        }
+    return fresh;
+}
+
+static void adopt_meta(gather *g, int w)
+{
+    const kb_meta_set *m = &g->sh->worker[w].meta;
+    g->meta_from = w;
+    g->meta.n = 0;
+    for (int i = 0; i < m->n && i < (int)(sizeof m->meta / sizeof *m->meta); ++i)
+        kb_meta_set_value(&g->meta, m->keys[i], "%.*s", (int)sizeof m->text[i] - 1, m->text[i]);
+}
+
+/* One GPU's line: name, PCI bus id, SMs and every ceiling it has, under
+ * the names of the first GPU's own lines, so `kbench derive` reads both alike. */
+static void device_line(gather *g, int w)
+{
+    static const struct {
+        const char *name;
+        size_t at;
+    } fields[] = {{"ceiling_mem_gb_s", offsetof(kb_ceilings, mem_gb_s)},
+                  {"ceiling_l2_gb_s", offsetof(kb_ceilings, l2_gb_s)},
+                  {"ceiling_fp32_gflop_s", offsetof(kb_ceilings, fp32_gflop_s)},
+                  {"ceiling_tc_gflop_s", offsetof(kb_ceilings, tc_gflop_s)},
+                  {"datasheet_mem_gb_s", offsetof(kb_ceilings, ds_mem_gb_s)},
+                  {"datasheet_fp32_gflop_s", offsetof(kb_ceilings, ds_fp32_gflop_s)},
+                  {"datasheet_tc_gflop_s", offsetof(kb_ceilings, ds_tc_gflop_s)}};
+    const worker_slot *s = &g->sh->worker[w];
+    char key[32], text[320];
+    snprintf(key, sizeof key, "device_%d", g->p.dev[w]);
+    if (!ready(g, w)) {
+        if (g->exited[w])
+            kb_meta_set_value(&g->meta, key, "not used: %.*s", (int)sizeof s->why - 1,
+                              s->why[0] ? s->why : "its worker ended before opening it");
+        return;
+    }
+    size_t used = (size_t)snprintf(text, sizeof text, "%s; pci_bus_id %s; sm_count %d", s->info.name,
+                                   s->info.pci_bus_id, s->info.sm_count);
+    for (size_t i = 0; i < sizeof fields / sizeof *fields && used < sizeof text; ++i) {
+        double v = *(const double *)((const char *)&g->ceil[w] + fields[i].at);
+        if (v > 0)
+            used += (size_t)snprintf(text + used, sizeof text - used, "; %s %.1f", fields[i].name, v);
+    }
+    kb_meta_set_value(&g->meta, key, "%s", text);
+}
+
+/* Each GPU's rows against its own ceilings; rows across GPUs against the
+ * first GPU's, whose are the file's own ceiling lines. */
+static void apply_ceilings(gather *g)
+{
+    for (int w = 0; w < g->p.ndev; ++w) {
+        if (!ready(g, w))
+            continue;
+        if (!g->have_ceil[w]) {
+            g->ceil[w] = g->sh->worker[w].ceil;
+            g->have_ceil[w] = 1;
+        }
+        int m = 0;
+        for (int r = 0; r < g->p.nrows; ++r)
+            if (g->done[r] && (g->p.row_worker[r] == w || (g->p.row_worker[r] == ACROSS && w == g->meta_from)))
+                g->scratch[m++] = g->rows[r];
+        kb_apply_ceilings(g->scratch, m, &g->ceil[w], w == g->meta_from ? &g->meta : &g->unused);
+        m = 0;
+        for (int r = 0; r < g->p.nrows; ++r)
+            if (g->done[r] && (g->p.row_worker[r] == w || (g->p.row_worker[r] == ACROSS && w == g->meta_from)))
+                g->rows[r] = g->scratch[m++];
+        g->unused.n = 0;
+    }
+}
+
+/* The finished rows in sweep order, with the metadata; nothing while the
+ * metadata is not known (g->meta_from < 0).  0, or -1 with err set. */
+static int write_rows(gather *g, char *err, size_t errlen)
+{
+    const double t0 = omp_get_wtime();
+    if (g->meta_from < 0) {
+        int w = meta_source(g);
+        if (w < 0)
+            return 0;
+        adopt_meta(g, w);
+    }
+    apply_ceilings(g);
+    kb_meta_set_value(&g->meta, "devices", "%s", g->list_text);
+    for (int w = 0; w < g->p.ndev; ++w)
+        device_line(g, w);
+    int n = 0;
+    for (int r = 0; r < g->p.nrows; ++r)
+        if (g->done[r])
+            g->scratch[n++] = g->rows[r];
+    int rc = kb_results_write(g->csv, g->o->format, g->meta.meta, g->meta.n, g->scratch, n, err, errlen);
+    g->csv_s += omp_get_wtime() - t0;
+    return rc;
+}
+
+static void skip_row(const gather *g, int r, const char *devices, const char *why)
+{
+    const kb_job *job = &g->p.jobs[g->p.row_job[r]];
+    kb_result *x = &g->rows[r];
+    memset(x, 0, sizeof *x);
+    x->op = job->op;
+    x->variant = job->variant;
+    x->shape = job->shape;
+    x->hot = g->o->hot;
+    x->flops = job->op->flops(&job->shape);
+    x->bytes = job->op->bytes(&job->shape, job->variant->dtype);
+    x->status = KB_SKIP;
+    snprintf(x->reason, sizeof x->reason, "%s", why);
+    snprintf(x->devices, sizeof x->devices, "%s", devices);
+}
+
+/* Why worker w left rows undone. */
+static void worker_end(const gather *g, int w, char *buf, size_t len)
+{
+    const int st = g->status[w], dev = g->p.dev[w];
+    const char *why = g->sh->worker[w].why;
+    if (why[0])
+        snprintf(buf, len, "GPU %d: %.*s", dev, (int)sizeof g->sh->worker[w].why - 1, why);
+    else if (WIFSIGNALED(st))
+        snprintf(buf, len, "GPU %d's worker died of signal %d (%s) before this row", dev, WTERMSIG(st),
+                 strsignal(WTERMSIG(st)));
+    else
+        snprintf(buf, len, "GPU %d's worker exited with status %d before this row", dev, WEXITSTATUS(st));
+}
+
+/* Every row a worker left undone becomes a SKIP row saying why. */
+static void skip_undone(gather *g)
+{
+    char why[320]; /* skip_row cuts it to a reason's length */
+    for (int r = 0; r < g->p.nrows; ++r) {
+        int w = g->p.row_worker[r];
+        if (g->done[r] || w == ACROSS)
+            continue;
+        worker_end(g, w, why, sizeof why);
+        skip_row(g, r, g->gpu_text[w], why);
+        g->done[r] = 1;
+        g->lost = 1;
+        kb_table_row(stdout, &g->rows[r], r + 1, g->p.nrows);
+    }
+}
+
+static void start_workers(gather *g)
+{
+    pid_t parent = getpid();
+    fflush(stdout);
+    fflush(stderr);
+    for (int w = 0; w < g->p.ndev; ++w) {
+        g->pid[w] = fork();
+        if (g->pid[w] == 0)
+            worker_main(g->o, &g->p, w, g->sh, parent);
+        if (g->pid[w] < 0) {
+            snprintf(g->sh->worker[w].why, sizeof g->sh->worker[w].why, "cannot start its worker: %s",
+                     strerror(errno));
+            g->exited[w] = 1;
+        }
+    }
+}
+
+static void stop_workers(gather *g)
+{
+    for (int w = 0; w < g->p.ndev; ++w)
+        if (!g->exited[w])
+            kill(g->pid[w], SIGTERM);
+    for (int w = 0; w < g->p.ndev; ++w)
+        while (!g->exited[w] && waitpid(g->pid[w], &g->status[w], 0) < 0 && errno == EINTR)
+            ;
+}
+
+/* Until every worker has exited: their rows into the CSV every
+ * WRITE_EVERY_S, so an interrupted sweep leaves a complete file of the
+ * rows done.  0, or -1 with err set when the CSV cannot be written. */
+static int watch_workers(gather *g, char *err, size_t errlen)
+{
+    const struct timespec nap = {0, (long)(POLL_S * 1e9)};
+    double last_write = 0;
+    int running = 0, unwritten = 0;
+    for (int w = 0; w < g->p.ndev; ++w)
+        running += !g->exited[w];
+    while (running > 0) {
+        for (int w = 0; w < g->p.ndev; ++w) {
+            pid_t got = g->exited[w] ? 0 : waitpid(g->pid[w], &g->status[w], WNOHANG);
+            if (got == g->pid[w] || (got < 0 && errno != EINTR)) {
+                g->exited[w] = 1;
+                --running;
+            }
+        }
+        unwritten += collect(g);
+        if (unwritten && omp_get_wtime() - last_write >= WRITE_EVERY_S) {
+            if (write_rows(g, err, errlen) != 0) {
+                stop_workers(g);
+                return -1;
+            }
+            if (g->meta_from >= 0) {
+                last_write = omp_get_wtime();
+                unwritten = 0;
+            }
+        }
+        if (running > 0)
+            nanosleep(&nap, NULL);
+    }
+    return 0;
+}
+
+/* The groups that span GPUs, here, on every GPU of the run, with the
+ * one-GPU sweep's per-row code and a CSV write after every row. */
+static int run_across(gather *g, char *err, size_t errlen)
+{
+    int m = 0, rc = 0;
+    kb_job *list = alloc(g->p.njobs, sizeof *list);
+    for (int j = 0; j < g->p.njobs; ++j)
+        if (g->p.worker[j] == ACROSS)
+            list[m++] = g->p.jobs[j];
+    kb_device_info d;
+    size_t flush_bytes = 0;
+    void *flush = NULL;
+    char why[512];
+    if (m && kb_gpu_open(g->p.dev[0], &d, why, sizeof why) == 0 && !(flush = kb_alloc_flush(&d, &flush_bytes)))
+        snprintf(why, sizeof why, "out of device memory for the L2 flush buffer");
+    if (m && flush) {
+        kb_set_run_devices(g->p.dev, g->p.ndev);
+        kb_run_plan(list, m);
+    }
+    for (int j = 0; j < g->p.njobs && rc == 0; ++j) {
+        const int r = g->p.first[j];
+        if (g->p.worker[j] != ACROSS)
+            continue;
+        if (flush) {
+            kb_run_job(&g->p.jobs[j], g->o, flush, flush_bytes, &g->rows[r]);
+            kb_fill_speedup(g->rows, r + 1);
+        } else
+            skip_row(g, r, g->across_text, why);
+        g->done[r] = 1;
+        kb_table_row(stdout, &g->rows[r], r + 1, g->p.nrows);
+        rc = write_rows(g, err, errlen);
+    }
+    if (flush) {
+        kb_run_release();
+        cudaError_t e = cudaFree(flush);
+        if (e != cudaSuccess && rc == 0) {
+            snprintf(err, errlen, "GPU %d: %s", g->p.dev[0], cudaGetErrorString(e));
+            rc = -1;
+        }
+    }
+    free(list);
+    return rc;
+}
+
+static void summarize(const gather *g, double workers_s, double across_s, double total_s)
+{
+    int fails = 0, skips = 0;
+    for (int r = 0; r < g->p.nrows; ++r) {
+        fails += g->rows[r].status == KB_FAIL;
+        skips += g->rows[r].status == KB_SKIP;
+    }
+    printf("%d rows: %d passed, %d failed, %d skipped; wrote %s\n", g->p.nrows, g->p.nrows - fails - skips, fails,
+           skips, g->csv);
+    printf("time: workers on %d GPUs %.1f s, rows across GPUs %.1f s, CSV writes %.1f s; total %.1f s\n", g->p.ndev,
+           workers_s, across_s, g->csv_s, total_s);
+}
+
+static int any_failed(const gather *g)
+{
+    for (int r = 0; r < g->p.nrows; ++r)
+        if (g->rows[r].status == KB_FAIL)
+            return 1;
+    return 0;
+}
+
+static gather *gather_new(const kb_options *o, const kb_job *jobs, int n, const char *csv)
+{
+    gather *g = alloc(1, sizeof *g);
+    g->o = o;
+    g->csv = csv;
+    g->meta_from = -1;
+    make_plan(o, jobs, n, &g->p);
+    g->rows = alloc(g->p.nrows, sizeof *g->rows);
+    g->scratch = alloc(g->p.nrows, sizeof *g->scratch);
+    g->done = alloc(g->p.nrows, 1);
+    for (int w = 0; w < g->p.ndev; ++w)
+        snprintf(g->gpu_text[w], sizeof g->gpu_text[w], "%d", g->p.dev[w]);
+    for (int w = 0; w < g->p.ndev; ++w) {
+        snprintf(g->across_text + strlen(g->across_text), sizeof g->across_text - strlen(g->across_text), "%s%d",
+                 w ? "+" : "", g->p.dev[w]);
+        snprintf(g->list_text + strlen(g->list_text), sizeof g->list_text - strlen(g->list_text), "%s%d",
+                 w ? "," : "", g->p.dev[w]);
+    }
+    g->sh_bytes = offsetof(shared_state, rows) + (size_t)g->p.nrows * sizeof(shared_row);
+    g->sh = mmap(NULL, g->sh_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    return g;
+}
+
+static void gather_free(gather *g)
+{
+    if (g->sh != MAP_FAILED)
+        munmap(g->sh, g->sh_bytes);
+    free_plan(&g->p);
+    free(g->rows);
+    free(g->scratch);
+    free(g->done);
+    free(g);
+}
+
+int kb_run_on_devices(const kb_options *o, const kb_job *jobs, int n, const char *csv)
+{
+    char err[512];
+    gather *g = gather_new(o, jobs, n, csv);
+    if (g->sh == MAP_FAILED) {
+        fprintf(stderr, "kbench: cannot share memory with the workers: %s\n", strerror(errno));
+        gather_free(g);
+        return KB_EXIT_FAIL;
+    }
+    int across = 0;
+    for (int j = 0; j < n; ++j)
+        across += g->p.worker[j] == ACROSS;
+    printf("kbench on GPUs %s (a worker each%s), %d rows, %d across the GPUs -> %s\n", g->list_text,
+           o->replicate ? ", every row on each" : "", g->p.nrows, across, csv);
+    kb_table_header(stdout);
+    const double t0 = omp_get_wtime();
+    start_workers(g);
+    int rc = watch_workers(g, err, sizeof err);
+    const double t1 = omp_get_wtime();
+    if (rc == 0) {
+        skip_undone(g);
+        if (meta_source(g) < 0) {
+            snprintf(err, sizeof err, "no GPU of --devices could be used; nothing written");
+            rc = -1;
+        }
+    }
+    if (rc == 0)
+        rc = run_across(g, err, sizeof err);
+    const double t2 = omp_get_wtime();
+    if (rc == 0)
+        rc = write_rows(g, err, sizeof err);
+    if (rc != 0) {
+        fprintf(stderr, "kbench: %s\n", err);
+        gather_free(g);
+        return KB_EXIT_FAIL;
+    }
+    summarize(g, t1 - t0, t2 - t1, omp_get_wtime() - t0);
+    if (across)
+        print_phases("rows across GPUs", t2 - t1, 0);
+    rc = any_failed(g) || g->lost ? KB_EXIT_FAIL : 0;
+    gather_free(g);
+    return rc;
+}
