@@ -109,7 +109,11 @@ void kb_apply_ceilings(kb_result *rows, int n, kb_ceilings *c, kb_meta_set *meta
     c->mem_gb_s = fmax(c->mem_gb_s, best_copy);
     for (int i = 0; i < n; ++i) {
         kb_result *r = &rows[i];
-        if (r->timed && r->status == KB_PASS)
+        /* A collective moves bytes over the links between GPUs, which no
+         * ceiling of one GPU bounds: its GB/s is bus bandwidth, unplaced. */
+        if (r->timed && r->status == KB_PASS && r->op->distributed)
+            r->memory_bound = 1;
+        else if (r->timed && r->status == KB_PASS)
             kb_place_on_roofline(c, r->variant->math, r->flops, r->bytes, r->time_ms.median, &r->pct_of_ceiling,
                                  &r->pct_of_peak, &r->memory_bound);
     }

@@ -128,7 +128,12 @@ static int derive_row(run *r, int i, char *err, size_t errlen)
     int memory_bound;
     kb_ceilings own;
     const kb_ceilings *ceil = ceilings_for(r, row, &own);
-    if (bytes > 0 && (ceil->mem_gb_s > 0 || ceil->ds_mem_gb_s > 0)) {
+    const kb_op *op = kb_find_op(row->op);
+    if (op && op->distributed) {
+        /* Bus bandwidth over links no ceiling of one GPU bounds (ceilings.c). */
+        if (r->col[C_BOUND] >= 0)
+            r->derived[(size_t)i * C_COUNT + C_BOUND] = kb_must(strdup("memory"));
+    } else if (bytes > 0 && (ceil->mem_gb_s > 0 || ceil->ds_mem_gb_s > 0)) {
         kb_place_on_roofline(ceil, math, flops, bytes, ms, &pct_ceiling, &pct_peak, &memory_bound);
         if (pct_ceiling > 0)
             set(r, i, C_PCT_CEIL, "%.1f", pct_ceiling);
