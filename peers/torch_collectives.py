@@ -34,6 +34,7 @@ except ImportError:
 from torch_peers import peer_row, read_run, write_run
 
 OPS = ("allreduce", "allgather", "reduce_scatter")
+WARMUP_CALLS = 5
 
 
 def buffers(op, n, world, rank, dtype):
@@ -71,10 +72,9 @@ def max_error(op, x, out, world):
 
 
 def time_op(op, x, out, cap_s):
-    t0 = time.perf_counter()
-    while time.perf_counter() - t0 < 0.05:  # warm-up by time; rank 0's clock decides for all
+    for _ in range(WARMUP_CALLS):  # a count, not a time: every rank must make the same calls
         call(op, x, out)
-        torch.cuda.synchronize()
+    torch.cuda.synchronize()
     start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     samples, t0, more = [], time.perf_counter(), torch.ones(1, device="cuda")
     while more.item():
