@@ -110,12 +110,14 @@ void kb_apply_ceilings(kb_result *rows, int n, kb_ceilings *c, kb_meta_set *meta
     for (int i = 0; i < n; ++i) {
         kb_result *r = &rows[i];
         /* A collective moves bytes over the links between GPUs, which no
-         * ceiling of one GPU bounds: its GB/s is bus bandwidth, unplaced. */
+         * ceiling of one GPU bounds: its GB/s is bus bandwidth, unplaced.
+         * Any other row across N GPUs is placed as one GPU taking N times
+         * as long, under N times one GPU's ceilings. */
         if (r->timed && r->status == KB_PASS && r->op->distributed)
             r->memory_bound = 1;
         else if (r->timed && r->status == KB_PASS)
-            kb_place_on_roofline(c, r->variant->math, r->flops, r->bytes, r->time_ms.median, &r->pct_of_ceiling,
-                                 &r->pct_of_peak, &r->memory_bound);
+            kb_place_on_roofline(c, r->variant->math, r->flops, r->bytes, r->time_ms.median * kb_devices_spanned(r->devices),
+                                 &r->pct_of_ceiling, &r->pct_of_peak, &r->memory_bound);
     }
     if (c->mem_gb_s > 0)
         kb_meta_set_value(meta, "ceiling_mem_gb_s", "%.1f", c->mem_gb_s);

@@ -134,7 +134,10 @@ static int derive_row(run *r, int i, char *err, size_t errlen)
         if (r->col[C_BOUND] >= 0)
             r->derived[(size_t)i * C_COUNT + C_BOUND] = kb_must(strdup("memory"));
     } else if (bytes > 0 && (ceil->mem_gb_s > 0 || ceil->ds_mem_gb_s > 0)) {
-        kb_place_on_roofline(ceil, math, flops, bytes, ms, &pct_ceiling, &pct_peak, &memory_bound);
+        /* A row across N GPUs is placed under N times one GPU's ceilings:
+         * as one GPU taking N times as long. */
+        kb_place_on_roofline(ceil, math, flops, bytes, ms * kb_devices_spanned(row->devices), &pct_ceiling, &pct_peak,
+                             &memory_bound);
         if (pct_ceiling > 0)
             set(r, i, C_PCT_CEIL, "%.1f", pct_ceiling);
         if (pct_peak > 0)

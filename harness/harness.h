@@ -330,6 +330,8 @@ int kb_wants_energy(const kb_options *o, const kb_op *op, const kb_shape *s, kb_
 void kb_run_job(const kb_job *job, const kb_options *o, void *flush_buf,
                 size_t flush_bytes, kb_result *r);
 void kb_run_release(void);
+/* How many GPUs a row's devices cell names: "1" one, "0+1" two (ranks.c). */
+int kb_devices_spanned(const char *devices);
 /* The GPUs kb_run_devices reports (ranks.c); the first is opened and current. */
 void kb_set_run_devices(const int *ids, int n);
 /* Announce a sweep's rows (until kb_run_release): while the GPU runs one

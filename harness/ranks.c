@@ -13,6 +13,14 @@ void kb_set_run_devices(const int *ids, int n)
         run_ids[i] = ids[i];
 }
 
+int kb_devices_spanned(const char *devices)
+{
+    int n = 1;
+    for (const char *c = devices; *c; ++c)
+        n += *c == '+';
+    return n;
+}
+
 int kb_run_devices(const int **ids)
 {
     if (run_n == 0) { /* a run that named none: the current GPU alone */

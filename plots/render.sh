@@ -123,15 +123,18 @@ gp_lines() {
     printf '%s' "$expr"
 }
 
-# use_outdir GPU: plots go to plots/<gpu slug>/, or to --out-dir.
+# use_outdir GPU [DEVICES]: plots go to plots/<gpu slug>/ (<gpu slug>-x<N>
+# for a run over N GPUs, DEVICES being its `# devices:` list), or to --out-dir.
 use_outdir() {
-    local slug
+    local slug n
     if [[ -n $out_override ]]; then
         outdir=$out_override
         mkdir -p "$outdir" || die 2 "cannot create $outdir"
         return
     fi
     slug=$(kb_gpu_slug "$1")
+    n=$(awk -F, '{ print NF }' <<<"${2:-}")
+    ((n > 1)) && slug=$slug-x$n
     outdir=$here/$slug
     mkdir -p "$outdir" || die 2 "cannot create $outdir"
 }
@@ -161,9 +164,14 @@ speed_axes() { # speed_axes UNIT
 }
 
 # The ceiling that bounds a speed plot: measured (ceiling_*) when the run has
-# it, else the datasheet figure; echoes "VALUE LABEL" (VALUE 0: none).
-plot_ceiling() { # plot_ceiling UNIT DTYPE
+# it, else the datasheet figure; echoes "VALUE LABEL" (VALUE 0: none, as for
+# rows across GPUs, which no one GPU's ceiling bounds).
+plot_ceiling() { # plot_ceiling UNIT DTYPE OP
     local kind name value
+    if grep -qx "$3 $2" "$data/run/across" 2>/dev/null; then
+        echo "0 none"
+        return
+    fi
     if [[ $1 == GB/s ]]; then
         kind=mem_gb_s name="memory"
     elif [[ $2 == bf16 ]]; then
@@ -186,7 +194,7 @@ speed_plot() { # speed_plot OP DTYPE UNIT
     for v in "${variants[@]}"; do
         [[ $v =~ ^(cublas|cudnn|torch) ]] && libraries+=" $v"
     done
-    read -r ceiling label < <(plot_ceiling "$unit" "$dtype")
+    read -r ceiling label < <(plot_ceiling "$unit" "$dtype" "$op")
     render "speed-$op-$dtype" speed.gp "prefix=$(gp_str "$data/run/speed.$op.$dtype.")
         ceiling=$(awk -v c="$ceiling" 'BEGIN { print c + 0 }'); ceiling_label=$(gp_str "$label")
         variants=$(gp_str "${variants[*]}"); libraries=$(gp_str "${libraries:-}")
@@ -254,7 +262,7 @@ render_run() { # render_run CSV
     gpu=$(meta "$data/run" gpu)
     date=$(meta "$data/run" date)
     origin="${gpu:-unknown GPU}, commit $(meta "$data/run" git_commit), ${date%%T*}"
-    use_outdir "$gpu"
+    use_outdir "$gpu" "$(meta "$data/run" devices)"
     while read -r op dtype unit; do
         speed_plot "$op" "$dtype" "$unit"
         speedup_plot "$op" "$dtype"

@@ -52,7 +52,7 @@ if (exists('base_prefix')) {
 } else {
     plot for [v in variants] prefix.v.'.dat' using 1:2 with linespoints \
          lw 2 pt 7 ps 0.7 dt 1 + is_library(v) title v noenhanced, \
-         (ceiling > 0 ? ceiling : 1/0) with lines lw 1.5 lc 'black' dt 3 title ceiling_label noenhanced
+         (ceiling > 0 ? ceiling : 1/0) with lines lw 1.5 lc 'black' dt 3 title (ceiling > 0 ? ceiling_label : '') noenhanced
 }
 set terminal svg enhanced size 1100,650 dynamic font 'Sans,11'
 set output out.'.svg'

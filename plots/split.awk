@@ -14,6 +14,9 @@
 #   speedup.OP.DTYPE.info     "shape baseline" of that chart
 #   roofline.OP.dat           "intensity gflop_s variant" at each variant's largest shape
 #   ops                       ops that have roofline points
+#   across                    "op dtype" whose rows span several GPUs (the
+#                             `devices` column: "0+1"); no one-GPU ceiling
+#                             bounds them and no one-GPU roofline holds them
 
 # Split one record; the writer quotes fields holding a comma or a quote.
 function split_csv(line, f,    n, i, c, cur, quoted) {
@@ -90,6 +93,11 @@ function keep_row(f,    op, var, dtype, key) {
     r_med[n] = f[col["median_ms"]] + 0; r_gf[n] = f[col["gflop_s"]] + 0
     r_sx[n] = f[col["speedup_x"]]
     r_bound[n] = ("bound" in col) ? f[col["bound"]] : ""
+    r_across[n] = ("devices" in col) && index(f[col["devices"]], "+") > 0
+    if (r_across[n] && !((op, dtype) in across_seen)) {
+        across_seen[op, dtype] = 1
+        print op, dtype > (out "/across")
+    }
     # The speed points keep the CSV's text: awk's numbers print to 6 digits.
     r_point[n, 1] = f[col["flops"]] " " f[col["gflop_s"]]
     r_point[n, 0] = f[col["bytes"]] " " f[col["gb_s"]]
@@ -201,7 +209,7 @@ function write_speedup(op, dtype,    base, i, best, best_bytes, shape, bmed, sx,
 # matters least.
 function write_roofline(op,    i, best, pick, var) {
     for (i = 1; i <= n; i++)
-        if (r_op[i] == op && r_bytes[i] > 0 && r_flops[i] > 0 &&
+        if (r_op[i] == op && r_bytes[i] > 0 && r_flops[i] > 0 && !r_across[i] &&
             (!(r_var[i] in best) || r_flops[i] > best[r_var[i]])) {
             best[r_var[i]] = r_flops[i]
             pick[r_var[i]] = i
