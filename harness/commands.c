@@ -19,7 +19,11 @@
 static void needs_text(const kb_variant *v, char *buf, size_t len)
 {
     snprintf(buf, len, "%s%s%s", v->needs & KB_NEEDS_CUBLAS ? "cuBLAS " : "",
-             v->needs & KB_NEEDS_CUDNN ? "cuDNN " : "", "");
+             v->needs & KB_NEEDS_CUDNN ? "cuDNN " : "", v->needs & KB_NEEDS_NCCL ? "NCCL " : "");
+    if (v->min_devices > 1) {
+        size_t used = strlen(buf);
+        snprintf(buf + used, len - used, "%d+ GPUs ", v->min_devices);
+    }
     if (v->min_cc) {
         size_t used = strlen(buf);
         snprintf(buf + used, len - used, "sm_%d+", v->min_cc);

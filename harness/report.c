@@ -17,7 +17,9 @@
 
 #define BEGIN_MARK "<!-- report:begin -->"
 #define END_MARK "<!-- report:end -->"
-#define USAGE "usage: kbench report RUN.csv [RUN.csv ...] [--readme FILE]"
+#define ACROSS_BEGIN_MARK "<!-- report-across:begin -->"
+#define ACROSS_END_MARK "<!-- report-across:end -->"
+#define USAGE "usage: kbench report RUN.csv [RUN.csv ...] [--across] [--readme FILE]"
 #define DASH "–" /* a cell the runs have no figure for */
 
 /* A measured row: PASS with a time, or FAIL.  rank is its file's place,
@@ -41,6 +43,7 @@ typedef struct {
     kb_run_file *files;
     int nfiles;
     int *order; /* file indices, oldest first by `# date:` */
+    int across; /* --across: the rows across GPUs ("0+1"), hot L2 or not, in place of one GPU's */
 } run_set;
 
 static const char *date_of(const kb_run_file *f)
@@ -75,15 +78,17 @@ static const char *baseline_of(const run_set *s, const char *op, const char *dty
 }
 
 /* kbench's own kernels: not the baseline, not PyTorch, and not a vendor
- * library call (cuBLAS, cuDNN) by this build's registry.  Variants the
- * registry does not know (the model's) are kbench's. */
+ * library call (cuBLAS, cuDNN, NCCL) by this build's registry.  Variants the
+ * registry does not know (the model's) are kbench's, as are those that
+ * spread library calls over GPUs (tensor-parallel layers): the
+ * parallelism is what they measure. */
 static int own_variant(const char *op, const char *variant, const char *baseline)
 {
     if (!strcmp(variant, "torch") || (baseline && !strcmp(variant, baseline)))
         return 0;
     const kb_op *o = kb_find_op(op);
     const kb_variant *v = o ? kb_find_variant(o, variant) : NULL;
-    return !v || !(v->needs & (KB_NEEDS_CUBLAS | KB_NEEDS_CUDNN));
+    return !v || v->min_devices > 1 || !(v->needs & (KB_NEEDS_CUBLAS | KB_NEEDS_CUDNN | KB_NEEDS_NCCL));
 }
 
 /* A numeric cell of the entry's row by column name: NAN when absent. */
@@ -134,7 +139,10 @@ static int same_key(const entry *a, const entry *b)
  * newest (of a --replicate run's copies, the last GPU's); a FAIL there
  * hides an older PASS, then leaves the table.  SKIP rows and untimed rows
  * (--check) measured nothing and take no part, nor do rows across GPUs
- * ("0+1"): the table is one GPU's. */
+ * ("0+1"): the table is one GPU's.  With --across every measured row
+ * stays, hot ones too (collectives are timed with L2 warm, as nccl-tests
+ * does), and only rows across GPUs compete for a line (fastest_own), the
+ * others being their baselines. */
 static entry *merge_rows(const run_set *s, int *n, char *err, size_t errlen)
 {
     int total = 0;
@@ -147,7 +155,8 @@ static entry *merge_rows(const run_set *s, int *n, char *err, size_t errlen)
         for (int i = 0; i < f->nrows; ++i) {
             const kb_run_row *r = &f->rows[i];
             int measured = !strcmp(r->status, "FAIL") || (!strcmp(r->status, "PASS") && r->median_ms > 0);
-            if (!measured || (r->l2 && !strcmp(r->l2, "hot")) || strchr(r->devices, '+'))
+            int hot = r->l2 && !strcmp(r->l2, "hot"), across = strchr(r->devices, '+') != NULL;
+            if (!measured || (!s->across && (hot || across)))
                 continue;
             e[*n] = (entry){f, r, rank, i, 0, 0, 0, 0, 0};
             if (read_entry(&e[(*n)++], err, errlen) != 0) {
@@ -191,12 +200,14 @@ static int larger(shape_size a, shape_size b)
     return a.flops != b.flops ? a.flops > b.flops : a.bytes > b.bytes;
 }
 
-/* [s, end): the rows of one shape.  The fastest own row, or NULL. */
-static const entry *fastest_own(const entry *s, const entry *end, const char *baseline)
+/* [s, end): the rows of one shape.  The fastest own row (with --across,
+ * of those across GPUs), or NULL. */
+static const entry *fastest_own(const entry *s, const entry *end, const char *baseline, int across)
 {
     const entry *best = NULL;
     for (const entry *e = s; e < end; ++e)
-        if (own_variant(e->row->op, e->row->variant, baseline) && (!best || e->row->median_ms < best->row->median_ms))
+        if (own_variant(e->row->op, e->row->variant, baseline) && (!across || strchr(e->row->devices, '+')) &&
+            (!best || e->row->median_ms < best->row->median_ms))
             best = e;
     return best;
 }
@@ -229,7 +240,7 @@ static table_line pick_line(const run_set *s, const entry *g, const entry *end)
     table_line line = {NULL, NULL, NULL, baseline};
     for (const entry *e = g, *next; e < end; e = next) {
         next = group_end(e, end, 1);
-        const entry *best = fastest_own(e, next, baseline);
+        const entry *best = fastest_own(e, next, baseline, s->across);
         if (!best)
             continue;
         shape_size size = {op && in_list(op->default_sizes, e->row->shape), best->flops, best->bytes};
@@ -430,22 +441,23 @@ int kb_replace_file(const char *path, mode_t mode, const char *parts[], int npar
 }
 
 /* Replace what lies between the markers, keeping every other byte. */
-static int write_readme(const char *path, const char *table, char *err, size_t errlen)
+static int write_readme(const char *path, const char *table, const char *begin_mark, const char *end_mark, char *err,
+                        size_t errlen)
 {
     char q[KB_QUOTE_LEN];
     struct stat st;
     char *text = kb_read_text(path, KB_CSV_MAX_BYTES, err, errlen);
     if (!text)
         return -1;
-    char *begin = strstr(text, BEGIN_MARK), *end = begin ? strstr(begin, END_MARK) : NULL;
+    char *begin = strstr(text, begin_mark), *end = begin ? strstr(begin, end_mark) : NULL;
     int rc = -1;
-    if (!end || strstr(begin + 1, BEGIN_MARK) || strstr(end + 1, END_MARK))
+    if (!end || strstr(begin + 1, begin_mark) || strstr(end + 1, end_mark))
         snprintf(err, errlen, "%s needs one '%s' line and, after it, one '%s' line", kb_quote(path, q, sizeof q),
-                 BEGIN_MARK, END_MARK);
+                 begin_mark, end_mark);
     else if (stat(path, &st) != 0)
         snprintf(err, errlen, "cannot read %s: %s", kb_quote(path, q, sizeof q), strerror(errno));
     else {
-        begin += strlen(BEGIN_MARK);
+        begin += strlen(begin_mark);
         const char saved = *begin;
         *begin = '\0';
         const char *parts[] = {text, "\n", table, end};
@@ -468,18 +480,22 @@ static void print_help(void)
          "default shape in the runs: its speed (TFLOP/s compute-bound, GB/s memory-bound),\n"
          "% of roofline, x the op's baseline, x PyTorch and GFLOP/J.  Several runs merge: per\n"
          "(op, variant, dtype, shape) the newest run (by `# date:`) that measured the row wins.\n"
-         "FAIL, SKIP and hot-L2 rows never appear.\n"
+         "FAIL, SKIP and hot-L2 rows never appear, nor rows across GPUs.\n"
+         "--across: the rows across GPUs instead (collectives, tensor-parallel layers).\n"
          "--readme FILE: replace the text between FILE's '" BEGIN_MARK "' and\n"
-         "'" END_MARK "' lines instead of printing.  Exit 0, or 2 on bad input.");
+         "'" END_MARK "' lines (with --across, '" ACROSS_BEGIN_MARK "' and\n"
+         "'" ACROSS_END_MARK "') instead of printing.  Exit 0, or 2 on bad input.");
 }
 
-static int parse_args(int argc, char **argv, const char **paths, int *npaths, const char **readme, char *err,
-                      size_t errlen)
+static int parse_args(int argc, char **argv, const char **paths, int *npaths, const char **readme, int *across,
+                      char *err, size_t errlen)
 {
     char q[KB_QUOTE_LEN];
     *npaths = 0;
     for (int i = 1; i < argc; ++i) {
-        if (!strcmp(argv[i], "--readme")) {
+        if (!strcmp(argv[i], "--across"))
+            *across = 1;
+        else if (!strcmp(argv[i], "--readme")) {
             if (++i == argc) {
                 snprintf(err, errlen, "--readme needs a file");
                 return -1;
@@ -496,10 +512,10 @@ static int parse_args(int argc, char **argv, const char **paths, int *npaths, co
     return *npaths ? 0 : -1;
 }
 
-static int report(const char **paths, int npaths, const char *readme, char *err, size_t errlen)
+static int report(const char **paths, int npaths, const char *readme, int across, char *err, size_t errlen)
 {
     run_set s = {kb_must(calloc((size_t)npaths, sizeof *s.files)), npaths,
-                 kb_must(malloc((size_t)npaths * sizeof *s.order))};
+                 kb_must(malloc((size_t)npaths * sizeof *s.order)), across};
     char *table = NULL;
     int rc = -1, read = 0;
     while (read < npaths && kb_run_read(&s.files[read], paths[read], err, errlen) == 0)
@@ -510,7 +526,8 @@ static int report(const char **paths, int npaths, const char *readme, char *err,
         table = render(&s, err, errlen);
     }
     if (table && readme)
-        rc = write_readme(readme, table, err, errlen);
+        rc = write_readme(readme, table, across ? ACROSS_BEGIN_MARK : BEGIN_MARK, across ? ACROSS_END_MARK : END_MARK,
+                          err, errlen);
     else if (table) {
         fputs(table, stdout);
         rc = 0;
@@ -527,10 +544,11 @@ int kb_cmd_report(int argc, char **argv)
 {
     const char **paths = kb_must(malloc((size_t)argc * sizeof *paths)), *readme = NULL;
     char err[512];
-    int npaths, rc = 0;
+    int npaths, across = 0, rc = 0;
     if (kb_asks_help(argc, argv))
         print_help();
-    else if (parse_args(argc, argv, paths, &npaths, &readme, err, sizeof err) != 0 || report(paths, npaths, readme, err, sizeof err) != 0) {
+    else if (parse_args(argc, argv, paths, &npaths, &readme, &across, err, sizeof err) != 0 ||
+             report(paths, npaths, readme, across, err, sizeof err) != 0) {
         fprintf(stderr, "kbench: %s\n", err);
         rc = KB_EXIT_USAGE;
     }

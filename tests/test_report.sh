@@ -149,12 +149,39 @@ bad_input "bad.csv:8: pct_of_peak (column 10) is '4e1x'" bad.csv
 report 0 --help
 grep -q "^usage: kbench report" out || fail "--help: $(cat out)"
 
-# The committed README's table is what the committed runs give.
+# --across: rows across GPUs alone (hot ones too), each against its
+# baseline, one-GPU or not; without it they never appear.
+cat >across.csv <<EOF
+# gpu: NVIDIA H200
+# date: 2026-01-03T00:00:00Z
+# baseline_bf16_allreduce: nccl_bf16
+# baseline_bf16_ffn: cublaslt_bf16
+${header},devices
+allreduce,nccl_bf16,bf16,bf16,536870912,536870912,1073741824,3.2,0.5,,memory,hot,PASS,0+1
+allreduce,p2p_oneshot_bf16,bf16,bf16,536870912,536870912,1073741824,3.1,0.5,,memory,hot,PASS,0+1
+allreduce,naive_bf16,bf16,bf16,536870912,536870912,1073741824,7.7,0.5,,memory,hot,PASS,0+1
+ffn,cublaslt_bf16,bf16,bf16,8192x8192x32768,8796093022208,1342259200,12.0,0.5,68.0,compute,cold,PASS,0
+ffn,tp_overlap,bf16,bf16,8192x8192x32768,8796093022208,1342259200,6.0,0.5,62.0,compute,cold,PASS,0+1
+EOF
+report 0 across.csv --across
+grep -q '^| allreduce | bf16 | p2p_oneshot_bf16 | 536870912 | .* | 1.03× nccl_bf16 |' out &&
+    grep -q '^| ffn | bf16 | tp_overlap | 8192x8192x32768 | .* | 2.00× cublaslt_bf16 |' out ||
+    fail "--across: want p2p_oneshot_bf16 and tp_overlap against their baselines, got: $(cat out)"
+report 2 across.csv
+printf '<!-- report-across:begin -->\nold\n<!-- report-across:end -->\n' >across.md
+report 0 across.csv --across --readme across.md
+grep -q tp_overlap across.md && ! grep -q old across.md || fail "--across --readme: $(cat across.md)"
+
+# The committed README's tables are what the committed runs give.
 if [[ -n $root ]]; then
     report 0 "$root"/results/h100/*.csv
     sed -n '/<!-- report:begin -->/,/<!-- report:end -->/p' "$root/README.md" | sed '1d;$d' >committed
     diff committed out >/dev/null ||
         fail "README.md's table is stale; regenerate it: kbench report results/h100/*.csv --readme README.md"
+    report 0 --across "$root"/results/h200-x2/*.csv
+    sed -n '/<!-- report-across:begin -->/,/<!-- report-across:end -->/p' "$root/README.md" | sed '1d;$d' >committed
+    diff committed out >/dev/null ||
+        fail "README.md's table across GPUs is stale; regenerate it: kbench report --across results/h200-x2/*.csv --readme README.md"
 fi
 
 [[ $failures -eq 0 ]] && echo "all report checks passed"
