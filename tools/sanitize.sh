@@ -11,10 +11,15 @@ fi
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 rc=0
+# On a machine of several GPUs the collectives and tensor-parallel variants
+# run across all of them: --devices forks worker processes, which the
+# sanitizer must follow (--target-processes all).
+devices=()
+(($(nvidia-smi -L 2>/dev/null | grep -c '^GPU') > 1)) && devices=(--devices all)
 for tool in memcheck racecheck; do
     echo "== compute-sanitizer --tool $tool"
-    compute-sanitizer --tool "$tool" --error-exitcode 99 \
-        "$kbench" run --check --test-sizes --out-dir "$out" >"$out/$tool.log" 2>&1
+    compute-sanitizer --tool "$tool" --target-processes all --error-exitcode 99 \
+        "$kbench" run --check --test-sizes "${devices[@]}" --out-dir "$out" >"$out/$tool.log" 2>&1
     status=$?
     grep -E "ERROR SUMMARY|RACECHECK SUMMARY|FAIL" "$out/$tool.log" | tail -5
     [[ $status -eq 0 ]] || { echo "$tool: exit $status"; tail -30 "$out/$tool.log"; rc=1; }
