@@ -126,7 +126,8 @@ typedef struct {
 /* A group is the consecutive jobs of one op and shape, so that a row's
  * baseline runs on its GPU: the sweep puts each shape's baselines first,
  * but a case (kb_case_same) is narrower, one dtype and set of quirks, and
- * cuDNN's softmax baseline has a case of its own. */
+ * cuDNN's softmax baseline has a case of its own.  (A dtype with a row
+ * across GPUs leaves its group for this process: across_dtypes.) */
 static int same_group(const kb_job *a, const kb_job *b)
 {
     return a->op == b->op && !memcmp(&a->shape, &b->shape, sizeof a->shape);
@@ -183,12 +184,16 @@ static int find_groups(const kb_options *o, const kb_job *jobs, int n, group **o
     return ng;
 }
 
-static int spans_gpus(const kb_job *jobs, const group *g)
+/* The dtypes (bits 1 << dtype) of a group that have a row across GPUs:
+ * those rows, and the rest of their dtype (its baseline among them), run
+ * here after the workers; the group's other dtypes are dealt as usual. */
+static unsigned across_dtypes(const kb_job *jobs, const group *g)
 {
+    unsigned mask = 0;
     for (int i = g->first; i < g->first + g->n; ++i)
         if (kb_job_multi_device(&jobs[i]))
-            return 1;
-    return 0;
+            mask |= 1u << jobs[i].variant->dtype;
+    return mask;
 }
 
 /* Longest processing time first: each group, dearest first, to the worker
@@ -201,7 +206,8 @@ static void deal(const kb_options *o, plan *p)
     double load[KB_MAX_RANKS] = {0};
     qsort(g, (size_t)ng, sizeof *g, by_cost);
     for (int k = 0; k < ng; ++k) {
-        int w = spans_gpus(p->jobs, &g[k]) ? ACROSS : o->replicate ? EVERY : 0;
+        unsigned across = across_dtypes(p->jobs, &g[k]);
+        int w = o->replicate ? EVERY : 0;
         if (w == 0) {
             for (int i = 1; i < p->ndev; ++i)
                 if (load[i] < load[w])
@@ -209,7 +215,7 @@ static void deal(const kb_options *o, plan *p)
             load[w] += g[k].cost;
         }
         for (int i = g[k].first; i < g[k].first + g[k].n; ++i)
-            p->worker[i] = w;
+            p->worker[i] = across & (1u << p->jobs[i].variant->dtype) ? ACROSS : w;
     }
     free(g);
 }
