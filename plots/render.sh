@@ -318,7 +318,7 @@ render_overlay() { # render_overlay BASE NEW
     split_run "$data/new" "$2"
     new_gpu=$(meta "$data/new" gpu) base_gpu=$(meta "$data/base" gpu)
     new_run=$(run_label "$data/new") base_run=$(run_label "$data/base")
-    use_outdir "$new_gpu"
+    use_outdir "$new_gpu" "$(meta "$data/new" devices)"
     while read -r op dtype unit; do
         overlay_plot "$op" "$dtype" "$unit"
     done < <(awk 'FNR == NR { base[$1, $2] = 1; next }
