@@ -18,71 +18,9 @@
  * Gap to the limit: the GEMMs' own gap to the bf16 tensor ceiling
  * (matmul cublaslt_bf16: none at 8192^3 on an H100).
  * History: docs/notes/ffn-tensor-parallel.md. */
-#include <stdlib.h>
-#include "kernels/ffn.h"
-#include "kernels/lt_gemm.h"
+#include "variants/ffn/lt_ffn.cuh"
 
-typedef struct {
-    cublasLtHandle_t lt;
-    void *workspace;
-    uint16_t *h; /* M x F hidden activation, bf16 */
-    kb_lt_product p1, p2;
-} lt_bf16_ctx;
-
-static void teardown(void *ctx)
-{
-    lt_bf16_ctx *c = (lt_bf16_ctx *)ctx;
-    if (!c)
-        return;
-    kb_lt_destroy(&c->p1);
-    kb_lt_destroy(&c->p2);
-    if (c->lt)
-        cublasLtDestroy(c->lt);
-    cudaFree(c->workspace);
-    cudaFree(c->h);
-    free(c);
-}
-
-static const char *setup_ctx(lt_bf16_ctx *c, const kb_ffn_args *a)
-{
-    cudaError_t e = cudaMalloc(&c->h, (size_t)a->M * a->F * sizeof *c->h);
-    if (e == cudaSuccess)
-        e = cudaMalloc(&c->workspace, KB_LT_WORKSPACE_BYTES);
-    if (e != cudaSuccess)
-        return cudaGetErrorString(e);
-    if (cublasLtCreate(&c->lt) != CUBLAS_STATUS_SUCCESS)
-        return "cannot create a cuBLASLt handle";
-    const char *err = kb_lt_plan(&c->p1, c->lt, CUBLAS_COMPUTE_32F, CUDA_R_16BF, a->M, a->F, a->D,
-                                 CUBLASLT_EPILOGUE_RELU_BIAS, a->b1_16, a->x16, a->w1_16, c->h);
-    if (err)
-        return err;
-    return kb_lt_plan(&c->p2, c->lt, CUBLAS_COMPUTE_32F, CUDA_R_16BF, a->M, a->D, a->F, CUBLASLT_EPILOGUE_BIAS,
-                      a->b2_16, c->h, a->w2_16, a->y16);
-}
-
-static const char *setup(const void *args, void **ctx)
-{
-    lt_bf16_ctx *c = (lt_bf16_ctx *)calloc(1, sizeof *c);
-    if (!c)
-        return "out of host memory";
-    const char *err = setup_ctx(c, (const kb_ffn_args *)args);
-    if (err) {
-        teardown(c);
-        return err;
-    }
-    *ctx = c;
-    return NULL;
-}
-
-static const char *launch(const void *args, void *ctx, cudaStream_t stream)
-{
-    const kb_ffn_args *a = (const kb_ffn_args *)args;
-    const lt_bf16_ctx *c = (const lt_bf16_ctx *)ctx;
-    const char *err = kb_lt_run(&c->p1, c->lt, a->b1_16, a->x16, a->w1_16, c->h, c->workspace, stream);
-    if (err)
-        return err;
-    return kb_lt_run(&c->p2, c->lt, a->b2_16, c->h, a->w2_16, a->y16, c->workspace, stream);
-}
+static const char *setup(const void *args, void **ctx) { return lt_ffn_setup(args, ctx, CUDA_R_16BF, sizeof(uint16_t)); }
 
 extern "C" const kb_variant ffn_cublaslt_bf16 = {
     .name = "cublaslt_bf16",
@@ -92,6 +30,6 @@ extern "C" const kb_variant ffn_cublaslt_bf16 = {
     .needs = KB_NEEDS_CUBLAS,
     .min_cc = 80,
     .setup = setup,
-    .teardown = teardown,
-    .launch = launch,
+    .teardown = lt_ffn_teardown,
+    .launch = lt_ffn_launch,
 };
