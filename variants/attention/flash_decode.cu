@@ -27,7 +27,8 @@
  *
  * Builds on flash_bf16 (the online softmax), with the split over keys in
  * place of the split over query rows, which decoding does not have.
- * Measured: pending an H100 run.
+ * Measured: not in a reference run yet; a check call on the H100 at 785b72a
+ * is in docs/notes/attention.md.
  * Gap to the limit: the target is 80% of the copy ceiling on K and V at
  * 1x32x1x32768x128x8; the scores on CUDA cores cost about 60 warp
  * instructions per key at group * Tq = 4, under the ~160 that the memory

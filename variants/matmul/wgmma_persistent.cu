@@ -16,9 +16,8 @@
  *
  * Builds on wgmma_warpspec: persistent blocks over grouped tiles, the ring
  * running across tiles, and a 192-wide tile for narrow N.
- * Measured: pending an H100 run (next session); docs/notes/matmul.md has the
- * prediction (~0.97-1.0x cublas_bf16 at 4096^3 and 8192^3, ~0.75-0.85x at
- * the transformer shapes).
+ * Measured: not in a reference run yet; a check call on the H100 at 785b72a
+ * is in docs/notes/matmul.md (its prediction beside it).
  * Gap to the limit: cublas_bf16 (784 TFLOP/s at 4096^3), the measured bf16
  * ceiling 787, ~990 dense peak on H100 SXM.
  * What is left: both consumers store their tile together, so the tensor
