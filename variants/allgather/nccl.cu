@@ -4,9 +4,11 @@
  * Prediction (2 H200, NVLink 4): busbw ~350-380 GB/s from 256 MB, a
  * latency floor of ~10 us below 1 MB.
  * Measured (results/h200-x2/kbench-20261123-202045.csv, 2 H200 over NVLink,
- * L2 warm): 289 GB/s bus bandwidth at 2 GB, 46.5 us at 4 MB, 26.8 us at 32 KB.
- * Gap to the limit: NVLink 4 moves ~450 GB/s a direction; below ~4 MB a
- * ~20 us floor (two launches, the cross-GPU fork and join) dominates. */
+ * L2 warm): f32 2 GB gathered 289 GB/s bus bandwidth, 4 MB 46.5 us, 32 KB
+ * 26.8 us.
+ * Gap to the limit: about 64% of NVLink 4's ~450 GB/s a direction (NV18);
+ * below ~4 MB a ~20 us floor dominates (the harness's fork and join of the two
+ * GPUs' streams through CUDA events, plus two launches). */
 #include "kernels/collective_nccl.h"
 
 extern "C" const kb_variant allgather_nccl = {

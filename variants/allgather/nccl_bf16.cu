@@ -2,9 +2,11 @@
  * ncclBfloat16 (variants/allgather/nccl.cu says how).  Half the bytes of f32
  * for the same N.
  * Measured (results/h200-x2/kbench-20261123-202045.csv, 2 H200 over NVLink,
- * L2 warm): 268 GB/s bus bandwidth at 1 GB, 42.0 us at 2 MB, 27.0 us at 16 KB.
- * Gap to the limit: NVLink 4 moves ~450 GB/s a direction; below ~4 MB a
- * ~20 us floor (two launches, the cross-GPU fork and join) dominates. */
+ * L2 warm): bf16 1 GB gathered 268 GB/s bus bandwidth, 2 MB 42.0 us, 16 KB
+ * 27.0 us.
+ * Gap to the limit: about 60% of NVLink 4's ~450 GB/s a direction (NV18);
+ * below ~4 MB a ~20 us floor dominates (the harness's fork and join of the two
+ * GPUs' streams through CUDA events, plus two launches). */
 #include "kernels/collective_nccl.h"
 
 extern "C" const kb_variant allgather_nccl_bf16 = {

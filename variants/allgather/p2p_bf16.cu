@@ -2,9 +2,11 @@
  * storage: 8 elements a 16-byte vector, copied as they are.  Half the bytes
  * of f32 for the same N.
  * Measured (results/h200-x2/kbench-20261123-202045.csv, 2 H200 over NVLink,
- * L2 warm): 271 GB/s bus bandwidth at 1 GB (1.01x nccl_bf16), 1.52x at 2 MB, 1.29x at 16 KB.
- * Gap to the limit: NVLink 4 moves ~450 GB/s a direction; below ~4 MB a
- * ~20 us floor (two launches, the cross-GPU fork and join) dominates. */
+ * L2 warm): bf16 1 GB gathered 271 GB/s bus bandwidth (1.01x nccl_bf16), 2 MB
+ * 1.52x, 16 KB 1.29x.
+ * Gap to the limit: about 60% of NVLink 4's ~450 GB/s a direction (NV18);
+ * below ~4 MB a ~20 us floor dominates (the harness's fork and join of the two
+ * GPUs' streams through CUDA events, plus two launches). */
 #include "variants/allgather/p2p.cuh"
 
 extern "C" const kb_variant allgather_p2p_bf16 = {

@@ -2,9 +2,11 @@
  * storage, summed in fp32 and rounded to bf16 once.  Half the bytes of f32
  * for the same N.
  * Measured (results/h200-x2/kbench-20261123-202045.csv, 2 H200 over NVLink,
- * L2 warm): 139 GB/s bus bandwidth at 1 GB (0.42x nccl_bf16), 0.55x at 1 MB, 0.51x at 8 KB.
- * Gap to the limit: NVLink 4 moves ~450 GB/s a direction; below ~4 MB a
- * ~20 us floor (two launches, the cross-GPU fork and join) dominates. */
+ * L2 warm): bf16 1 GB 139 GB/s bus bandwidth (0.42x nccl_bf16), 1 MB 0.55x,
+ * 8 KB 0.51x.
+ * Gap to the limit: about 31% of NVLink 4's ~450 GB/s a direction (NV18);
+ * below ~4 MB a ~20 us floor dominates (the harness's fork and join of the two
+ * GPUs' streams through CUDA events, plus two launches). */
 #include "variants/allreduce/naive.cuh"
 
 extern "C" const kb_variant allreduce_naive_bf16 = {

@@ -3,9 +3,10 @@
  * stores bf16 between the hops of its ring: up to R - 1 roundings, where our
  * own kernels round once.
  * Measured (results/h200-x2/kbench-20261123-202045.csv, 2 H200 over NVLink,
- * L2 warm): 328 GB/s bus bandwidth at 1 GB, 35.3 us at 1 MB, 27.9 us at 8 KB.
- * Gap to the limit: NVLink 4 moves ~450 GB/s a direction; below ~4 MB a
- * ~20 us floor (two launches, the cross-GPU fork and join) dominates. */
+ * L2 warm): bf16 1 GB 328 GB/s bus bandwidth, 1 MB 35.3 us, 8 KB 27.9 us.
+ * Gap to the limit: about 73% of NVLink 4's ~450 GB/s a direction (NV18);
+ * below ~4 MB a ~20 us floor dominates (the harness's fork and join of the two
+ * GPUs' streams through CUDA events, plus two launches). */
 #include "kernels/collective_nccl.h"
 
 extern "C" const kb_variant allreduce_nccl_bf16 = {

@@ -13,9 +13,12 @@
  * ~5 us at small N (two barrier round trips over NVLink) against NCCL's ~10;
  * at R = 8 four times a ring's traffic, far behind it at large N.
  * Measured (results/h200-x2/kbench-20261123-202045.csv, 2 H200 over NVLink,
- * L2 warm): 333 GB/s bus bandwidth at 2 GB (0.99x nccl), 1.52x at 2 MB, 1.14x at 16 KB.
- * Gap to the limit: NVLink 4 moves ~450 GB/s a direction; below ~4 MB a
- * ~20 us floor (two launches, the cross-GPU fork and join) dominates. */
+ * L2 warm): f32 2 GB 333 GB/s bus bandwidth (0.99x nccl), 2 MB 1.52x, 16 KB
+ * 1.14x.
+ * Gap to the limit: about 74% of NVLink 4's ~450 GB/s a direction (NV18);
+ * below ~4 MB a ~20 us floor dominates (the harness's fork and join of the two
+ * GPUs' streams through CUDA events, plus two launches), so at <= 1 MB this is
+ * 1.39x NCCL or less, short of the 1.5x target. */
 #include "variants/allreduce/p2p_oneshot.cuh"
 
 extern "C" const kb_variant allreduce_p2p_oneshot = {

@@ -2,9 +2,12 @@
  * says how) on bf16 storage: 8 elements a 16-byte vector, summed in fp32 and
  * rounded to bf16 once.  Half the bytes of f32 for the same N.
  * Measured (results/h200-x2/kbench-20261123-202045.csv, 2 H200 over NVLink,
- * L2 warm): 333 GB/s bus bandwidth at 1 GB (1.02x nccl_bf16), 1.19x at 1 MB, 1.27x at 8 KB.
- * Gap to the limit: NVLink 4 moves ~450 GB/s a direction; below ~4 MB a
- * ~20 us floor (two launches, the cross-GPU fork and join) dominates. */
+ * L2 warm): bf16 1 GB 333 GB/s bus bandwidth (1.02x nccl_bf16), 1 MB 1.19x,
+ * 8 KB 1.27x.
+ * Gap to the limit: about 74% of NVLink 4's ~450 GB/s a direction (NV18);
+ * below ~4 MB a ~20 us floor dominates (the harness's fork and join of the two
+ * GPUs' streams through CUDA events, plus two launches), so at 1 MB this is
+ * 1.19x NCCL, short of the 1.5x target. */
 #include "variants/allreduce/p2p_oneshot.cuh"
 
 extern "C" const kb_variant allreduce_p2p_oneshot_bf16 = {

@@ -12,9 +12,11 @@
  * level with it at large N and a couple of us slower at small N; from R = 4
  * ahead of it at large N and near NCCL.
  * Measured (results/h200-x2/kbench-20261123-202045.csv, 2 H200 over NVLink,
- * L2 warm): 335 GB/s bus bandwidth at 2 GB (1.00x nccl), 1.36x at 2 MB, 1.05x at 16 KB.
- * Gap to the limit: NVLink 4 moves ~450 GB/s a direction; below ~4 MB a
- * ~20 us floor (two launches, the cross-GPU fork and join) dominates. */
+ * L2 warm): f32 2 GB 335 GB/s bus bandwidth (1.00x nccl), 2 MB 1.36x, 16 KB
+ * 1.05x.
+ * Gap to the limit: about 75% of NVLink 4's ~450 GB/s a direction (NV18);
+ * below ~4 MB a ~20 us floor dominates (the harness's fork and join of the two
+ * GPUs' streams through CUDA events, plus two launches). */
 #include "variants/allreduce/p2p_twoshot.cuh"
 
 extern "C" const kb_variant allreduce_p2p_twoshot = {

@@ -2,9 +2,11 @@
  * bf16 storage: 8 elements a 16-byte vector, summed in fp32 and rounded to
  * bf16 once.  Half the bytes of f32 for the same N.
  * Measured (results/h200-x2/kbench-20261123-202045.csv, 2 H200 over NVLink,
- * L2 warm): 329 GB/s bus bandwidth at 1 GB (1.26x nccl_bf16), 1.36x at 2 MB, 1.00x at 16 KB.
- * Gap to the limit: NVLink 4 moves ~450 GB/s a direction; below ~4 MB a
- * ~20 us floor (two launches, the cross-GPU fork and join) dominates. */
+ * L2 warm): bf16 1 GB input 329 GB/s bus bandwidth (1.26x nccl_bf16), 2 MB
+ * 1.36x, 16 KB 1.00x.
+ * Gap to the limit: about 73% of NVLink 4's ~450 GB/s a direction (NV18);
+ * below ~4 MB a ~20 us floor dominates (the harness's fork and join of the two
+ * GPUs' streams through CUDA events, plus two launches). */
 #include "variants/reduce_scatter/p2p.cuh"
 
 extern "C" const kb_variant reduce_scatter_p2p_bf16 = {
