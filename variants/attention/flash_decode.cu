@@ -27,12 +27,10 @@
  *
  * Builds on flash_bf16 (the online softmax), with the split over keys in
  * place of the split over query rows, which decoding does not have.
- * Measured: not in a reference run yet; a check call on the H100 at 785b72a
- * is in docs/notes/attention.md.
- * Gap to the limit: the target is 80% of the copy ceiling on K and V at
- * 1x32x1x32768x128x8; the scores on CUDA cores cost about 60 warp
- * instructions per key at group * Tq = 4, under the ~160 that the memory
- * time leaves, but 4 warps per SM may not hide the shared-memory latency. */
+ * Measured: no reference run yet; docs/notes/attention.md, "flash_decode".
+ * Gap to the limit: 61% of the copy ceiling on K and V at
+ * 1x32x1x32768x128x8 against issue 16's 80%, 96% at 64x32x1x131072x128x8:
+ * the short row pays for the L2 flush's dirty lines and a second launch. */
 #include <stdint.h>
 #include <cuda_bf16.h>
 #include "kernels/attention.h"

@@ -17,8 +17,7 @@
  * 16-byte aligned take wgmma's kernel.  Every shape runs.  Needs sm_90a.
  *
  * Builds on wgmma_persistent: 2-block clusters sharing B by TMA multicast.
- * Measured: not in a reference run yet; a check call on the H100 at 785b72a
- * is in docs/notes/matmul.md (its prediction beside it).
+ * Measured: no reference run yet; docs/notes/matmul.md, "H100, 2026-11-23".
  * Gap to the limit: cublas_bf16 (784 TFLOP/s at 4096^3), the measured bf16
  * ceiling 787, ~990 dense peak on H100 SXM.
  * What is left: the epilogue still stalls the tensor cores (ping-pong

@@ -16,8 +16,7 @@
  *
  * Builds on wgmma_warpspec: persistent blocks over grouped tiles, the ring
  * running across tiles, and a 192-wide tile for narrow N.
- * Measured: not in a reference run yet; a check call on the H100 at 785b72a
- * is in docs/notes/matmul.md (its prediction beside it).
+ * Measured: no reference run yet; docs/notes/matmul.md, "H100, 2026-11-23".
  * Gap to the limit: cublas_bf16 (784 TFLOP/s at 4096^3), the measured bf16
  * ceiling 787, ~990 dense peak on H100 SXM.
  * What is left: both consumers store their tile together, so the tensor
