@@ -19,7 +19,8 @@
 #include <stdint.h>
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
-#include "kernels/reduce.cuh"
+#include "kernels/row_cfg.cuh"
+#include "kernels/row_dispatch.cuh"
 
 #define KB_CLUSTER_ROW_BLOCK 512
 #define KB_CLUSTER_ROW_ITEMS 32 /* floats per thread */

@@ -36,233 +36,24 @@
  *
  * Each variant's header has its measured line (the reference run,
  * results/h100/kbench-20261123-164335.csv) and its gap to the limit; the
- * experiments that shaped this file are in docs/notes/softmax-layernorm.md. */
+ * experiments that shaped this file are in docs/notes/softmax-layernorm.md.
+ *
+ * This header holds the kernel and a variant's setup; the rest is in
+ * persistent_row_host.cuh (geometry, context, host checks and launch),
+ * persistent_chunk.cuh (a thread's moves of a chunk) and tagged_pair.cuh
+ * (the epoch-tagged partials). */
 #ifndef KBENCH_PERSISTENT_ROW_CUH
 #define KBENCH_PERSISTENT_ROW_CUH
 
 #include <stdint.h>
 #include <stdlib.h>
 #include <cuda_runtime.h>
-#include "kernels/reduce.cuh"
 #include "kernels/cp_async.cuh"
-
-#define KB_PERSIST_CHUNK 8192
-#define KB_PERSIST_BLOCK 512 /* threads that own columns */
-#define KB_PERSIST_THREADS (KB_PERSIST_BLOCK + 32) /* and one warp that merges and publishes */
-#define KB_PERSIST_ITEMS (KB_PERSIST_CHUNK / KB_PERSIST_BLOCK) /* floats per thread per chunk */
-#define KB_PERSIST_STAGE (KB_PERSIST_CHUNK + 32) /* floats per buffer; then a float per warp */
-#define KB_PERSIST_LAG 3    /* rounds between a chunk's reduction and its store */
-#define KB_PERSIST_MAX_S 32 /* one warp merges a row's partials */
-#define KB_PERSIST_DEALT_TAIL 4 /* rounds dealt at the end of a launch whose classes are small */
-
-typedef struct {
-    unsigned long long *partials; /* R * S pairs of tagged words */
-    unsigned long long *tickets;  /* two sets of S row counters: a launch's, and the next one's */
-    int R, S;
-    int width; /* S rounded up to a power of two: the lanes that merge a row's partials */
-    int ahead; /* rounds whose chunks are asked for before the first round */
-    int dealt; /* the first round whose rows a block asks its class's counter for */
-    unsigned grid, epoch;
-    const void *kernel; /* the instantiation for this C */
-    size_t smem;
-} KbPersistRow;
-
-/* A variant's teardown. */
-static inline void kb_persist_row_teardown(void *ctx)
-{
-    KbPersistRow *p = (KbPersistRow *)ctx;
-    cudaFree(p->partials);
-    free(p);
-}
-
-/* Why rows of C floats are not for persistent_row, or NULL. */
-static inline const char *kb_persist_row_unsupported(int64_t C)
-{
-    if (C < KB_PERSIST_CHUNK) /* at 2048x16384 layernorm: 91.5% of the ceiling, welford 89.8 */
-        return "persistent_row is for C >= 8192 (a block streams chunks of 8192 floats)";
-    if (C > (int64_t)KB_PERSIST_MAX_S * KB_PERSIST_CHUNK)
-        return "persistent_row is for C <= 262144 (one warp merges a row's partials)";
-    return NULL;
-}
-
-/* Grid and partials for R rows of C floats, checked against what the
- * device holds at once; NULL or a reason (and nothing left allocated). */
-static inline const char *kb_persist_row_alloc(int64_t R, int64_t C, KbPersistRow *p)
-{
-    int dev = 0, sms = 0, per_sm = 0, coop = 0, optin = 0;
-    const void *kernel = p->kernel;
-    const size_t smem = p->smem;
-    p->R = (int)R;
-    p->S = (int)KB_CEIL_DIV(C, KB_PERSIST_CHUNK);
-    for (p->width = 1; p->width < p->S; p->width *= 2) {
-    }
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess) {
-        cudaGetLastError();
-        return "cannot query the device";
-    }
-    if ((size_t)optin < smem)
-        return "persistent_row's chunk buffers need more shared memory per block than the device has";
-    if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, KB_PERSIST_THREADS, smem) != cudaSuccess) {
-        cudaGetLastError();
-        return "cannot query the device";
-    }
-    if (!coop)
-        return "the device has no cooperative launch";
-    p->grid = (unsigned)(sms * per_sm / p->S * p->S);
-    if ((int)p->grid < p->S)
-        return "too few resident blocks for the chunks of one row";
-    /* Rows dealt for the whole launch when a class has 16 blocks or more
-     * (S <= 8 on an H100), else for its last KB_PERSIST_DEALT_TAIL rounds */
-    const int per_class = (int)p->grid / p->S, rounds = (int)KB_CEIL_DIV(R, (int64_t)per_class);
-    p->dealt = per_class >= 16 ? 0 : rounds - KB_PERSIST_DEALT_TAIL;
-    if (p->dealt < p->ahead + 1) /* the prologue's rows are static */
-        p->dealt = p->ahead + 1;
-    p->epoch = 0;
-    const size_t words = (size_t)R * (size_t)p->S * 2;
-    const size_t bytes = (words + 2 * KB_PERSIST_MAX_S) * sizeof(unsigned long long);
-    if (cudaMalloc((void **)&p->partials, bytes) != cudaSuccess) {
-        cudaGetLastError();
-        return "out of device memory for the persistent-row partials";
-    }
-    p->tickets = p->partials + words;
-    if (cudaMemset(p->partials, 0, bytes) != cudaSuccess) { /* epoch 0: never a launch's */
-        cudaFree(p->partials);
-        return "cudaMemset of the persistent-row partials failed";
-    }
-    return NULL;
-}
-
-/* ---- device side ----------------------------------------------------------- */
-
-__device__ __forceinline__ unsigned long long kb_tag(float v, unsigned epoch)
-{
-    return (unsigned long long)epoch << 32 | __float_as_uint(v);
-}
-
-__device__ __forceinline__ void kb_publish_pair(unsigned long long *p, float a, float b, unsigned epoch)
-{
-    asm volatile("st.relaxed.gpu.global.v2.u64 [%0], {%1, %2};\n" ::"l"(p), "l"(kb_tag(a, epoch)),
-                 "l"(kb_tag(b, epoch))
-                 : "memory");
-}
-
-__device__ __forceinline__ ulonglong2 kb_load_pair(const unsigned long long *p)
-{
-    ulonglong2 w;
-    asm volatile("ld.relaxed.gpu.global.v2.u64 {%0, %1}, [%2];\n" : "=l"(w.x), "=l"(w.y) : "l"(p) : "memory");
-    return w;
-}
-
-__device__ __forceinline__ bool kb_pair_is(ulonglong2 w, unsigned epoch)
-{
-    return (unsigned)(w.x >> 32) == epoch && (unsigned)(w.y >> 32) == epoch;
-}
-
-/* This thread's packs of chunk `begin` (n floats) of the row at x_row into
- * the same columns of buf, and with LEAD, the row's first element into its
- * warp's slot after the chunk; one commit group per round, even an empty
- * one, so that wait_group counts rounds. */
-template <class Cfg, bool LEAD>
-__device__ __forceinline__ void kb_persist_fetch(float *buf, const float *x_row, int begin, int n, bool any)
-{
-    if (any) {
-#pragma unroll
-        for (int k = 0; k < Cfg::PACKS; ++k) {
-            const int col = kb_pack_col<Cfg>(k, (int)threadIdx.x);
-            if (col < n) {
-                if constexpr (Cfg::VEC == 4)
-                    kb_cp_async16(buf + col, x_row + begin + col, 16);
-                else
-                    kb_cp_async4(buf + col, x_row + begin + col, 4);
-            }
-        }
-        if (LEAD && threadIdx.x % 32 == 0)
-            kb_cp_async4(buf + KB_PERSIST_CHUNK + threadIdx.x / 32, x_row, 4);
-    }
-    kb_cp_async_commit();
-}
-
-/* Chunk `begin` (n floats, n a multiple of 4) of the row at x_row into
- * buf by one bulk copy, and with LEAD, the row's first four floats after
- * it; both counted on bar, which this thread arrives on. */
-template <bool LEAD>
-__device__ __forceinline__ void kb_persist_bulk_fetch(float *buf, const float *x_row, int begin, int n,
-                                                      unsigned long long *bar)
-{
-    const unsigned bytes = (unsigned)n * sizeof(float);
-    kb_mbar_arrive_expect(bar, bytes + (LEAD ? 16u : 0u));
-    kb_bulk_copy(buf, x_row + begin, bytes, bar);
-    if (LEAD)
-        kb_bulk_copy(buf + KB_PERSIST_CHUNK, x_row, 16, bar);
-}
-
-/* This thread's floats of the chunk in buf (n of them valid), in pack
- * order; `fill` past the end. */
-template <class Cfg>
-__device__ __forceinline__ void kb_persist_read(float (&v)[KB_PERSIST_ITEMS], const float *buf, int n, float fill)
-{
-#pragma unroll
-    for (int k = 0; k < Cfg::PACKS; ++k) {
-        const int col = kb_pack_col<Cfg>(k, (int)threadIdx.x);
-        float *dst = v + k * Cfg::VEC;
-        if constexpr (Cfg::VEC == 4) {
-            const float4 t = col < n ? *reinterpret_cast<const float4 *>(buf + col)
-                                     : make_float4(fill, fill, fill, fill);
-            dst[0] = t.x, dst[1] = t.y, dst[2] = t.z, dst[3] = t.w;
-        } else {
-            dst[0] = col < n ? buf[col] : fill;
-        }
-    }
-}
-
-/* How many of this thread's floats are in a chunk of n. */
-template <class Cfg>
-__device__ __forceinline__ int kb_persist_count(int n)
-{
-    int count = 0;
-#pragma unroll
-    for (int k = 0; k < Cfg::PACKS; ++k)
-        count += kb_pack_col<Cfg>(k, (int)threadIdx.x) < n ? Cfg::VEC : 0;
-    return count;
-}
-
-/* The thread's floats back to its columns of buf (shared memory). */
-template <class Cfg>
-__device__ __forceinline__ void kb_persist_write(float *buf, const float (&v)[KB_PERSIST_ITEMS], int n)
-{
-#pragma unroll
-    for (int k = 0; k < Cfg::PACKS; ++k) {
-        const int col = kb_pack_col<Cfg>(k, (int)threadIdx.x);
-        if (col < n) {
-            if constexpr (Cfg::VEC == 4)
-                *reinterpret_cast<float4 *>(buf + col) =
-                    make_float4(v[4 * k], v[4 * k + 1], v[4 * k + 2], v[4 * k + 3]);
-            else
-                buf[col] = v[k];
-        }
-    }
-}
-
-/* The thread's floats to its columns of y's chunk (evict-first stores). */
-template <class Cfg>
-__device__ __forceinline__ void kb_persist_store(float *y, const float (&v)[KB_PERSIST_ITEMS], int n)
-{
-#pragma unroll
-    for (int k = 0; k < Cfg::PACKS; ++k) {
-        const int col = kb_pack_col<Cfg>(k, (int)threadIdx.x);
-        if (col < n) {
-            float t[Cfg::VEC];
-#pragma unroll
-            for (int j = 0; j < Cfg::VEC; ++j)
-                t[j] = v[k * Cfg::VEC + j];
-            kb_store_stream(y + col, t);
-        }
-    }
-}
+#include "kernels/persistent_chunk.cuh"
+#include "kernels/persistent_row_host.cuh"
+#include "kernels/reduce.cuh"
+#include "kernels/row_cfg.cuh"
+#include "kernels/tagged_pair.cuh"
 
 /* The partial a lane merges: each aligned group of p.width lanes holds
  * the S partials in the same places, so every lane's butterfly over its
@@ -474,25 +265,6 @@ __global__ void __launch_bounds__(KB_PERSIST_THREADS, 1) kb_persist_row_kernel(K
             op.template store<Cfg>(buffer(d), n, kept[i], kb_persist_gather(op, p, parts(row(d)), last[i]),
                                    a.y + (size_t)row(d) * a.C + begin);
     }
-}
-
-/* Launch p->kernel on `stream` with the next epoch; NULL or the error. */
-template <class Args>
-static inline const char *kb_persist_row_launch(KbPersistRow *p, Args a, cudaStream_t stream)
-{
-    p->epoch++;
-    cudaLaunchAttribute attr;
-    attr.id = cudaLaunchAttributeCooperative;
-    attr.val.cooperative = 1;
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(p->grid);
-    cfg.blockDim = dim3(KB_PERSIST_THREADS);
-    cfg.dynamicSmemBytes = p->smem;
-    cfg.stream = stream;
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
-    void *params[] = {p, &a};
-    return kb_cuda_status(cudaLaunchKernelExC(&cfg, p->kernel, params));
 }
 
 /* One instantiation, with the shared memory and prologue it plans. */

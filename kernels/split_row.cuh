@@ -31,6 +31,8 @@
 #include <stdlib.h>
 #include <cuda_runtime.h>
 #include "kernels/reduce.cuh"
+#include "kernels/row_cfg.cuh"
+#include "kernels/row_dispatch.cuh"
 #include "kernels/cp_async.cuh"
 
 #define KB_SPLIT_ROW_BLOCK 256

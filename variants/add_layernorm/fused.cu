@@ -23,7 +23,11 @@
  * History: docs/notes/softmax-layernorm.md. */
 #include "kernels/add_layernorm.h"
 #include "kernels/cuda_util.h"
-#include "kernels/reduce.cuh"
+#include "kernels/combine.cuh"
+#include "kernels/cache_hints.cuh"
+#include "kernels/row_cfg.cuh"
+#include "kernels/row_dispatch.cuh"
+#include "kernels/row_layernorm.cuh"
 
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::BLOCK) add_layernorm_fused_kernel(int R, int C, float eps,

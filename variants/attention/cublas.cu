@@ -35,7 +35,12 @@
 #include "kernels/attention.h"
 #include "kernels/softmax.h"
 #include "kernels/cuda_util.h"
+#include "kernels/combine.cuh"
 #include "kernels/reduce.cuh"
+#include "kernels/cache_hints.cuh"
+#include "kernels/row_cfg.cuh"
+#include "kernels/row_dispatch.cuh"
+#include "kernels/row_softmax.cuh"
 #include "variants/attention/attention_common.cuh"
 
 extern "C" const kb_variant softmax_vectorized;

@@ -35,6 +35,7 @@
 #include <cuda_bf16.h>
 #include "kernels/attention.h"
 #include "kernels/cuda_util.h"
+#include "kernels/combine.cuh"
 #include "kernels/reduce.cuh"
 #include "variants/attention/attention_common.cuh"
 

@@ -33,6 +33,7 @@
 #include <stdint.h>
 #include "kernels/attention.h"
 #include "kernels/cuda_util.h"
+#include "kernels/combine.cuh"
 #include "kernels/reduce.cuh"
 #include "variants/attention/attention_common.cuh"
 

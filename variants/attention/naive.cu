@@ -26,6 +26,7 @@
  * causal row that sees no key (Tq > Tk) is zeros, as the softmax op's. */
 #include "kernels/attention.h"
 #include "kernels/cuda_util.h"
+#include "kernels/combine.cuh"
 #include "kernels/reduce.cuh"
 #include "variants/attention/attention_common.cuh"
 

@@ -25,6 +25,12 @@
  * History: docs/notes/softmax-layernorm.md. */
 #include "kernels/layernorm.h"
 #include "kernels/cuda_util.h"
+#include "kernels/combine.cuh"
+#include "kernels/reduce.cuh"
+#include "kernels/row_dispatch.cuh"
+#include "kernels/row_layernorm.cuh"
+#include "kernels/persistent_row_host.cuh"
+#include "kernels/persistent_chunk.cuh"
 #include "kernels/persistent_row.cuh"
 
 struct LayernormRowOp {

@@ -17,6 +17,7 @@
  * block.  History: docs/notes/softmax-layernorm.md. */
 #include "kernels/layernorm.h"
 #include "kernels/cuda_util.h"
+#include "kernels/combine.cuh"
 #include "kernels/reduce.cuh"
 
 #define BLOCK 256

@@ -30,6 +30,11 @@
 #include "kernels/layernorm.h"
 #include "kernels/cuda_util.h"
 #include "kernels/split_row.cuh"
+#include "kernels/combine.cuh"
+#include "kernels/reduce.cuh"
+#include "kernels/cache_hints.cuh"
+#include "kernels/row_dispatch.cuh"
+#include "kernels/row_layernorm.cuh"
 
 template <int VEC>
 __global__ void __launch_bounds__(KB_SPLIT_ROW_BLOCK, 6) layernorm_split_row_kernel(

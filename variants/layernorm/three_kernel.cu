@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include "kernels/layernorm.h"
 #include "kernels/cuda_util.h"
+#include "kernels/combine.cuh"
 #include "kernels/reduce.cuh"
 
 #define BLOCK 256

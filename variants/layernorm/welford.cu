@@ -29,7 +29,11 @@
  * History: docs/notes/softmax-layernorm.md. */
 #include "kernels/layernorm.h"
 #include "kernels/cuda_util.h"
-#include "kernels/reduce.cuh"
+#include "kernels/combine.cuh"
+#include "kernels/cache_hints.cuh"
+#include "kernels/row_cfg.cuh"
+#include "kernels/row_dispatch.cuh"
+#include "kernels/row_layernorm.cuh"
 
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::BLOCK) layernorm_welford_kernel(int R, int C, float eps,

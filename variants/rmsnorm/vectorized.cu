@@ -22,7 +22,11 @@
  * History: docs/notes/softmax-layernorm.md. */
 #include "kernels/rmsnorm.h"
 #include "kernels/cuda_util.h"
+#include "kernels/combine.cuh"
 #include "kernels/reduce.cuh"
+#include "kernels/cache_hints.cuh"
+#include "kernels/row_cfg.cuh"
+#include "kernels/row_dispatch.cuh"
 
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::BLOCK) rmsnorm_vectorized_kernel(int R, int C, float eps,

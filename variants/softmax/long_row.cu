@@ -24,6 +24,10 @@
 #include "kernels/softmax.h"
 #include "kernels/cuda_util.h"
 #include "kernels/cluster_row.cuh"
+#include "kernels/combine.cuh"
+#include "kernels/reduce.cuh"
+#include "kernels/cache_hints.cuh"
+#include "kernels/row_dispatch.cuh"
 
 template <int VEC>
 __global__ void __launch_bounds__(KB_CLUSTER_ROW_BLOCK, 2) softmax_long_row_kernel(int C, const float *__restrict__ x,

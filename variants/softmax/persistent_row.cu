@@ -21,6 +21,11 @@
  * History: docs/notes/softmax-layernorm.md. */
 #include "kernels/softmax.h"
 #include "kernels/cuda_util.h"
+#include "kernels/combine.cuh"
+#include "kernels/reduce.cuh"
+#include "kernels/row_dispatch.cuh"
+#include "kernels/persistent_row_host.cuh"
+#include "kernels/persistent_chunk.cuh"
 #include "kernels/persistent_row.cuh"
 
 struct SoftmaxRowOp {

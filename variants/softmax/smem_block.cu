@@ -19,6 +19,7 @@
  * History: docs/notes/softmax-layernorm.md. */
 #include "kernels/softmax.h"
 #include "kernels/cuda_util.h"
+#include "kernels/combine.cuh"
 #include "kernels/reduce.cuh"
 
 #define BLOCK 256

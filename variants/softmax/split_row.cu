@@ -24,6 +24,10 @@
 #include "kernels/softmax.h"
 #include "kernels/cuda_util.h"
 #include "kernels/split_row.cuh"
+#include "kernels/combine.cuh"
+#include "kernels/reduce.cuh"
+#include "kernels/cache_hints.cuh"
+#include "kernels/row_dispatch.cuh"
 
 template <int VEC>
 __global__ void __launch_bounds__(KB_SPLIT_ROW_BLOCK, 6) softmax_split_row_kernel(int C, KbSplitRow s,

@@ -31,7 +31,12 @@
  * History: docs/notes/softmax-layernorm.md. */
 #include "kernels/softmax.h"
 #include "kernels/cuda_util.h"
+#include "kernels/combine.cuh"
 #include "kernels/reduce.cuh"
+#include "kernels/cache_hints.cuh"
+#include "kernels/row_cfg.cuh"
+#include "kernels/row_dispatch.cuh"
+#include "kernels/row_softmax.cuh"
 
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::BLOCK) softmax_vectorized_kernel(int R, int C, const float *__restrict__ x,
