@@ -334,6 +334,25 @@ void kb_run_release(void);
 int kb_devices_spanned(const char *devices);
 /* The GPUs kb_run_devices reports (ranks.c); the first is opened and current. */
 void kb_set_run_devices(const int *ids, int n);
+/* While on, kb_ranks_fork and kb_ranks_join do nothing: a variant's launch
+ * only enqueues each GPU's part on that GPU's stream, which the harness
+ * then times itself (run.c, distributed rows). */
+void kb_ranks_set_direct(int on);
+
+/* A start gate on several GPUs' streams (gate.cu): each stream holds at
+ * its gate until kb_gate_open, so the work queued behind it starts on
+ * every GPU at once and runs back to back, whatever the host's launch
+ * costs.  A gate left closed for 2 s opens by itself and counts as timed
+ * out, so a launch that blocks the host can never hang the run. */
+typedef struct kb_gate kb_gate;
+const char *kb_gate_create(kb_gate **g);
+void kb_gate_destroy(kb_gate *g);
+/* Enqueue a closed gate on `stream`, which must be on the current GPU. */
+const char *kb_gate_close(kb_gate *g, cudaStream_t stream);
+/* Open every gate closed since the last opening. */
+void kb_gate_open(kb_gate *g);
+/* Whether a gate opened by itself since kb_gate_create. */
+int kb_gate_timed_out(const kb_gate *g);
 /* Announce a sweep's rows (until kb_run_release): while the GPU runs one
  * case's rows, the host makes the next case's inputs and reference. */
 void kb_run_plan(const kb_job *jobs, int n);

@@ -3,8 +3,13 @@
  * back into the stream the harness times on the first GPU. */
 #include <stdio.h>
 #include "harness/harness.h"
+#include "kernels/cuda_util.h"
 
 static int run_ids[KB_MAX_RANKS], run_n;
+/* One stream per GPU of the run, shared by every kb_ranks of the process,
+ * so the harness can time each GPU's stream itself (kb_ranks_set_direct). */
+static cudaStream_t rank_streams[KB_MAX_RANKS];
+static int direct;
 
 void kb_set_run_devices(const int *ids, int n)
 {
@@ -70,8 +75,9 @@ const char *kb_ranks_open(kb_ranks *g)
     for (int r = 0; r < g->n && e == cudaSuccess; ++r) {
         g->device[r] = ids[r];
         e = cudaSetDevice(ids[r]);
-        if (e == cudaSuccess)
-            e = cudaStreamCreateWithFlags(&g->stream[r], cudaStreamNonBlocking);
+        if (e == cudaSuccess && !rank_streams[r])
+            e = cudaStreamCreateWithFlags(&rank_streams[r], cudaStreamNonBlocking);
+        g->stream[r] = rank_streams[r];
         if (e == cudaSuccess)
             e = cudaEventCreateWithFlags(&g->joined[r], cudaEventDisableTiming);
     }
@@ -83,8 +89,6 @@ void kb_ranks_close(kb_ranks *g)
 {
     for (int r = 0; r < g->n; ++r) {
         cudaSetDevice(g->device[r]);
-        if (g->stream[r])
-            cudaStreamDestroy(g->stream[r]);
         if (g->joined[r])
             cudaEventDestroy(g->joined[r]);
     }
@@ -94,8 +98,12 @@ void kb_ranks_close(kb_ranks *g)
         cudaEventDestroy(g->fork);
 }
 
+void kb_ranks_set_direct(int on) { direct = on; }
+
 const char *kb_ranks_fork(kb_ranks *g, cudaStream_t stream)
 {
+    if (direct)
+        return NULL;
     cudaError_t e = cudaEventRecord(g->fork, stream);
     for (int r = 0; r < g->n && e == cudaSuccess; ++r)
         e = cudaStreamWaitEvent(g->stream[r], g->fork, 0);
@@ -104,6 +112,8 @@ const char *kb_ranks_fork(kb_ranks *g, cudaStream_t stream)
 
 const char *kb_ranks_join(kb_ranks *g, cudaStream_t stream)
 {
+    if (direct) /* the first GPU current again, as after a join */
+        return kb_cuda_status(cudaSetDevice(g->device[0]));
     cudaError_t e = cudaSuccess;
     for (int r = 0; r < g->n && e == cudaSuccess; ++r) {
         e = cudaSetDevice(g->device[r]);

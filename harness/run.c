@@ -152,9 +152,129 @@ void kb_stop_rule_text(const kb_options *o, char *buf, size_t len)
              s.min_samples, s.cap_s, MAX_SAMPLES);
 }
 
-/* kb_time_variant, also metering power into r when r is not NULL. */
-static const char *time_variant(const kb_variant *v, const void *args, void *ctx, int hot, stop_rule rule,
-                                void *flush, size_t flush_bytes, kb_stats *st, kb_result *r)
+/* A distributed row is timed on every GPU's own stream: its launches only
+ * enqueue each GPU's part there (kb_ranks_set_direct), with no fork from
+ * and join into the first GPU's stream, which cost some 20 us a launch of
+ * cross-GPU event waits.  A sample is `batch` launches back to back behind
+ * a gate that starts all GPUs at once (as nccl-tests times a loop of
+ * iterations); its time is the slowest GPU's over `batch`. */
+#define RANK_BATCH_MS 0.2 /* a sample's launches take at least this long, if 64 fit */
+#define RANK_BATCH_MAX 64
+
+typedef struct {
+    kb_ranks g;
+    kb_gate *gate;
+    cudaEvent_t start[KB_MAX_RANKS], stop[KB_MAX_RANKS];
+    int batch;
+} rank_timer;
+
+static void rank_timer_close(rank_timer *t)
+{
+    for (int r = 0; r < t->g.n; ++r) {
+        cudaSetDevice(t->g.device[r]);
+        if (t->start[r])
+            cudaEventDestroy(t->start[r]);
+        if (t->stop[r])
+            cudaEventDestroy(t->stop[r]);
+    }
+    kb_ranks_close(&t->g);
+    kb_gate_destroy(t->gate);
+}
+
+static const char *rank_timer_open(rank_timer *t)
+{
+    *t = (rank_timer){.batch = 1};
+    const char *e = kb_ranks_open(&t->g);
+    if (!e)
+        e = kb_gate_create(&t->gate);
+    for (int r = 0; r < t->g.n && !e; ++r)
+        if (!(e = kb_cuda_status(cudaSetDevice(t->g.device[r]))) &&
+            !(e = kb_cuda_status(cudaEventCreate(&t->start[r]))))
+            e = kb_cuda_status(cudaEventCreate(&t->stop[r]));
+    if (t->g.n)
+        cudaSetDevice(t->g.device[0]);
+    return e;
+}
+
+static const char *rank_sample(rank_timer *t, const kb_variant *v, const void *args, void *ctx, float *ms)
+{
+    const char *e = NULL;
+    for (int r = 0; r < t->g.n && !e; ++r)
+        if (!(e = kb_cuda_status(cudaSetDevice(t->g.device[r]))) && !(e = kb_gate_close(t->gate, t->g.stream[r])))
+            e = kb_cuda_status(cudaEventRecord(t->start[r], t->g.stream[r]));
+    cudaSetDevice(t->g.device[0]);
+    kb_ranks_set_direct(1);
+    for (int k = 0; k < t->batch && !e; ++k)
+        e = v->launch(args, ctx, 0);
+    kb_ranks_set_direct(0);
+    for (int r = 0; r < t->g.n && !e; ++r)
+        if (!(e = kb_cuda_status(cudaSetDevice(t->g.device[r]))))
+            e = kb_cuda_status(cudaEventRecord(t->stop[r], t->g.stream[r]));
+    kb_gate_open(t->gate); /* even after a failure: nothing queued may wait forever */
+    *ms = 0;
+    for (int r = 0; r < t->g.n; ++r) {
+        float each = 0;
+        cudaSetDevice(t->g.device[r]);
+        cudaError_t s = cudaEventSynchronize(t->stop[r]);
+        if (!e && s == cudaSuccess)
+            s = cudaEventElapsedTime(&each, t->start[r], t->stop[r]);
+        if (!e && s != cudaSuccess)
+            e = cudaGetErrorString(s);
+        *ms = each > *ms ? each : *ms;
+    }
+    cudaSetDevice(t->g.device[0]);
+    if (!e && kb_gate_timed_out(t->gate))
+        e = "the GPUs' start gate waited 2 s: a launch blocked the host";
+    *ms /= t->batch;
+    return e;
+}
+
+/* One sample to set the batch of a distributed row, not kept. */
+static const char *rank_timer_calibrate(rank_timer *t, const kb_variant *v, const void *args, void *ctx)
+{
+    float ms;
+    const char *e = rank_sample(t, v, args, ctx, &ms);
+    if (!e && ms > 0 && ms < RANK_BATCH_MS)
+        t->batch = ms * RANK_BATCH_MAX < RANK_BATCH_MS ? RANK_BATCH_MAX : (int)ceil(RANK_BATCH_MS / ms);
+    return e;
+}
+
+/* One sample of a row on one GPU: L2 flushed (unless hot), then one
+ * launch between events on the legacy stream.
+ *
+ * A memset, not a read, empties L2: it leaves L2 full of dirty lines that
+ * the sample pays to write back, as a kernel in a program pays for its
+ * predecessor's outputs, while its own last writes stay in L2 unpaid.
+ * Read-flushed (clean) L2 pays only the second half: on the H100 a 64 MB
+ * copy then ran at 3241 GB/s, above the 3030 the DRAM sustains (memset:
+ * 2506); from 256 MB moved every row gained some 5 us. */
+typedef struct {
+    cudaEvent_t flushed, start, stop;
+    void *flush;
+    size_t flush_bytes; /* 0: hot, no flush */
+} flush_timer;
+
+static const char *flushed_sample(flush_timer *t, const kb_variant *v, const void *args, void *ctx, int n,
+                                  float *ms, float *flush_ms)
+{
+    cudaEventRecord(t->flushed, 0);
+    if (t->flush_bytes && cudaMemsetAsync(t->flush, n & 0xff, t->flush_bytes, 0) != cudaSuccess)
+        return kb_cuda_status(cudaGetLastError());
+    cudaEventRecord(t->start, 0);
+    const char *e = v->launch(args, ctx, 0);
+    cudaEventRecord(t->stop, 0);
+    cudaError_t s = cudaEventSynchronize(t->stop);
+    if (e || s != cudaSuccess)
+        return e ? e : cudaGetErrorString(s);
+    cudaEventElapsedTime(ms, t->start, t->stop);
+    cudaEventElapsedTime(flush_ms, t->flushed, t->start);
+    return NULL;
+}
+
+/* kb_time_variant, also metering power into r when r is not NULL; with
+ * `ranks`, timed on every GPU's stream (rank_sample). */
+static const char *time_variant(const kb_variant *v, const void *args, void *ctx, int hot, int ranks,
+                                stop_rule rule, void *flush, size_t flush_bytes, kb_stats *st, kb_result *r)
 {
     static int gpu_warm;
     const char *e;
@@ -167,41 +287,26 @@ static const char *time_variant(const kb_variant *v, const void *args, void *ctx
     kb_phase_end(PH_WARMUP, t0);
 
     power_meter meter;
-    cudaEvent_t flushed, start, stop;
-    cudaEventCreate(&flushed);
-    cudaEventCreate(&start);
-    cudaEventCreate(&stop);
+    flush_timer ft = {.flush = flush, .flush_bytes = hot ? 0 : flush_bytes};
+    rank_timer rt;
+    cudaEventCreate(&ft.flushed);
+    cudaEventCreate(&ft.start);
+    cudaEventCreate(&ft.stop);
     double flush_ms = 0;
     double *samples = malloc(MAX_SAMPLES * sizeof *samples), *scratch = malloc(MAX_SAMPLES * sizeof *scratch);
     int n = 0;
-    if (r) {
+    if (ranks && !(e = rank_timer_open(&rt)))
+        e = rank_timer_calibrate(&rt, v, args, ctx);
+    if (r && !e) {
         t0 = kb_now_s();
         meter_start(&meter);
         kb_phase_end(PH_NVML, t0);
     }
     t0 = kb_now_s();
-    for (;;) {
-        /* A memset, not a read, empties L2: it leaves L2 full of dirty
-         * lines that the sample pays to write back, as a kernel in a
-         * program pays for its predecessor's outputs, while its own last
-         * writes stay in L2 unpaid.  Read-flushed (clean) L2 pays only the
-         * second half: on the H100 a 64 MB copy then ran at 3241 GB/s,
-         * above the 3030 the DRAM sustains (memset: 2506); from 256 MB
-         * moved every row gained some 5 us. */
-        cudaEventRecord(flushed, 0);
-        if (!hot && (e = kb_cuda_status(cudaMemsetAsync(flush, n & 0xff, flush_bytes, 0))))
+    while (!e) {
+        float ms, flush_one = 0;
+        if ((e = ranks ? rank_sample(&rt, v, args, ctx, &ms) : flushed_sample(&ft, v, args, ctx, n, &ms, &flush_one)))
             break;
-        cudaEventRecord(start, 0);
-        e = v->launch(args, ctx, 0);
-        cudaEventRecord(stop, 0);
-        cudaError_t s = cudaEventSynchronize(stop);
-        if (e || s != cudaSuccess) {
-            e = e ? e : cudaGetErrorString(s);
-            break;
-        }
-        float ms, flush_one;
-        cudaEventElapsedTime(&ms, start, stop);
-        cudaEventElapsedTime(&flush_one, flushed, start);
         flush_ms += flush_one;
         samples[n++] = ms;
         if (r)
@@ -217,13 +322,15 @@ static const char *time_variant(const kb_variant *v, const void *args, void *ctx
     phase_s[PH_FLUSH] += flush_ms * 1e-3;
     double timed = kb_phase_end(PH_TIMING, t0);
     phase_s[PH_TIMING] -= flush_ms * 1e-3;
-    if (r) {
-        meter_stop(&meter, n, r);
+    if (r && n) {
+        meter_stop(&meter, ranks ? n * rt.batch : n, r);
         kb_phase_end(PH_NVML, timed);
     }
-    cudaEventDestroy(flushed);
-    cudaEventDestroy(start);
-    cudaEventDestroy(stop);
+    if (ranks)
+        rank_timer_close(&rt);
+    cudaEventDestroy(ft.flushed);
+    cudaEventDestroy(ft.start);
+    cudaEventDestroy(ft.stop);
     free(samples);
     free(scratch);
     return e;
@@ -232,8 +339,8 @@ static const char *time_variant(const kb_variant *v, const void *args, void *ctx
 const char *kb_time_variant(const kb_variant *v, const void *args, void *ctx, int hot,
                             double cap_s, void *flush, size_t flush_bytes, kb_stats *st)
 {
-    return time_variant(v, args, ctx, hot, (stop_rule){cap_s, TARGET_NOISE, SETTLE_SAMPLES}, flush, flush_bytes,
-                        st, NULL);
+    return time_variant(v, args, ctx, hot, 0, (stop_rule){cap_s, TARGET_NOISE, SETTLE_SAMPLES}, flush,
+                        flush_bytes, st, NULL);
 }
 
 int kb_wants_energy(const kb_options *o, const kb_op *op, const kb_shape *s, kb_dtype t)
@@ -311,7 +418,8 @@ static void run_variant(kb_case *c, const kb_job *job, const kb_options *o, void
     } else if (!o->check_only) {
         /* NVML's energy counter sees one GPU, not a row that spans several. */
         int energy = kb_wants_energy(o, job->op, &job->shape, v->dtype) && !kb_job_multi_device(job);
-        if ((e = time_variant(v, args, ctx, r->hot, stop_rule_of(o), flush, flush_bytes, &r->time_ms, r)) ||
+        if ((e = time_variant(v, args, ctx, r->hot, job->op->distributed, stop_rule_of(o), flush, flush_bytes,
+                              &r->time_ms, r)) ||
             (energy && (e = energy_window(v, args, ctx, r)))) {
             set_reason(r, KB_FAIL, "failed while timing: %s", e);
         } else {

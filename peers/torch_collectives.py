@@ -7,9 +7,10 @@ their rows to that CSV.
 For every allreduce, allgather and reduce_scatter shape that RUN.csv timed
 across GPUs, one process per GPU (torch.distributed, NCCL backend) times
 the same collective (variant `torch`): buffers allocated beforehand, warm-up,
-then per sample the ranks meet at a barrier and rank 0 times the call with
-CUDA events; samples until the median's relative noise is under 1% or the
-time cap.  The output is compared with the exact sum (or concatenation) of
+then per sample the ranks meet at a barrier and rank 0 times a batch of
+back-to-back calls with CUDA events, as kbench batches its own collective
+rows; samples until the median's relative noise is under 1% or the time
+cap.  The output is compared with the exact sum (or concatenation) of
 the inputs.  The rows carry raw timings and kbench's FLOP and byte counts
 of the same op, shape and dtype, so `kbench derive RUN.csv` turns them into
 bus bandwidth exactly as it does kbench's own rows.  NVLink multicast
@@ -35,6 +36,7 @@ from torch_peers import peer_row, read_run, write_run
 
 OPS = ("allreduce", "allgather", "reduce_scatter")
 WARMUP_CALLS = 5
+BATCH_MS, BATCH_MAX = 0.2, 64  # as kbench times collectives (docs/measurement.md)
 
 
 def buffers(op, n, world, rank, dtype):
@@ -71,19 +73,32 @@ def max_error(op, x, out, world):
     return (out.double() - ref).abs().max().item(), bool(torch.isfinite(out).all().item())
 
 
+def timed_calls(op, x, out, calls):
+    """Milliseconds a call over `calls` back-to-back calls, on this rank's stream."""
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    dist.barrier()
+    start.record()
+    for _ in range(calls):
+        call(op, x, out)
+    stop.record()
+    stop.synchronize()
+    return start.elapsed_time(stop) / calls
+
+
 def time_op(op, x, out, cap_s):
+    """kbench's rule for collectives: a sample is BATCH_MS of calls back to
+    back (one call if it takes longer, at most BATCH_MAX), the first sample
+    sets the count and is dropped; rank 0's stream times it."""
     for _ in range(WARMUP_CALLS):  # a count, not a time: every rank must make the same calls
         call(op, x, out)
     torch.cuda.synchronize()
-    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    first = torch.tensor([timed_calls(op, x, out, 1)], device="cuda")
+    dist.broadcast(first, 0)  # every rank makes the same number of calls
+    ms = first.item()
+    calls = 1 if ms >= BATCH_MS else BATCH_MAX if ms * BATCH_MAX < BATCH_MS else math.ceil(BATCH_MS / ms)
     samples, t0, more = [], time.perf_counter(), torch.ones(1, device="cuda")
     while more.item():
-        dist.barrier()
-        start.record()
-        call(op, x, out)
-        stop.record()
-        stop.synchronize()
-        samples.append(start.elapsed_time(stop))
+        samples.append(timed_calls(op, x, out, calls))
         done = len(samples) >= 3 and (
             1.2533 * statistics.stdev(samples) / math.sqrt(len(samples)) / statistics.median(samples) < 0.01
             or time.perf_counter() - t0 > cap_s or len(samples) >= 2000)

@@ -110,6 +110,23 @@ static void timing_is_recorded(void)
     CHECK(r.status == KB_PASS && r.timed);
     CHECK(r.time_ms.n >= 3 && r.time_ms.min > 0);
     CHECK(r.time_ms.min <= r.time_ms.median && r.time_ms.median <= r.time_ms.max);
+    /* Collectives are timed on every GPU's stream behind a gate, in batches
+     * (run.c): a small one takes microseconds a launch, not the batch's
+     * total, and a big one is not cut short by the batching. */
+    if (ngpus > 1) {
+        const kb_variant *const *v = kb_op_allreduce.variants;
+        for (int j = 0; v[j]; ++j) {
+            kb_shape small = {1, {4096}, 0, ngpus}, big = {1, {64 << 20}, 0, ngpus};
+            r = run(&kb_op_allreduce, v[j], &small, 0);
+            printf("timed allreduce %-12s 4096: %s %.4f ms %s\n", v[j]->name, kb_status_name(r.status),
+                   r.time_ms.median, r.reason);
+            CHECK(r.status == KB_SKIP || (r.status == KB_PASS && r.timed && r.time_ms.min > 0.0005 &&
+                                          r.time_ms.median < 0.2));
+            r = run(&kb_op_allreduce, v[j], &big, 0);
+            /* 256 MB a GPU: over 0.3 ms even at 900 GB/s */
+            CHECK(r.status == KB_SKIP || (r.status == KB_PASS && r.time_ms.min > 0.3));
+        }
+    }
 }
 
 int main(void)
