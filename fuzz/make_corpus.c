@@ -109,8 +109,8 @@ static void npy(void)
         die(err);
 }
 
-/* Two rows of every op's first variant at its first quick shape: a run as
- * the sweep writes it. */
+/* Two rows of every op's first variant at its first family's first shape:
+ * a run as the sweep writes it. */
 static void csv(void)
 {
     kb_result rows[64];
@@ -118,12 +118,13 @@ static void csv(void)
     char err[512];
     for (int i = 0; kb_ops[i] && n + 2 <= 64; ++i) {
         kb_shape *s;
-        if (kb_parse_shape_list(kb_ops[i], kb_ops[i]->quick_sizes, &s, err, sizeof err) < 1)
+        if (kb_parse_shape_list(kb_ops[i], kb_ops[i]->families[0].sizes, &s, err, sizeof err) < 1)
             die(err);
         for (int j = 0; j < 2 && kb_ops[i]->variants[j]; ++j, ++n) {
             kb_result *r = &rows[n];
             memset(r, 0, sizeof *r);
             *r = (kb_result){.op = kb_ops[i], .variant = kb_ops[i]->variants[j], .shape = s[0],
+                             .family = kb_ops[i]->families[0].name, .axis = kb_ops[i]->families[0].axis,
                              .flops = 1e9, .bytes = 1e8, .timed = 1, .speedup = 1.0 + j,
                              .time_ms = {.median = 0.5 + j, .min = 0.4, .max = 0.9 + j, .rel_stdev = 0.01, .n = 20},
                              .check = {.max_abs_err = 1e-6, .rel_l2_err = 1e-7, .worst_tol = 1e-4, .pass = 1},
@@ -141,7 +142,7 @@ static void shapes(void)
 {
     char name[64];
     for (int i = 0; kb_ops[i]; ++i) {
-        const char *lists[] = {kb_ops[i]->default_sizes, kb_ops[i]->test_sizes};
+        const char *lists[] = {kb_ops[i]->families[0].sizes, kb_ops[i]->test_sizes};
         for (int j = 0; j < 2; ++j) {
             snprintf(name, sizeof name, "%s-%d", kb_ops[i]->name, j);
             put("shape", name, lists[j], strlen(lists[j]));

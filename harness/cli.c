@@ -15,7 +15,7 @@ void kb_print_usage(FILE *f)
           "                  [--dtype f32|bf16[,..]] [--quick] [--check] [--hot]\n"
           "                  [--csv FILE | --out-dir DIR] [--device N] [--max-time SECONDS]\n"
           "                  [--max-noise PCT] [--min-samples N] [--format csv|md|jsonl]\n"
-          "                  [--test-sizes] [--ceilings] [--energy]\n"
+          "                  [--family NAME[,..]] [--test-sizes] [--ceilings] [--energy]\n"
           "                  [--devices all|I,J,.. [--replicate]]\n"
           "       kbench ceilings [--device N]\n"
           "       kbench pe --seq-len T --d-model D [--paper]\n"
@@ -125,6 +125,16 @@ static int known_variant(kb_options *o, const char *pattern, char *err, size_t e
     return fail(err, errlen, "unknown variant '%s' for the selected ops (see kbench list)", pattern);
 }
 
+/* Each name in --family must name a family of some selected op. */
+static int known_family(kb_options *o, const char *name, char *err, size_t errlen)
+{
+    for (int i = 0; i < o->nops; ++i)
+        for (const kb_family *f = o->ops[i]->families; f->name; ++f)
+            if (!strcmp(f->name, name))
+                return 0;
+    return fail(err, errlen, "unknown family '%s' for the selected ops (see kbench list)", name);
+}
+
 /* One --devices index: a plain integer, each at most once, at most
  * KB_MAX_RANKS of them.  Whether the machine has it is found later, by
  * the run (exit 1, not bad input). */
@@ -175,13 +185,15 @@ static int parse_run_flag(int argc, char **argv, int *i, kb_options *o, char *er
     else if (!strcmp(a, "--op") || !strcmp(a, "--variant") || !strcmp(a, "--sizes") ||
              !strcmp(a, "--dtype") || !strcmp(a, "--csv") || !strcmp(a, "--device") ||
              !strcmp(a, "--max-time") || !strcmp(a, "--out-dir") || !strcmp(a, "--max-noise") ||
-             !strcmp(a, "--min-samples") || !strcmp(a, "--format") || !strcmp(a, "--devices")) {
+             !strcmp(a, "--min-samples") || !strcmp(a, "--format") || !strcmp(a, "--devices") ||
+             !strcmp(a, "--family")) {
         const char *val = value_of(argc, argv, i);
         if (!val || !*val)
             return fail(err, errlen, "%s needs a value", a);
         if (!strcmp(a, "--op")) return parse_ops(o, val, err, errlen);
         if (!strcmp(a, "--variant")) o->variant_pattern = val;
         else if (!strcmp(a, "--sizes")) o->sizes = val;
+        else if (!strcmp(a, "--family")) o->families = val;
         else if (!strcmp(a, "--dtype")) return each_item(o, a, val, add_dtype, err, errlen);
         else if (!strcmp(a, "--csv")) o->csv_path = val;
         else if (!strcmp(a, "--out-dir")) o->out_dir = val;
@@ -287,8 +299,8 @@ int kb_parse_args(int argc, char **argv, kb_options *o, char *err, size_t errlen
             o->ops[o->nops++] = kb_ops[i];
     if (o->sizes && o->nops != 1)
         return fail(err, errlen, "--sizes needs exactly one --op, since shapes are op-specific%s", "");
-    if (!!o->sizes + o->quick + o->test_sizes > 1)
-        return fail(err, errlen, "--sizes, --quick and --test-sizes each choose the sizes; give one%s", "");
+    if (!!o->sizes + o->quick + o->test_sizes + !!o->families > 1)
+        return fail(err, errlen, "--sizes, --family, --quick and --test-sizes each choose the sizes; give one%s", "");
     if (o->device_given && o->ndevices)
         return fail(err, errlen, "--device and --devices both choose the GPUs; give one%s", "");
     if (o->replicate && !o->ndevices)
@@ -296,6 +308,8 @@ int kb_parse_args(int argc, char **argv, kb_options *o, char *err, size_t errlen
     if (o->csv_path && o->out_dir)
         return fail(err, errlen, "--csv and --out-dir both name the output; give one%s", "");
     if (o->variant_pattern && each_item(o, "--variant", o->variant_pattern, known_variant, err, errlen) != 0)
+        return -1;
+    if (o->families && each_item(o, "--family", o->families, known_family, err, errlen) != 0)
         return -1;
     return 0;
 }

@@ -38,9 +38,11 @@ int kb_cmd_list(FILE *f)
 {
     for (int i = 0; kb_ops[i]; ++i) {
         const kb_op *op = kb_ops[i];
-        fprintf(f, "%s (%s): %s\n  baseline: %s%s%s\n  default sizes: %s\n", op->name,
-                op->shape_fields, op->summary, op->baseline, op->baseline_bf16 ? ", bf16: " : "",
-                op->baseline_bf16 ? op->baseline_bf16 : "", op->default_sizes);
+        fprintf(f, "%s (%s): %s\n  baseline: %s%s%s\n", op->name, op->shape_fields, op->summary, op->baseline,
+                op->baseline_bf16 ? ", bf16: " : "", op->baseline_bf16 ? op->baseline_bf16 : "");
+        for (const kb_family *fam = op->families; fam->name; ++fam)
+            fprintf(f, "  family %s (%s%s%s): %s\n", fam->name, fam->axis ? "over " : "points",
+                    fam->axis ? fam->axis : "", fam->quick ? ", quick" : "", fam->sizes);
         for (int j = 0; op->variants[j]; ++j) {
             const kb_variant *v = op->variants[j];
             char needs[64];

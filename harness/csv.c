@@ -19,7 +19,7 @@ static const char *const columns[] = {
     "rows_checked", "rows_total", "l2", "status", "reason",
     /* Added at the end, so that readers of the older columns keep working. */
     "clock_mhz", "power_w", "temp_c", "throttle", "mj_per_launch", "gflop_per_j", "gb_per_j", "clock_flag",
-    "devices",
+    "devices", "family", "axis",
 };
 
 void kb_meta_set_value(kb_meta_set *m, const char *key, const char *fmt, ...)
@@ -46,7 +46,7 @@ void kb_meta_set_value(kb_meta_set *m, const char *key, const char *fmt, ...)
  * empty, which JSON lines write as numbers or null. */
 static const char *const text_columns[] = {"op", "variant", "dtype", "math", "shape_fields", "shape", "bound",
                                            "l2", "status", "reason", "throttle", "clock_flag",
-                                           "devices"};
+                                           "devices", "family", "axis"};
 
 /* One row as text cells, in the columns' order: what every format prints. */
 typedef struct {
@@ -126,6 +126,8 @@ static void fill_cells(const kb_result *r, row_cells *c)
     cell(c, "%s", r->reason);
     power_cells(c, t, r);
     cell(c, "%s", r->devices);
+    cell(c, "%s", r->family ? r->family : "");
+    cell(c, "%s", r->axis ? r->axis : "");
 }
 
 void kb_csv_header(FILE *f)

@@ -132,6 +132,7 @@ typedef struct {
     kb_status status;
     char reason[200];
     char devices[32];         /* the GPU the row ran on ("1"), or those it spanned ("0+1") */
+    const char *family, *axis; /* as the job's (kb_job); axis NULL when none */
 } kb_result;
 
 const char *kb_status_name(kb_status s);
@@ -148,6 +149,7 @@ typedef struct {
     int nops;
     const char *variant_pattern;   /* comma-separated names or globs; NULL = all */
     const char *sizes;             /* NULL = op default */
+    const char *families;          /* --family: comma-separated family names; NULL = all */
     int dtype_mask;                /* bit per kb_dtype; 0 = all */
     int quick, check_only, hot, device;
     /* --devices: the GPUs rows are dealt to (one worker each) and that
@@ -183,10 +185,20 @@ typedef struct {
     const kb_op *op;
     const kb_variant *variant;
     kb_shape shape;
+    /* The shape's family (kb_family): its name and axis, "custom" for a
+     * --sizes shape in no family, "test" for --test-sizes; axis NULL when none. */
+    const char *family, *axis;
 } kb_job;
 /* Whether the job spans several GPUs (a distributed op or a variant with
  * min_devices > 1): it runs where all of the run's GPUs are open. */
 int kb_job_multi_device(const kb_job *job);
+/* Whether comma-separated `list` holds `item` exactly (registry.c). */
+int kb_in_list(const char *list, const char *item);
+/* The family of `op` whose list holds shape s, or NULL. */
+const kb_family *kb_family_of(const kb_op *op, const kb_shape *s);
+/* All of an op's family shapes, in order, into *shapes (freed by the
+ * caller); the count, or -1 with err set. */
+int kb_default_shapes(const kb_op *op, kb_shape **shapes, char *err, size_t errlen);
 /* Expand and validate; returns count or -1 with err set.  Per shape, the
  * baseline variant comes first so every later row can show its speedup.
  * A distributed op's shapes get ranks = ndevices (at least 1), so `all`

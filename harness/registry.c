@@ -57,3 +57,14 @@ const char *kb_status_name(kb_status s)
 {
     return s == KB_PASS ? "PASS" : s == KB_FAIL ? "FAIL" : "SKIP";
 }
+
+int kb_in_list(const char *list, const char *item)
+{
+    size_t n = strlen(item);
+    for (const char *p = list; p; p = strchr(p, ',')) {
+        p += *p == ',';
+        if (!strncmp(p, item, n) && (p[n] == ',' || !p[n]))
+            return 1;
+    }
+    return 0;
+}

@@ -174,15 +174,12 @@ static entry *merge_rows(const run_set *s, int *n, char *err, size_t errlen)
     return e;
 }
 
-static int in_list(const char *list, const char *item)
+/* Whether the row's shape is one of its op's family shapes. */
+static int default_shape(const kb_op *op, const char *shape)
 {
-    size_t n = strlen(item);
-    for (const char *p = list; p; p = strchr(p, ',')) {
-        p += *p == ',';
-        if (!strncmp(p, item, n) && (p[n] == ',' || !p[n]))
-            return 1;
-    }
-    return 0;
+    kb_shape parsed;
+    char err[256];
+    return op && kb_parse_shape(op, shape, &parsed, err, sizeof err) == 0 && kb_family_of(op, &parsed);
 }
 
 /* The representative shape is the largest of the op's default shapes,
@@ -243,7 +240,7 @@ static table_line pick_line(const run_set *s, const entry *g, const entry *end)
         const entry *best = fastest_own(e, next, baseline, s->across);
         if (!best)
             continue;
-        shape_size size = {op && in_list(op->default_sizes, e->row->shape), best->flops, best->bytes};
+        shape_size size = {default_shape(op, e->row->shape), best->flops, best->bytes};
         if (!shape || larger(size, top)) {
             shape = e, shape_end = next, top = size;
             line.best = best;

@@ -351,7 +351,7 @@ int kb_wants_energy(const kb_options *o, const kb_op *op, const kb_shape *s, kb_
         return 1;
     kb_shape *shapes, *largest = NULL;
     char err[256];
-    int n = kb_parse_shape_list(op, op->default_sizes, &shapes, err, sizeof err);
+    int n = kb_default_shapes(op, &shapes, err, sizeof err);
     for (int i = 0; i < n; ++i) {
         double f = op->flops(&shapes[i]), b = op->bytes(&shapes[i], t);
         if (!largest || f > op->flops(largest) || (f == op->flops(largest) && b > op->bytes(largest, t)))
@@ -481,6 +481,8 @@ void kb_run_job(const kb_job *job, const kb_options *o, void *flush, size_t flus
     r->op = job->op;
     r->variant = job->variant;
     r->shape = job->shape;
+    r->family = job->family;
+    r->axis = job->axis;
     /* A collective's buffers stay warm between samples, as nccl-tests leaves them. */
     r->hot = o->hot || job->op->distributed;
     devices_text(job, r->devices, sizeof r->devices);

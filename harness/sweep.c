@@ -10,7 +10,8 @@ static int wanted(const kb_options *o, const kb_variant *v)
     return kb_variant_selected(o, v) && (!o->dtype_mask || (o->dtype_mask & (1 << v->dtype)));
 }
 
-static int push(kb_job **jobs, int *n, int *cap, const kb_op *op, const kb_variant *v, const kb_shape *s)
+static int push(kb_job **jobs, int *n, int *cap, const kb_op *op, const kb_variant *v, const kb_shape *s,
+                const char *family, const char *axis)
 {
     if (*n == *cap) {
         int bigger = *cap ? 2 * *cap : 64;
@@ -20,7 +21,7 @@ static int push(kb_job **jobs, int *n, int *cap, const kb_op *op, const kb_varia
         *jobs = grown;
         *cap = bigger;
     }
-    (*jobs)[(*n)++] = (kb_job){op, v, *s};
+    (*jobs)[(*n)++] = (kb_job){op, v, *s, family, axis};
     return 0;
 }
 
@@ -38,19 +39,19 @@ static int validate_shapes(const kb_options *o, const kb_op *op, const kb_shape 
     return 0;
 }
 
-static int add_op_jobs(const kb_options *o, const kb_op *op, const kb_shape *s, int ns,
-                       kb_job **jobs, int *n, int *cap)
+static int add_op_jobs(const kb_options *o, const kb_op *op, const kb_shape *s, int ns, const char *family,
+                       const char *axis, kb_job **jobs, int *n, int *cap)
 {
     /* Per shape the baselines come first, so every later row can show its speedup. */
     const kb_variant *base[2] = {kb_find_variant(op, op->baseline),
                                  op->baseline_bf16 ? kb_find_variant(op, op->baseline_bf16) : NULL};
     for (int i = 0; i < ns; ++i) {
         for (int b = 0; b < 2; ++b)
-            if (base[b] && wanted(o, base[b]) && push(jobs, n, cap, op, base[b], &s[i]) != 0)
+            if (base[b] && wanted(o, base[b]) && push(jobs, n, cap, op, base[b], &s[i], family, axis) != 0)
                 return -1;
         for (int j = 0; op->variants[j]; ++j)
             if (op->variants[j] != base[0] && op->variants[j] != base[1] && wanted(o, op->variants[j]) &&
-                push(jobs, n, cap, op, op->variants[j], &s[i]) != 0)
+                push(jobs, n, cap, op, op->variants[j], &s[i], family, axis) != 0)
                 return -1;
     }
     return 0;
@@ -68,26 +69,98 @@ int kb_job_multi_device(const kb_job *job)
     return job->op->distributed || job->variant->min_devices > 1;
 }
 
+static int same_shape(const kb_shape *a, const kb_shape *b)
+{
+    if (a->nd != b->nd || a->flags != b->flags)
+        return 0;
+    for (int i = 0; i < a->nd; ++i)
+        if (a->d[i] != b->d[i])
+            return 0;
+    return 1;
+}
+
+const kb_family *kb_family_of(const kb_op *op, const kb_shape *s)
+{
+    char err[256];
+    for (const kb_family *f = op->families; f->name; ++f) {
+        kb_shape *shapes;
+        int n = kb_parse_shape_list(op, f->sizes, &shapes, err, sizeof err), hit = 0;
+        for (int i = 0; i < n && !hit; ++i)
+            hit = same_shape(&shapes[i], s);
+        if (n >= 0)
+            free(shapes);
+        if (hit)
+            return f;
+    }
+    return NULL;
+}
+
+int kb_default_shapes(const kb_op *op, kb_shape **shapes, char *err, size_t errlen)
+{
+    int total = 0;
+    *shapes = NULL;
+    for (const kb_family *f = op->families; f->name; ++f) {
+        kb_shape *some, *all;
+        int n = kb_parse_shape_list(op, f->sizes, &some, err, errlen);
+        if (n < 0 || !(all = realloc(*shapes, (size_t)(total + n) * sizeof *all))) {
+            if (n >= 0) {
+                free(some);
+                snprintf(err, errlen, "out of memory for the %s sizes", op->name);
+            }
+            free(*shapes);
+            *shapes = NULL;
+            return -1;
+        }
+        memcpy(all + total, some, (size_t)n * sizeof *some);
+        free(some);
+        *shapes = all;
+        total += n;
+    }
+    return total;
+}
+
+/* Whether --family (or --quick, or neither) takes this family. */
+static int family_wanted(const kb_options *o, const kb_family *f)
+{
+    if (o->quick)
+        return f->quick;
+    return !o->families || kb_in_list(o->families, f->name);
+}
+
+/* Rows of one list of shapes, validated; 0, or -1 with err set. */
+static int add_list(const kb_options *o, const kb_op *op, const char *sizes, const kb_family *family,
+                    kb_job **jobs, int *n, int *cap, char *err, size_t errlen)
+{
+    kb_shape *shapes;
+    int ns = kb_parse_shape_list(op, sizes, &shapes, err, errlen);
+    if (ns < 0)
+        return -1;
+    for (int i = 0; i < ns && op->distributed; ++i)
+        shapes[i].ranks = o->ndevices > 0 ? o->ndevices : 1;
+    int rc = validate_shapes(o, op, shapes, ns, err, errlen);
+    for (int i = 0; i < ns && rc == 0; ++i) {
+        /* A --sizes shape takes the name of the family that lists it. */
+        const kb_family *f = family ? family : o->sizes ? kb_family_of(op, &shapes[i]) : NULL;
+        const char *name = f ? f->name : o->test_sizes ? "test" : "custom";
+        if ((rc = add_op_jobs(o, op, &shapes[i], 1, name, f ? f->axis : NULL, jobs, n, cap)) != 0)
+            snprintf(err, errlen, "out of memory for the rows of the sweep");
+    }
+    free(shapes);
+    return rc;
+}
+
 int kb_expand_sweep(const kb_options *o, kb_job **jobs, char *err, size_t errlen)
 {
     int n = 0, cap = 0;
     *jobs = NULL;
     for (int k = 0; k < o->nops; ++k) {
         const kb_op *op = o->ops[k];
-        const char *sizes = o->sizes        ? o->sizes
-                            : o->quick      ? op->quick_sizes
-                            : o->test_sizes ? op->test_sizes
-                                            : op->default_sizes;
-        kb_shape *shapes;
-        int ns = kb_parse_shape_list(op, sizes, &shapes, err, errlen);
-        if (ns < 0)
-            return no_jobs(jobs);
-        for (int i = 0; i < ns && op->distributed; ++i)
-            shapes[i].ranks = o->ndevices > 0 ? o->ndevices : 1;
-        int rc = validate_shapes(o, op, shapes, ns, err, errlen);
-        if (rc == 0 && (rc = add_op_jobs(o, op, shapes, ns, jobs, &n, &cap)) != 0)
-            snprintf(err, errlen, "out of memory for the rows of the sweep");
-        free(shapes);
+        int rc = 0;
+        if (o->sizes || o->test_sizes)
+            rc = add_list(o, op, o->sizes ? o->sizes : op->test_sizes, NULL, jobs, &n, &cap, err, errlen);
+        for (const kb_family *f = op->families; rc == 0 && !o->sizes && !o->test_sizes && f->name; ++f)
+            if (family_wanted(o, f))
+                rc = add_list(o, op, f->sizes, f, jobs, &n, &cap, err, errlen);
         if (rc != 0)
             return no_jobs(jobs);
     }

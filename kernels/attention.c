@@ -78,28 +78,31 @@ const kb_op kb_op_attention = {
     .shape_fields = "BxHxTqxTkxD[xHkv][c]",
     .nd = 5,
     .nd_max = 6,
-    .default_sizes =
-        "4x16x128x128x64,4x16x128x128x64c,4x16x512x512x64,4x16x512x512x64c,"
-        "4x16x1024x1024x64,4x16x1024x1024x64c,4x16x2048x2048x64,4x16x2048x2048x64c,"
-        "4x16x4096x4096x64,4x16x4096x4096x64c,4x16x8192x8192x64,4x16x8192x8192x64c,"
-        "4x16x128x128x128,4x16x128x128x128c,4x16x512x512x128,4x16x512x512x128c,"
-        "4x16x1024x1024x128,4x16x1024x1024x128c,4x16x2048x2048x128,4x16x2048x2048x128c,"
-        "4x16x4096x4096x128,4x16x4096x4096x128c,4x16x8192x8192x128,4x16x8192x8192x128c,"
-        "2x16x4096x4096x128,2x16x4096x4096x128c,4x16x128x1024x64,32x8x128x128x64,32x8x128x128x64c,"
-        "2x4x1x1x64,2x4x77x77x64c,2x4x1000x1000x64,2x4x1000x1000x32,2x4x77x1000x80,2x4x1000x1000x80c,"
-        /* GQA prefill (H = 32 over 8 KV heads) and chunked prefill, causal
-         * Tq < Tk (bottom-right mask) */
-        "2x32x4096x4096x128x8,2x32x4096x4096x128x8c,1x32x512x4096x128c,1x32x512x4096x128x8c,4x16x1024x4096x64c,"
-        /* decode: Tq = 1, H = 32 over 8 KV heads, D = 128; B = 64 stops at
-         * Tk = 8192 (at 32768 K alone is 2^31 elements, at 131072 K and V are
-         * 69 GB in fp32, twice that with the harness's pristine copies) */
-        "1x32x1x1024x128x8,1x32x1x8192x128x8,1x32x1x32768x128x8,1x32x1x131072x128x8,"
-        "8x32x1x1024x128x8,8x32x1x8192x128x8,8x32x1x32768x128x8,8x32x1x131072x128x8,"
-        "64x32x1x1024x128x8,64x32x1x8192x128x8,"
-        /* tile-hostile: Tk = 1, Tq = 1 with odd Tk */
-        "2x4x77x1x64,2x4x1x77x64x2,2x4x1x1000x64,4x32x1x1001x128x8",
-    .quick_sizes = "4x16x1024x1024x64,4x16x4096x4096x64c,2x16x4096x4096x128,32x8x128x128x64,2x4x77x1000x80,"
-                   "1x32x1x32768x128x8",
+    /* Self-attention at 4 x 16 heads over T from 128 to 8192, per head
+     * size and mask; then prefill shapes of other layouts (GQA with H = 32
+     * over 8 KV heads, chunked prefill with causal Tq < Tk, a
+     * bottom-right mask); decode (Tq = 1, H = 32 over 8 KV heads, D = 128)
+     * over Tk per batch: B = 64 stops at Tk = 8192 (at 32768 K alone is
+     * 2^31 elements, at 131072 K and V are 69 GB in fp32, twice that with
+     * the harness's pristine copies); tile-hostile shapes (Tk = 1, Tq = 1
+     * with odd Tk, odd T and D). */
+    .families =
+        (const kb_family[]){
+            {"d64", "Tk", "4x16x128x128x64,4x16x512x512x64,4x16x1024x1024x64,4x16x2048x2048x64,4x16x4096x4096x64,4x16x8192x8192x64"},
+            {"d64-causal", "Tk", "4x16x128x128x64c,4x16x512x512x64c,4x16x1024x1024x64c,4x16x2048x2048x64c,4x16x4096x4096x64c,4x16x8192x8192x64c"},
+            {"d128", "Tk", "4x16x128x128x128,4x16x512x512x128,4x16x1024x1024x128,4x16x2048x2048x128,4x16x4096x4096x128,4x16x8192x8192x128"},
+            {"d128-causal", "Tk", "4x16x128x128x128c,4x16x512x512x128c,4x16x1024x1024x128c,4x16x2048x2048x128c,4x16x4096x4096x128c,4x16x8192x8192x128c"},
+            {"prefill", NULL,
+             "2x16x4096x4096x128,2x16x4096x4096x128c,4x16x128x1024x64,32x8x128x128x64,32x8x128x128x64c,"
+             "2x32x4096x4096x128x8,2x32x4096x4096x128x8c,1x32x512x4096x128c,1x32x512x4096x128x8c,"
+             "4x16x1024x4096x64c"},
+            {"decode-b1", "Tk", "1x32x1x1024x128x8,1x32x1x8192x128x8,1x32x1x32768x128x8,1x32x1x131072x128x8", 1},
+            {"decode-b8", "Tk", "8x32x1x1024x128x8,8x32x1x8192x128x8,8x32x1x32768x128x8,8x32x1x131072x128x8"},
+            {"decode-b64", "Tk", "64x32x1x1024x128x8,64x32x1x8192x128x8"},
+            {"hostile", NULL,
+             "2x4x1x1x64,2x4x77x77x64c,2x4x1000x1000x64,2x4x1000x1000x32,2x4x77x1000x80,2x4x1000x1000x80c,"
+             "2x4x77x1x64,2x4x1x77x64x2,2x4x1x1000x64,4x32x1x1001x128x8", 1},
+            {NULL}},
     .test_sizes = "1x1x1x1x64,1x2x3x5x64,2x2x17x17x64c,1x3x77x77x64,2x1x64x128x64,1x2x128x128x128c,"
                   "1x1x1000x77x64,2x2x77x77x32c,1x2x100x130x80,1x1x257x257x128c,"
                   /* GQA; causal Tq < Tk (offsets off the tiles); causal Tq > Tk (rows

@@ -70,8 +70,10 @@ const kb_op kb_op_embed = {
     .summary = "y = table[ids] + PE: embedding lookup with the positional encoding",
     .shape_fields = "BxTxVxD",
     .nd = 4,
-    .default_sizes = "32x128x32000x512,8x512x32000x768,4x2048x50257x1024,16x1024x32000x4096,1x1x1x1,3x77x1000x33",
-    .quick_sizes = "32x128x32000x512,4x2048x50257x1024,3x77x1000x33",
+    /* models: BERT-ish, GPT-2, GPT-2 medium at 2048 tokens, a 4096-wide LLM */
+    .families = (const kb_family[]){{"models", NULL, "32x128x32000x512,8x512x32000x768,4x2048x50257x1024,16x1024x32000x4096", 1},
+                                    {"hostile", NULL, "1x1x1x1,3x77x1000x33", 1},
+                                    {NULL}},
     .test_sizes = "1x1x1x1,1x5x7x5,2x3x10x4,3x77x1000x33,2x128x500x512,1x9x3x1001",
     .baseline = "separate",
     .variants = embed_variants,

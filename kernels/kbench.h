@@ -82,13 +82,23 @@ typedef struct kb_variant {
     const char *(*launch)(const void *args, void *ctx, cudaStream_t stream);
 } kb_variant;
 
+/* A named family of an op's default shapes.  Most sweep one field, the
+ * axis, with the others fixed (or derived from it), so that a plot draws
+ * the family as one line over the axis; shapes that share no such sweep
+ * (tile-hostile ones) have a NULL axis and are drawn as points. */
+typedef struct {
+    const char *name;                  /* e.g. "square" */
+    const char *axis;                  /* a field of shape_fields, e.g. "N", or NULL */
+    const char *sizes;                 /* comma-separated shapes */
+    int quick;                         /* in the --quick sweep */
+} kb_family;
+
 typedef struct kb_op {
     const char *name;
     const char *summary;
     const char *shape_fields;          /* e.g. "MxNxK" */
     int nd;                            /* fields in a shape */
-    const char *default_sizes;         /* comma-separated shapes */
-    const char *quick_sizes;
+    const kb_family *families;         /* the default sweep; ends with a NULL name */
     const char *test_sizes;            /* regular and tile-hostile shapes for the GPU tests */
     const char *baseline;              /* variant that speedups are measured against */
     const char *baseline_bf16;         /* the bf16 rows' baseline; NULL: they have none */

@@ -44,10 +44,13 @@ const kb_op kb_op_matmul = {
     .summary = "C = A*B, row-major, A is MxK; f32 and bf16 (fp32 accumulation)",
     .shape_fields = "MxNxK",
     .nd = 3,
-    .default_sizes = "256x256x256,512x512x512,1024x1024x1024,2048x2048x2048,4096x4096x4096,"
-                     "8192x8192x8192,4096x768x768,4096x3072x768,4096x768x3072,"
-                     "1x1x1,35x79x19,127x129x65,1000x1000x1000,4097x4095x511",
-    .quick_sizes = "1024x1024x1024,4096x4096x4096,4096x768x3072,127x129x65",
+    .families =
+        (const kb_family[]){
+            {"square", "N", "256x256x256,512x512x512,1024x1024x1024,2048x2048x2048,4096x4096x4096,8192x8192x8192"},
+            /* GPT-2 small's products at 4096 tokens: QKV and output, FFN up, FFN down */
+            {"transformer", NULL, "4096x768x768,4096x3072x768,4096x768x3072", 1},
+            {"hostile", NULL, "1x1x1,35x79x19,127x129x65,1000x1000x1000,4097x4095x511", 1},
+            {NULL}},
     .test_sizes = "1x1x1,2x3x5,35x79x19,127x129x65,128x128x128,64x256x32,257x255x129,"
                   "513x1031x17,1x4096x300,300x1x4096,4097x4095x511",
     .baseline = "cublas",

@@ -49,8 +49,7 @@ const kb_op kb_op_reduce_scatter = {
     .shape_fields = "N",
     .nd = 1,
     /* 8 KB to 512 MB of bf16 per rank's output block (a 1 GB input on 2 GPUs). */
-    .default_sizes = "4096,65536,524288,4194304,33554432,134217728,268435456",
-    .quick_sizes = "524288,134217728",
+    .families = (const kb_family[]){{"size", "N", "4096,65536,524288,4194304,33554432,134217728,268435456", 1}, {NULL}},
     .test_sizes = "1,3,1000,4097,65537,1048579",
     .baseline = "nccl",
     .baseline_bf16 = "nccl_bf16",

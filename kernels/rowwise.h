@@ -9,20 +9,22 @@
 
 #define KB_ROWWISE_FIELDS "RxC"
 
-/* The default sweep shared by the row-wise ops:
- * - C from 32 to 262144 with R*C = 2^25 (256 MB moved by an x -> y op);
- * - the transformer shapes B*T in {4096, 16384, 65536} x C in {768, 1024, 4096};
- * - the attention-score shape (B*H*T) x T for B=4, H=16, T=1024;
- * - shapes PyTorch was measured at (8192x1024, 16384x4096, 4096x32768,
- *   32768x1024, 8192x8192);
- * - tile-hostile C in {1, 3, 31, 33, 1000, 4097} at R = 1, and a few odd R. */
-#define KB_ROWWISE_DEFAULT_SIZES                                                          \
-    "1048576x32,262144x128,65536x512,32768x1024,16384x2048,8192x4096,4096x8192,"          \
-    "2048x16384,1024x32768,512x65536,256x131072,128x262144,"                               \
-    "4096x768,4096x1024,4096x4096,16384x768,16384x1024,16384x4096,65536x768,65536x1024,"   \
-    "65536x4096,8192x1024,4096x32768,8192x8192,"                                \
-    "1x1,1x3,1x31,1x33,1x1000,1x4097,4099x33,1023x1000,4097x4097"
-#define KB_ROWWISE_QUICK_SIZES "16384x4096,65536x768,8192x1024,1x4097,1023x1000"
+/* The default sweep shared by the row-wise ops, in families:
+ * - fixed-bytes: C from 32 to 262144 with R*C = 2^25 (256 MB moved by an
+ *   x -> y op in fp32);
+ * - transformer: 16384 tokens (B*T) over widths from GPT-2 small's to 8192
+ *   (16384x2048 is in fixed-bytes);
+ * - tokens: width 4096 over 1024 to 65536 tokens (the last, 1 GB a tensor);
+ * - hostile: C in {1, 3, 31, 33, 1000, 4097} at R = 1, and a few odd R. */
+#define KB_ROWWISE_FAMILIES                                                                             \
+    ((const kb_family[]){                                                                               \
+        {"fixed-bytes", "C",                                                                            \
+         "1048576x32,262144x128,65536x512,32768x1024,16384x2048,8192x4096,4096x8192,2048x16384,"       \
+         "1024x32768,512x65536,256x131072,128x262144"},                                                 \
+        {"transformer", "C", "16384x768,16384x1024,16384x4096,16384x8192", 1},                          \
+        {"tokens", "R", "1024x4096,4096x4096,65536x4096"},                                              \
+        {"hostile", NULL, "1x1,1x3,1x31,1x33,1x1000,1x4097,4099x33,1023x1000,4097x4097", 1},           \
+        {NULL}})
 /* Regular, tile-hostile and long rows; R >= 4 where the op plants numerics rows.
  * 6x40964 ends each row in a chunk of four floats (persistent_row's bulk
  * copies of whole packs, not whole chunks); 700x8192 and 300x12289 give
@@ -38,8 +40,8 @@
 
 /* The shape fields of a row-wise kb_op. */
 #define KB_ROWWISE_SHAPES                                                                  \
-    .shape_fields = KB_ROWWISE_FIELDS, .nd = 2, .default_sizes = KB_ROWWISE_DEFAULT_SIZES, \
-    .quick_sizes = KB_ROWWISE_QUICK_SIZES, .test_sizes = KB_ROWWISE_TEST_SIZES
+    .shape_fields = KB_ROWWISE_FIELDS, .nd = 2, .families = KB_ROWWISE_FAMILIES, \
+    .test_sizes = KB_ROWWISE_TEST_SIZES
 
 static inline int64_t kb_rows_of(const kb_shape *s) { return s->d[0]; }
 static inline int64_t kb_cols_of(const kb_shape *s) { return s->d[1]; }

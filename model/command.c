@@ -632,6 +632,7 @@ static void fill_row(const gpu_run *r, kb_tf_gemm gemm, int k, const path_result
     row->op = &model_ops[r->mode];
     row->variant = &model_variants[gemm][k];
     row->shape = model_shape(c, r->mode, r->in);
+    row->family = "model";
     row->flops = forward_flops(c, r->in);
     row->bytes = forward_bytes(c, r->mode, r->in);
     row->check = p->check.pass && !p->recheck.pass && !p->error ? p->recheck : p->check;

@@ -142,7 +142,7 @@ def peer_row(fields, base, d, timing, flops, nbytes, err):
     med, lo, hi, rel, n = timing
     row = {k: "" for k in fields}
     for k in ("op", "dtype", "shape_fields", "shape", "d1", "d2", "d3", "d4", "d5", "d6", "d7", "d8", "l2",
-              "devices"):
+              "devices", "family", "axis"):
         row[k] = base.get(k, "")
     row.update(variant="torch", math="f32", flops=f"{flops:.0f}", bytes=f"{nbytes:.0f}",
                median_ms=f"{med:.6f}", min_ms=f"{lo:.6f}", max_ms=f"{hi:.6f}",

@@ -94,8 +94,11 @@ expect 2 "each dimension must be between 1" run --op attention --sizes 1x4x2x3x4
 expect 2 "expected 5 to 6 fields" run --op attention --sizes 1x4x2x3x4x2x2
 expect 2 "malformed attention shape '1x1x2x2x4cc'" run --op attention --sizes 1x1x2x2x4cc
 expect 2 "malformed softmax shape '8x8x8'" run --op softmax --sizes 8x8x8
-expect 2 "--sizes, --quick and --test-sizes" run --op matmul --quick --sizes 8x8x8
-expect 2 "--sizes, --quick and --test-sizes" run --quick --test-sizes
+expect 2 "--sizes, --family, --quick and --test-sizes" run --op matmul --quick --sizes 8x8x8
+expect 2 "--sizes, --family, --quick and --test-sizes" run --quick --test-sizes
+expect 2 "--sizes, --family, --quick and --test-sizes" run --family square --sizes 8x8x8 --op matmul
+expect 2 "unknown family 'd64' for the selected ops" run --op matmul --family d64
+expect 2 "--family has an empty item" run --family square,
 expect 2 "'list' takes no arguments" list extra
 expect 2 "ceilings takes only --device N, not '--hot'" ceilings --hot
 expect 2 "--device needs a device index" ceilings --device x

@@ -1,6 +1,6 @@
-/* Sweep expansion: default, quick and explicit sizes, variant globs, dtype
+/* Sweep expansion: families, quick and explicit sizes, variant globs, dtype
  * filters, the baseline running first for every shape, and the rows
- * --energy measures. */
+ * --energy measures; every op's families are well formed. */
 #include <string.h>
 #include <stdlib.h>
 #include "harness/harness.h"
@@ -21,6 +21,56 @@ static int count_shapes(const char *list)
     for (; *list; ++list)
         n += *list == ',';
     return n;
+}
+
+/* Shapes in the op's families, all of them or the quick ones. */
+static int family_shapes(const kb_op *op, int quick_only)
+{
+    int n = 0;
+    for (const kb_family *f = op->families; f->name; ++f)
+        if (!quick_only || f->quick)
+            n += count_shapes(f->sizes);
+    return n;
+}
+
+/* Index of field `name` in shape_fields such as "BxHxTqxTkxD[xHkv][c]", or -1. */
+static int field_index(const char *fields, const char *name)
+{
+    char copy[64], *rest = copy, *tok;
+    snprintf(copy, sizeof copy, "%s", fields);
+    for (int i = 0; (tok = strsep(&rest, "x[]")); )
+        if (*tok) {
+            if (!strcmp(tok, name))
+                return i;
+            ++i;
+        }
+    return -1;
+}
+
+/* A family with an axis lists its shapes by that field, strictly rising,
+ * so that a plot's line runs left to right; no shape is in two families. */
+static void test_families_well_formed(void)
+{
+    char err[256];
+    for (int i = 0; kb_ops[i]; ++i) {
+        const kb_op *op = kb_ops[i];
+        int quick = 0;
+        for (const kb_family *f = op->families; f->name; ++f) {
+            kb_shape *s;
+            int ns = kb_parse_shape_list(op, f->sizes, &s, err, sizeof err);
+            CHECK(ns > 0);
+            quick += f->quick;
+            int axis = f->axis ? field_index(op->shape_fields, f->axis) : 0;
+            CHECK(axis >= 0);
+            for (int k = 1; k < ns && f->axis; ++k)
+                CHECK(s[k].d[axis] > s[k - 1].d[axis]);
+            for (int k = 0; k < ns; ++k)
+                CHECK(kb_family_of(op, &s[k]) == f);
+            if (ns > 0)
+                free(s);
+        }
+        CHECK(quick > 0); /* --quick runs every op */
+    }
 }
 
 static int expand(int argc, char **argv, kb_job **jobs)
@@ -71,25 +121,51 @@ int main(void)
 {
     test_stop_rule();
     test_energy_rows();
+    test_families_well_formed();
     const kb_op *mm = &kb_op_matmul;
     kb_job *jobs;
     int nv = nvariants(mm);
 
     char *all[] = {"kbench", "run", "--op", "matmul"};
     int n = expand(4, all, &jobs);
-    CHECK(n == count_shapes(mm->default_sizes) * nv);
+    CHECK(n == family_shapes(mm, 0) * nv);
     /* The baseline leads each shape's group (when it is registered). */
     if (kb_find_variant(mm, mm->baseline))
         for (int i = 0; i < n; i += nv)
             CHECK(strcmp(jobs[i].variant->name, mm->baseline) == 0);
     for (int i = 0; i < n; ++i)
-        CHECK(jobs[i].shape.nd == 3);
+        CHECK(jobs[i].shape.nd == 3 && jobs[i].family && kb_family_of(mm, &jobs[i].shape) &&
+              !strcmp(kb_family_of(mm, &jobs[i].shape)->name, jobs[i].family));
     free(jobs);
+
+    /* --family takes only the named families, with their axis. */
+    char *square[] = {"kbench", "run", "--op", "matmul", "--family", "square"};
+    n = expand(6, square, &jobs);
+    CHECK(n == count_shapes(mm->families[0].sizes) * nv && !strcmp(mm->families[0].name, "square"));
+    for (int i = 0; i < n; ++i)
+        CHECK(!strcmp(jobs[i].family, "square") && !strcmp(jobs[i].axis, "N") &&
+              jobs[i].shape.d[0] == jobs[i].shape.d[1]);
+    if (n > 0)
+        free(jobs);
+    kb_options fo;
+    char ferr[256];
+    char *unknown[] = {"kbench", "run", "--op", "matmul", "--family", "square,d64"};
+    CHECK(kb_parse_args(6, unknown, &fo, ferr, sizeof ferr) != 0 && strstr(ferr, "unknown family 'd64'"));
+    char *both[] = {"kbench", "run", "--family", "square", "--quick"};
+    CHECK(kb_parse_args(5, both, &fo, ferr, sizeof ferr) != 0 && strstr(ferr, "give one"));
+    /* Across ops, a family name takes each op's family of that name. */
+    char *hostile[] = {"kbench", "run", "--family", "hostile"};
+    n = expand(4, hostile, &jobs);
+    CHECK(n > 0);
+    for (int i = 0; i < n; ++i)
+        CHECK(!strcmp(jobs[i].family, "hostile") && jobs[i].axis == NULL);
+    if (n > 0)
+        free(jobs);
 
     char *quick[] = {"kbench", "run", "--op", "matmul", "--quick"};
     n = expand(5, quick, &jobs);
-    CHECK(n == count_shapes(mm->quick_sizes) * nv);
-    CHECK(count_shapes(mm->quick_sizes) < count_shapes(mm->default_sizes));
+    CHECK(n == family_shapes(mm, 1) * nv);
+    CHECK(family_shapes(mm, 1) < family_shapes(mm, 0));
     free(jobs);
 
     char *sized[] = {"kbench", "run", "--op", "matmul", "--sizes", "35x79x19,1x1x1", "--variant", "naive"};
@@ -97,6 +173,15 @@ int main(void)
     CHECK(n == 2);
     CHECK(jobs[0].shape.d[0] == 35 && jobs[0].shape.d[1] == 79 && jobs[0].shape.d[2] == 19);
     CHECK(jobs[1].shape.d[0] == 1 && strcmp(jobs[1].variant->name, "naive") == 0);
+    /* A --sizes shape that a family lists takes its name; others are custom. */
+    CHECK(!strcmp(jobs[0].family, "hostile") && jobs[0].axis == NULL);
+    free(jobs);
+    char *custom[] = {"kbench", "run", "--op", "matmul", "--sizes", "8x8x8,4096x4096x4096", "--variant", "naive"};
+    CHECK(expand(8, custom, &jobs) == 2);
+    CHECK(!strcmp(jobs[0].family, "custom") && !strcmp(jobs[1].family, "square") && !strcmp(jobs[1].axis, "N"));
+    free(jobs);
+    char *test[] = {"kbench", "run", "--op", "matmul", "--test-sizes", "--variant", "naive"};
+    CHECK(expand(7, test, &jobs) == count_shapes(mm->test_sizes) && !strcmp(jobs[0].family, "test"));
     free(jobs);
 
     char *glob[] = {"kbench", "run", "--op", "matmul", "--sizes", "8x8x8", "--variant", "na*"};
@@ -109,7 +194,7 @@ int main(void)
     for (int i = 0; i < nv; ++i)
         nbf16 += mm->variants[i]->dtype == KB_BF16;
     n = expand(6, bf16, &jobs);
-    CHECK(nbf16 > 0 && n == count_shapes(mm->default_sizes) * nbf16);
+    CHECK(nbf16 > 0 && n == family_shapes(mm, 0) * nbf16);
     for (int i = 0; i < n; ++i)
         CHECK(jobs[i].variant->dtype == KB_BF16);
     /* Each shape starts with the bf16 baseline, so the rows after it get their speedup. */
@@ -170,17 +255,13 @@ int main(void)
     char *no_dtype[] = {"kbench", "run", "--dtype", ","};
     CHECK(kb_parse_args(4, no_dtype, &o, err, sizeof err) != 0 && strstr(err, "--dtype has an empty item"));
 
-    /* Every op's default, quick and test sizes parse. */
+    /* Every op's test sizes parse (the families' are checked above). */
     for (int i = 0; kb_ops[i]; ++i) {
         kb_shape *s;
-        char err[256];
-        const char *lists[] = {kb_ops[i]->default_sizes, kb_ops[i]->quick_sizes, kb_ops[i]->test_sizes};
-        for (int k = 0; k < 3; ++k) {
-            int ns = kb_parse_shape_list(kb_ops[i], lists[k], &s, err, sizeof err);
-            CHECK(ns > 0);
-            if (ns > 0)
-                free(s);
-        }
+        int ns = kb_parse_shape_list(kb_ops[i], kb_ops[i]->test_sizes, &s, err, sizeof err);
+        CHECK(ns > 0);
+        if (ns > 0)
+            free(s);
     }
     return CHECK_DONE();
 }
