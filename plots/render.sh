@@ -10,15 +10,20 @@
 # newest run that measured it (tools/merge_csv.sh --newest); that is how the
 # committed plots are made.  The plots go to plots/<gpu>/, named after the
 # CSV's `# gpu:` line, each as PNG and SVG:
-#   speed-OP-DTYPE  GFLOP/s (GB/s when the op's largest row is memory-bound,
-#                   by its bound column) against problem size
+#   speed-OP-DTYPE-FAMILY  GFLOP/s (GB/s when the op's largest row is
+#                   memory-bound, by its bound column) for one shape family
+#                   (the CSV's family column): a line per variant over the
+#                   family's axis field, or points over problem size for a
+#                   family without one (tile-hostile shapes); every ceiling
+#                   of the rows' maths drawn.  A CSV without the family
+#                   column gives speed-OP-DTYPE, all shapes over problem size
 #   speedup-OP-DTYPE  each variant's speedup over that dtype's baseline,
 #                   from the rows of that dtype only
 #   roofline        every (op, variant) under the GPU's ceilings
 # With --overlay it draws two runs on one speed plot per (op, dtype) found in
 # both, to plots/<gpu of NEW>/ only:
-#   overlay-OP-DTYPE  each variant's speed in NEW (solid) and BASE (dashed),
-#                     one colour per variant
+#   overlay-OP-DTYPE[-FAMILY]  each variant's speed in NEW (solid) and BASE
+#                     (dashed), one colour per variant
 # Only timed PASS rows are plotted.  Each plot is written under a temporary
 # name and renamed, so an interrupted run leaves no half-written file.  It
 # replaces the plots it draws and removes none.
@@ -95,7 +100,7 @@ if [[ ${#csvs[@]} -eq 0 ]]; then
 fi
 
 # split_run DIR CSV: split.awk's files for one CSV into DIR (see split.awk),
-# each speed line sorted by size.
+# each speed line sorted by its x.
 split_run() {
     local f
     mkdir -p "$1" && : >"$1/meta" && : >"$1/groups" || die 2 "cannot write to $1"
@@ -152,54 +157,85 @@ render() {
     written+=("$name")
 }
 
-variants_of() { # variants_of DIR OP DTYPE: the variants with a speed line, in CSV order
-    awk -v o="$2" -v d="$3" '$1 == o && $2 == d { print $3 }' "$1/groups"
+variants_of() { # variants_of DIR OP DTYPE FAMILY: the variants with a speed line, in CSV order
+    awk -v o="$2" -v d="$3" -v f="$4" '$1 == o && $2 == d && $3 == f { print $4 }' "$1/groups"
 }
 
-# The axis labels of a speed plot, as gnuplot assignments.
-speed_axes() { # speed_axes UNIT
+# A plot's name: the family joins it unless the CSV had no family column.
+plot_name() { # plot_name KIND OP DTYPE FAMILY
+    [[ $4 == _ ]] && echo "$1-$2-$3" || echo "$1-$2-$3-$4"
+}
+
+# The axis labels of a speed plot, as gnuplot assignments; X is the
+# family's axis field, or "-" for the problem size.
+speed_axes() { # speed_axes UNIT X
     local size
     size=$([[ $1 == GB/s ]] && echo "bytes moved" || echo FLOP)
-    echo "xlabel=$(gp_str "problem size ($size per run)"); ylabel=$(gp_str "$1")"
+    if [[ $2 == - ]]; then
+        echo "xlabel=$(gp_str "problem size ($size per run)"); ylabel=$(gp_str "$1")"
+    else
+        echo "xlabel=$(gp_str "$2 (shape field)"); ylabel=$(gp_str "$1")"
+    fi
 }
 
-# The ceiling that bounds a speed plot: measured (ceiling_*) when the run has
-# it, else the datasheet figure; echoes "VALUE LABEL" (VALUE 0: none, as for
-# rows across GPUs, which no one GPU's ceiling bounds).
-plot_ceiling() { # plot_ceiling UNIT DTYPE OP
-    local kind name value
-    if grep -qx "$3 $2" "$data/run/across" 2>/dev/null; then
-        echo "0 none"
+# What a speed plot's family is called in its title.
+family_words() { # family_words FAMILY X
+    [[ $1 == _ ]] && return
+    [[ $2 == - ]] && echo ", $1 shapes" || echo ", $1 over $2"
+}
+
+# A measured ceiling when the run has it, else the datasheet figure:
+# "VALUE LABEL" (VALUE 0: unknown).
+ceiling_of() { # ceiling_of KIND NAME
+    local value
+    value=$(meta "$data/run" "ceiling_$1")
+    if [[ -n $value ]]; then
+        echo "$value $2 ceiling (measured)"
+    else
+        value=$(meta "$data/run" "datasheet_$1")
+        echo "${value:-0} $2 ceiling (datasheet)"
+    fi
+}
+
+# The ceilings that bound a speed plot, one "VALUE LABEL" line each: the
+# memory ceiling for GB/s, else one per math among the rows (fp32 FMA,
+# tf32 tensor at half the bf16 tensor ceiling, bf16 tensor), so each row
+# sits under its own.  None for rows across GPUs, which no one GPU's
+# ceiling bounds.
+plot_ceilings() { # plot_ceilings UNIT DTYPE OP
+    local math value label
+    grep -qx "$3 $2" "$data/run/across" 2>/dev/null && return
+    if [[ $1 == GB/s ]]; then
+        ceiling_of mem_gb_s memory
         return
     fi
-    if [[ $1 == GB/s ]]; then
-        kind=mem_gb_s name="memory"
-    elif [[ $2 == bf16 ]]; then
-        kind=tc_gflop_s name="bf16 tensor"
-    else
-        kind=fp32_gflop_s name="fp32 FMA"
-    fi
-    value=$(meta "$data/run" "ceiling_$kind")
-    if [[ -n $value ]]; then
-        echo "$value $name ceiling (measured)"
-    else
-        value=$(meta "$data/run" "datasheet_$kind")
-        echo "${value:-0} $name ceiling (datasheet)"
-    fi
+    while read -r math; do
+        case $math in
+        f32) ceiling_of fp32_gflop_s "fp32 FMA" ;;
+        bf16) ceiling_of tc_gflop_s "bf16 tensor" ;;
+        tf32 | 3xtf32)
+            read -r value label < <(ceiling_of tc_gflop_s "bf16 tensor")
+            echo "$(awk -v v="$value" 'BEGIN { print v / 2 }') tf32 tensor ceiling (half the bf16 one)"
+            ;;
+        esac
+    done < <(awk -v o="$3" -v d="$2" '$1 == o && $2 == d { print $3 }' "$data/run/maths" | sort -u)
 }
 
-speed_plot() { # speed_plot OP DTYPE UNIT
-    local op=$1 dtype=$2 unit=$3 variants libraries v ceiling label
-    mapfile -t variants < <(variants_of "$data/run" "$op" "$dtype")
+speed_plot() { # speed_plot OP DTYPE FAMILY UNIT X
+    local op=$1 dtype=$2 family=$3 unit=$4 x=$5 variants libraries v k=0 value label ceilings=
+    mapfile -t variants < <(variants_of "$data/run" "$op" "$dtype" "$family")
     for v in "${variants[@]}"; do
-        [[ $v =~ ^(cublas|cudnn|torch) ]] && libraries+=" $v"
+        [[ $v =~ ^(cublas|cudnn|torch|nccl) ]] && libraries+=" $v"
     done
-    read -r ceiling label < <(plot_ceiling "$unit" "$dtype" "$op")
-    render "speed-$op-$dtype" speed.gp "prefix=$(gp_str "$data/run/speed.$op.$dtype.")
-        ceiling=$(awk -v c="$ceiling" 'BEGIN { print c + 0 }'); ceiling_label=$(gp_str "$label")
+    while read -r value label; do
+        ((++k <= 3)) || break
+        ceilings+="ceiling$k=$(awk -v c="$value" 'BEGIN { print c + 0 }'); ceiling_label$k=$(gp_str "$label"); "
+    done < <(plot_ceilings "$unit" "$dtype" "$op" | sort -g -u)
+    render "$(plot_name speed "$op" "$dtype" "$family")" speed.gp "prefix=$(gp_str "$data/run/speed.$op.$dtype.$family.")
+        $ceilings points=$([[ $x == - && $family != _ ]] && echo 1 || echo 0)
         variants=$(gp_str "${variants[*]}"); libraries=$(gp_str "${libraries:-}")
-        plot_title=$(gp_str "$op $dtype: $unit by size on $origin")
-        $(speed_axes "$unit")"
+        plot_title=$(gp_lines "$op $dtype$(family_words "$family" "$x"): $unit" "$origin")
+        $(speed_axes "$unit" "$x")"
 }
 
 # speedup_plot OP DTYPE: the variants of one dtype over that dtype's baseline
@@ -263,10 +299,12 @@ render_run() { # render_run CSV
     date=$(meta "$data/run" date)
     origin="${gpu:-unknown GPU}, commit $(meta "$data/run" git_commit), ${date%%T*}"
     use_outdir "$gpu" "$(meta "$data/run" devices)"
-    while read -r op dtype unit; do
-        speed_plot "$op" "$dtype" "$unit"
+    while read -r op dtype family unit x; do
+        speed_plot "$op" "$dtype" "$family" "$unit" "$x"
+    done < <(awk '!seen[$1, $2, $3]++ { print $1, $2, $3, $5, $6 }' "$data/run/groups")
+    while read -r op dtype; do
         speedup_plot "$op" "$dtype"
-    done < <(awk '!seen[$1, $2]++ { print $1, $2, $4 }' "$data/run/groups")
+    done < <(awk '!seen[$1, $2]++ { print $1, $2 }' "$data/run/groups")
     roofline_plot
 }
 
@@ -281,34 +319,35 @@ run_label() { # run_label DIR
     printf 'commit %s, %s' "${commit:-unknown}" "${stamp:-unknown date}"
 }
 
-# overlay_plot OP DTYPE UNIT: the speed lines of both runs on one plot, NEW
-# solid and BASE dashed, a variant in one colour in both.
+# overlay_plot OP DTYPE FAMILY UNIT X: the speed lines of both runs on one
+# plot, NEW solid and BASE dashed, a variant in one colour in both.
 overlay_plot() {
-    local op=$1 dtype=$2 unit=$3 new base v n=0 colours='' base_colours='' heading
+    local op=$1 dtype=$2 family=$3 unit=$4 x=$5 new base v n=0 colours='' base_colours='' heading
     local -A colour
-    mapfile -t new < <(variants_of "$data/new" "$op" "$dtype")
-    mapfile -t base < <(variants_of "$data/base" "$op" "$dtype")
+    mapfile -t new < <(variants_of "$data/new" "$op" "$dtype" "$family")
+    mapfile -t base < <(variants_of "$data/base" "$op" "$dtype" "$family")
     for v in "${new[@]}" "${base[@]}"; do
         [[ -n ${colour[$v]:-} ]] || colour[$v]=$((++n))
     done
     for v in "${new[@]}"; do colours+=" ${colour[$v]}"; done
     for v in "${base[@]}"; do base_colours+=" ${colour[$v]}"; done
     if [[ $new_gpu == "$base_gpu" ]]; then
-        heading=$(gp_lines "$op $dtype: $unit by size on ${new_gpu:-unknown GPU}" \
+        heading=$(gp_lines "$op $dtype$(family_words "$family" "$x"): $unit on ${new_gpu:-unknown GPU}" \
             "new (solid): $new_run;  base (dashed): $base_run")
     else
-        heading=$(gp_lines "$op $dtype: $unit by size. Different GPUs: timings are not comparable" \
+        heading=$(gp_lines "$op $dtype$(family_words "$family" "$x"): $unit. Different GPUs: timings are not comparable" \
             "new (solid): ${new_gpu:-unknown GPU}, $new_run" \
             "base (dashed): ${base_gpu:-unknown GPU}, $base_run")
     fi
-    render "overlay-$op-$dtype" speed.gp "prefix=$(gp_str "$data/new/speed.$op.$dtype.")
+    render "$(plot_name overlay "$op" "$dtype" "$family")" speed.gp "prefix=$(gp_str "$data/new/speed.$op.$dtype.$family.")
+        points=$([[ $x == - && $family != _ ]] && echo 1 || echo 0)
         variants=$(gp_str "${new[*]}"); colours=$(gp_str "$colours")
-        base_prefix=$(gp_str "$data/base/speed.$op.$dtype.")
+        base_prefix=$(gp_str "$data/base/speed.$op.$dtype.$family.")
         base_variants=$(gp_str "${base[*]}"); base_colours=$(gp_str "$base_colours")
         new_label=$(gp_str "new $(meta "$data/new" git_commit)")
         base_label=$(gp_str "base $(meta "$data/base" git_commit)")
         plot_title=$heading
-        $(speed_axes "$unit")"
+        $(speed_axes "$unit" "$x")"
 }
 
 # Overlays of two runs, for each (op, dtype) both have.
@@ -319,10 +358,10 @@ render_overlay() { # render_overlay BASE NEW
     new_gpu=$(meta "$data/new" gpu) base_gpu=$(meta "$data/base" gpu)
     new_run=$(run_label "$data/new") base_run=$(run_label "$data/base")
     use_outdir "$new_gpu" "$(meta "$data/new" devices)"
-    while read -r op dtype unit; do
-        overlay_plot "$op" "$dtype" "$unit"
-    done < <(awk 'FNR == NR { base[$1, $2] = 1; next }
-            ($1, $2) in base && !seen[$1, $2]++ { print $1, $2, $4 }' "$data/base/groups" "$data/new/groups")
+    while read -r op dtype family unit x; do
+        overlay_plot "$op" "$dtype" "$family" "$unit" "$x"
+    done < <(awk 'FNR == NR { base[$1, $2, $3] = 1; next }
+            ($1, $2, $3) in base && !seen[$1, $2, $3]++ { print $1, $2, $3, $5, $6 }' "$data/base/groups" "$data/new/groups")
     if [[ ${#written[@]} -eq 0 ]]; then
         echo "kbench: $1 and $2 share no (op, dtype) with timed PASS rows; nothing to plot"
         exit 0

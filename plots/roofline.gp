@@ -1,7 +1,8 @@
 # Roofline of one GPU: every (op, variant) at its largest shape, under the
 # memory and compute ceilings.  render.sh passes, with gnuplot -e:
 #   ops         space-separated op names
-#   prefix      data files are prefix.OP.'.dat', columns "intensity gflop_s variant"
+#   prefix      data files are prefix.OP.'.dat', columns "intensity gflop_s variant",
+#               and prefix.OP.'.best', the op's fastest point labelled "op:variant"
 #   mem         memory bandwidth in GB/s (0: unknown, no ceilings drawn)
 #   fp32, tc    FP32 and tensor-core peaks in GFLOP/s (0: unknown)
 #   xmin, xmax  the intensity range, wide enough to show the ridge points
@@ -21,10 +22,18 @@ set grid xtics ytics mxtics mytics lc rgb '#dddddd'
 # Above the memory slope nothing can run, so the key hides nothing there.
 set key top left opaque
 set samples 1000
+# A colour per op, sixteen before any repeats.
+array palette[16] = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#ff7f0e', '#17becf', '#e377c2', \
+                     '#8c564b', '#bcbd22', '#7f7f7f', '#393b79', '#a55194', '#637939', '#e7ba52', \
+                     '#843c39', '#000080']
+do for [i=1:16] { set linetype i lc rgb palette[i] }
+set linetype cycle 16
 
 # Ceilings join the plot only when known, hence the command built as text.
-cmd = "plot for [op in ops] prefix.op.'.dat' using 1:2 with points pt 7 ps 1.3 title op noenhanced, " \
-    . "for [op in ops] prefix.op.'.dat' using 1:2:3 with labels left offset 1,0 font ',9' noenhanced notitle"
+cmd = "plot for [i=1:words(ops)] prefix.word(ops, i).'.dat' using 1:2 with points pt 7 ps 1.3 lt i " \
+    . "title word(ops, i) noenhanced, " \
+    . "for [i=1:words(ops)] prefix.word(ops, i).'.best' using 1:2:3 with labels left offset 1,(i % 2 ? 0.5 : -0.5) " \
+    . "font ',9' tc lt i noenhanced notitle"
 if (mem > 0 && fp32 > 0) {
     cmd = cmd . ", roof(x, fp32) with lines lw 2 lc 'black' " \
         . "title sprintf('FP32 %.1f TFLOP/s, memory %.0f GB/s', fp32 / 1000, mem)"

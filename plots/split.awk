@@ -5,14 +5,20 @@
 # their GPU (a --replicate run has one per GPU), the first in the file
 # stands for them, so no point is drawn twice.  Writes into DIR:
 #   meta                      key<TAB>value from the `# key: value` lines
-#   groups                    "op dtype variant unit" per plotted line, in CSV
-#                             order; unit is GFLOP/s or GB/s, by the `bound`
-#                             of the (op, dtype)'s largest row
-#   speed.OP.DTYPE.VAR.dat    "size speed" per shape (unsorted)
+#   groups                    "op dtype family variant unit x" per plotted line,
+#                             in CSV order; unit is GFLOP/s or GB/s, by the
+#                             `bound` of the (op, dtype)'s largest row; family
+#                             is the rows' `family` column ("_" for a CSV
+#                             without one: all shapes, one line); x is the
+#                             family's `axis`, the shape field its points are
+#                             placed at, or "-" for the problem size
+#   speed.OP.DTYPE.FAMILY.VAR.dat  "x speed" per shape (unsorted)
+#   maths                     "op dtype math" for each math among the rows
 #   speedup.OP.DTYPE.dat      "variant speedup" at the representative shape,
 #                             the op's rows of that dtype only
 #   speedup.OP.DTYPE.info     "shape baseline" of that chart
 #   roofline.OP.dat           "intensity gflop_s variant" at each variant's largest shape
+#   roofline.OP.best          "intensity gflop_s op:variant" of its fastest one
 #   ops                       ops that have roofline points
 #   across                    "op dtype" whose rows span several GPUs (the
 #                             `devices` column: "0+1"); no one-GPU ceiling
@@ -65,16 +71,38 @@ function check_name(s) {
         fail("line " NR ": name '" s "' has characters other than letters, digits, _ + -")
 }
 
-function keep_row(f,    op, var, dtype, key) {
+# The value of shape field `name` in this row: its position in
+# shape_fields (brackets of optional fields dropped) picks the d column.
+function field_value(f, name,    fields, k, i, names) {
+    fields = f[col["shape_fields"]]
+    gsub(/[][]/, "", fields)
+    k = split(fields, names, "x")
+    for (i = 1; i <= k; i++)
+        if (names[i] == name && ("d" i) in col)
+            return f[col["d" i]]
+    fail("line " NR ": axis '" name "' is not a field of " f[col["shape_fields"]])
+}
+
+function keep_row(f,    op, var, dtype, key, fam, axis) {
     op = f[col["op"]]; var = f[col["variant"]]; dtype = f[col["dtype"]]
     check_name(op); check_name(var); check_name(dtype)
-    key = op SUBSEP dtype SUBSEP var
+    fam = ("family" in col) && f[col["family"]] != "" ? f[col["family"]] : "_"
+    axis = ("axis" in col) ? f[col["axis"]] : ""
+    check_name(fam)
+    if (axis != "")
+        check_name(axis)
+    if (!((op, dtype, ("math" in col) ? f[col["math"]] : dtype) in math_seen)) {
+        math_seen[op, dtype, ("math" in col) ? f[col["math"]] : dtype] = 1
+        print op, dtype, ("math" in col) ? f[col["math"]] : dtype > (out "/maths")
+    }
+    key = op SUBSEP dtype SUBSEP fam SUBSEP var
     if ((key, f[col["shape"]]) in kept)
         return
     kept[key, f[col["shape"]]] = 1
     if (!(key in seen)) {
         seen[key] = 1
         g_op[++ngroups] = op; g_dtype[ngroups] = dtype; g_var[ngroups] = var
+        g_fam[ngroups] = fam; g_axis[ngroups] = axis == "" ? "-" : axis
         if (!(op in op_seen)) {
             op_seen[op] = 1
             op_list[++nops] = op
@@ -84,11 +112,14 @@ function keep_row(f,    op, var, dtype, key) {
             od_op[++nods] = op
             od_dtype[nods] = dtype
         }
-        # This (op, dtype)'s variants in CSV order, for the baseline fallback.
+    }
+    # This (op, dtype)'s variants in CSV order, for the baseline fallback.
+    if (!((op, dtype, var) in var_seen)) {
+        var_seen[op, dtype, var] = 1
         od_vars[op, dtype, ++od_nvars[op, dtype]] = var
     }
     n++
-    r_op[n] = op; r_dtype[n] = dtype; r_var[n] = var; r_shape[n] = f[col["shape"]]
+    r_op[n] = op; r_dtype[n] = dtype; r_var[n] = var; r_shape[n] = f[col["shape"]]; r_fam[n] = fam
     r_flops[n] = f[col["flops"]] + 0; r_bytes[n] = f[col["bytes"]] + 0
     r_med[n] = f[col["median_ms"]] + 0; r_gf[n] = f[col["gflop_s"]] + 0
     r_sx[n] = f[col["speedup_x"]]
@@ -99,8 +130,9 @@ function keep_row(f,    op, var, dtype, key) {
         print op, dtype > (out "/across")
     }
     # The speed points keep the CSV's text: awk's numbers print to 6 digits.
-    r_point[n, 1] = f[col["flops"]] " " f[col["gflop_s"]]
-    r_point[n, 0] = f[col["bytes"]] " " f[col["gb_s"]]
+    # x is the axis field's value, else the problem size in the plot's unit.
+    r_point[n, 1] = (axis != "" ? field_value(f, axis) : f[col["flops"]]) " " f[col["gflop_s"]]
+    r_point[n, 0] = (axis != "" ? field_value(f, axis) : f[col["bytes"]]) " " f[col["gb_s"]]
 }
 
 # Whether an (op, dtype) is plotted in FLOP/s: the `bound` kbench wrote for
@@ -129,9 +161,10 @@ function write_speed(    i, k) {
     for (k = 1; k <= nods; k++)
         flop_unit[od_op[k], od_dtype[k]] = compute_bound(od_op[k], od_dtype[k])
     for (k = 1; k <= ngroups; k++)
-        print g_op[k], g_dtype[k], g_var[k], flop_unit[g_op[k], g_dtype[k]] ? "GFLOP/s" : "GB/s" > (out "/groups")
+        print g_op[k], g_dtype[k], g_fam[k], g_var[k], flop_unit[g_op[k], g_dtype[k]] ? "GFLOP/s" : "GB/s",
+              g_axis[k] > (out "/groups")
     for (i = 1; i <= n; i++)
-        print r_point[i, flop_unit[r_op[i], r_dtype[i]]] > (out "/speed." r_op[i] "." r_dtype[i] "." r_var[i] ".dat")
+        print r_point[i, flop_unit[r_op[i], r_dtype[i]]] > (out "/speed." r_op[i] "." r_dtype[i] "." r_fam[i] "." r_var[i] ".dat")
 }
 
 { sub(/\r$/, "") }
@@ -207,7 +240,7 @@ function write_speedup(op, dtype,    base, i, best, best_bytes, shape, bmed, sx,
 
 # One roofline point per variant: its largest shape, where launch overhead
 # matters least.
-function write_roofline(op,    i, best, pick, var) {
+function write_roofline(op,    i, best, pick, var, top) {
     for (i = 1; i <= n; i++)
         if (r_op[i] == op && r_bytes[i] > 0 && r_flops[i] > 0 && !r_across[i] &&
             (!(r_var[i] in best) || r_flops[i] > best[r_var[i]])) {
@@ -217,10 +250,15 @@ function write_roofline(op,    i, best, pick, var) {
     # An op that does no arithmetic (copy) has no place on a log-log roofline.
     if (length(pick) == 0)
         return
+    top = ""
     for (var in pick) {
         i = pick[var]
         print r_flops[i] / r_bytes[i], r_gf[i], var > (out "/roofline." op ".dat")
+        if (top == "" || r_gf[i] > r_gf[top])
+            top = i
     }
+    # Only the op's fastest variant is labelled, so the labels stay readable.
+    print r_flops[top] / r_bytes[top], r_gf[top], op ":" r_var[top] > (out "/roofline." op ".best")
     print op > (out "/ops")
 }
 

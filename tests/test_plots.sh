@@ -248,7 +248,7 @@ grep -q 0123456789ab "$svg" && ! grep -q fedcba987654 "$svg" || fail "the title 
 units() { # units CSV: "op dtype unit" per (op, dtype)
     rm -rf "$work/split" && mkdir "$work/split"
     awk -v out="$work/split" -v src="$1" -f "$work/plots/split.awk" "$1" || fail "split.awk on $1"
-    awk '!seen[$1, $2]++ { print $1, $2, $4 }' "$work/split/groups"
+    awk '!seen[$1, $2]++ { print $1, $2, $5 }' "$work/split/groups"
 }
 cat >"$work/bound.csv" <<'CSV'
 # ceiling_mem_gb_s: 3000
@@ -264,6 +264,37 @@ CSV
 sed 's/,bound,status$/,status/; s/,\(memory\|compute\),PASS$/,PASS/' "$work/bound.csv" >"$work/nobound.csv"
 [[ $(units "$work/nobound.csv" | tr '\n' ';') == "softmax f32 GFLOP/s;matmul f32 GB/s;" ]] ||
     fail "units from the intensity (100 and 5 FLOP/byte): $(units "$work/nobound.csv")"
+
+# With the family and axis columns: one speed plot per family, placed at the
+# axis field (the d column it names), and a family without an axis drawn as
+# points, never joined into a line.  tf32 rows in an f32 plot get their own
+# ceiling beside fp32's.
+awk -F, 'BEGIN { OFS = "," }
+    /^#/ { print; next }
+    !header++ { print $0, "family", "axis"; next }
+    $1 == "matmul" && $7 <= 512 { print $0, "hostile", ""; next }
+    { print $0, "square", $1 == "matmul" ? "N" : "C" }' "$work/sample.csv" >"$work/family.csv"
+sed -i 's/^matmul,cublas_tf32,f32,f32,/matmul,cublas_tf32,f32,tf32,/' "$work/family.csv"
+printf '# ceiling_tc_gflop_s: 800000\n# ceiling_fp32_gflop_s: 60000\n' | cat - "$work/family.csv" >"$work/family2.csv"
+out=$work/families
+bash "$work/plots/render.sh" --out-dir "$out" "$work/family2.csv" >"$work/log" 2>&1 ||
+    fail "render.sh with families: $(cat "$work/log")"
+for name in speed-matmul-f32-square speed-matmul-f32-hostile speed-matmul-bf16-square speed-softmax-f32-square; do
+    [[ -s $out/$name.png && -s $out/$name.svg ]] || fail "$name missing: $(ls -A "$out")"
+done
+[[ ! -e $out/speed-matmul-f32.png ]] || fail "a speed plot joined the families"
+grep -q '>N (shape field)<' "$out/speed-matmul-f32-square.svg" || fail "the square plot is not over N"
+grep -q '>tf32 tensor ceiling' "$out/speed-matmul-f32-square.svg" || fail "no tf32 ceiling beside fp32's"
+grep -q '>fp32 FMA ceiling' "$out/speed-matmul-f32-square.svg" || fail "no fp32 ceiling"
+mkdir -p "$work/split2" && : >"$work/split2/meta"
+awk -v out="$work/split2" -v src=x -f "$work/plots/split.awk" "$work/family2.csv" || fail "split.awk with families"
+[[ $(cut -d' ' -f1 "$work/split2/speed.matmul.f32.square.naive.dat" | sort -g | tr '\n' ' ') == "1024 2048 4096 " ]] ||
+    fail "square points are not at N: $(cat "$work/split2/speed.matmul.f32.square.naive.dat")"
+grep -q "^matmul f32 hostile naive GFLOP/s -$" "$work/split2/groups" || fail "hostile has an axis: $(cat "$work/split2/groups")"
+# gnuplot's SVG draws a line as a <path> in the variant's group, points as <use>.
+hostile_group=$(sed -n '/<title>naive<\/title>/,/<title>coalesced<\/title>/p' "$out/speed-matmul-f32-hostile.svg")
+[[ $hostile_group == *'<use'* && $hostile_group != *'<path'* ]] ||
+    fail "the hostile family's points were joined into a line (or not drawn)"
 
 [[ $failures -eq 0 ]] && echo "all plot checks passed"
 exit $((failures > 0))
