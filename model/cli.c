@@ -18,7 +18,8 @@ void kb_model_usage(FILE *f)
           "         [--layers N] [--no-causal] [--seed N]\n"
           "         [--src TEXT] [--tgt TEXT] [--vocab FILE]\n"
           "         [--src-npy FILE] [--tgt-npy FILE] [--weights FILE.safetensors] [--out FILE.npy]\n"
-          "         [--gemm fp32|3xtf32[,..]] [--cpu-only] [--check-seqs N]\n"
+          "         [--gemm fp32|3xtf32[,..]] [--attention NAME] [--add-norm NAME] [--norm NAME]\n"
+          "         [--cpu-only] [--check-seqs N]\n"
           "         [--csv FILE | --out-dir DIR | --append FILE] [--device N] [--max-time SECONDS] [--hot]\n",
           f);
     kb_generate_usage(f);
@@ -90,9 +91,11 @@ static int parse_number(kb_model_opts *o, const char *flag, const char *val, cha
 static const char **string_slot(kb_model_opts *o, const char *a)
 {
     static const char *names[] = {"--src", "--tgt", "--vocab", "--src-npy", "--tgt-npy",
-                                  "--weights", "--out", "--csv", "--out-dir", "--append"};
+                                  "--weights", "--out", "--csv", "--out-dir", "--append",
+                                  "--attention", "--add-norm", "--norm"};
     const char **slots[] = {&o->src_text, &o->tgt_text, &o->vocab, &o->src_npy, &o->tgt_npy,
-                            &o->weights, &o->out_npy, &o->csv_path, &o->out_dir, &o->append};
+                            &o->weights, &o->out_npy, &o->csv_path, &o->out_dir, &o->append,
+                            &o->kernels.attention, &o->kernels.add_norm, &o->kernels.norm};
     for (size_t i = 0; i < sizeof names / sizeof *names; ++i)
         if (!strcmp(a, names[i]))
             return slots[i];
@@ -167,6 +170,11 @@ static int check_combinations(const kb_model_opts *o, char *err, size_t errlen)
         return fail(err, errlen, "--csv, --out-dir and --append each name the output; give one%s%s", "", "");
     if (o->cpu_only && (o->csv_path || o->out_dir || o->append))
         return fail(err, errlen, "--cpu-only writes no CSV: drop --csv, --out-dir and --append%s%s", "", "");
+    if (o->kernels.norm && o->mode != KB_TF_SEQ2SEQ)
+        return fail(err, errlen, "--norm picks the final norms' variant, which only seq2seq has%s%s", "", "");
+    char why[256];
+    if (kb_tf_kernels_check(&o->kernels, why, sizeof why))
+        return fail(err, errlen, "%s%s", why, "");
     return 0;
 }
 

@@ -330,7 +330,21 @@ static int write_out(const char *path, const float *out, int B, int T, int d)
     return 0;
 }
 
-static void print_setup(const kb_tf_model *m, kb_tf_mode mode, const model_inputs *in)
+/* The kernels that differ from the defaults, as "+OP-VARIANT" each: what a
+ * row's variant name adds, so rows of other kernels never pass for the
+ * defaults'. */
+static void kernels_suffix(const kb_tf_kernels *k, char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = 0;
+    for (int kind = 0; kind < 3; ++kind) {
+        const char *name = kb_tf_kernel_name(k, kind);
+        if (strcmp(name, kb_tf_kernel_name(NULL, kind)) && used < len)
+            used += (size_t)snprintf(buf + used, len - used, "+%s-%s", kb_tf_kernel_ops[kind], name);
+    }
+}
+
+static void print_setup(const kb_tf_model *m, kb_tf_mode mode, const model_inputs *in, const kb_tf_kernels *k)
 {
     const kb_tf_config *c = &m->cfg;
     printf("kbench model %s: B=%d Ts=%d", mode_names[mode], in->B, in->Ts);
@@ -340,6 +354,8 @@ static void print_setup(const kb_tf_model *m, kb_tf_mode mode, const model_input
            c->heads, c->d_ff, c->enc_layers, c->dec_layers,
            mode == KB_TF_ENCODER ? "" : c->causal ? ", causal decoder" : ", unmasked decoder",
            kb_tf_weight_count(c) / 1e6, forward_flops(c, in) / 1e9);
+    printf("kernels: attention %s, add_layernorm %s%s%s\n", kb_tf_kernel_name(k, 0), kb_tf_kernel_name(k, 1),
+           mode == KB_TF_SEQ2SEQ ? ", final norms layernorm " : "", mode == KB_TF_SEQ2SEQ ? kb_tf_kernel_name(k, 2) : "");
 }
 
 static void print_cpu(const reference_run *r, int B)
@@ -379,6 +395,7 @@ typedef struct {
     size_t flush_bytes;
     int hot;
     double cap_s;
+    const kb_tf_kernels *kernels;
 } gpu_run;
 
 typedef struct {
@@ -598,12 +615,21 @@ static const kb_op model_ops[] = {
     {.name = "seq2seq", .shape_fields = "BxTsxTtxDxHxFxLexLd", .nd = 8, .flag_suffix = "c"},
 };
 
-static const kb_variant model_variants[KB_TF_GEMM_COUNT][2] = {
-    {{.name = "fp32_stream", .dtype = KB_F32, .math = KB_MATH_F32},
-     {.name = "fp32_graph", .dtype = KB_F32, .math = KB_MATH_F32}},
-    {{.name = "3xtf32_stream", .dtype = KB_F32, .math = KB_MATH_3XTF32},
-     {.name = "3xtf32_graph", .dtype = KB_F32, .math = KB_MATH_3XTF32}},
-};
+/* A row's variant: the GEMM path and launch mode (fp32_graph), then the
+ * kernels that differ from the defaults (kernels_suffix). */
+static kb_variant model_variants[KB_TF_GEMM_COUNT][2];
+static char model_variant_names[KB_TF_GEMM_COUNT][2][160];
+
+static const kb_variant *model_variant(kb_tf_gemm gemm, int graph, const kb_tf_kernels *k)
+{
+    char suffix[128];
+    kernels_suffix(k, suffix, sizeof suffix);
+    snprintf(model_variant_names[gemm][graph], sizeof model_variant_names[gemm][graph], "%s_%s%s",
+             kb_tf_gemm_name(gemm), graph ? "graph" : "stream", suffix);
+    model_variants[gemm][graph] = (kb_variant){.name = model_variant_names[gemm][graph], .dtype = KB_F32,
+                                               .math = gemm == KB_TF_GEMM_3XTF32 ? KB_MATH_3XTF32 : KB_MATH_F32};
+    return &model_variants[gemm][graph];
+}
 
 static kb_shape model_shape(const kb_tf_config *c, kb_tf_mode mode, const model_inputs *in)
 {
@@ -630,7 +656,7 @@ static void fill_row(const gpu_run *r, kb_tf_gemm gemm, int k, const path_result
     const kb_tf_config *c = &r->m->cfg;
     memset(row, 0, sizeof *row);
     row->op = &model_ops[r->mode];
-    row->variant = &model_variants[gemm][k];
+    row->variant = model_variant(gemm, k, r->kernels);
     row->shape = model_shape(c, r->mode, r->in);
     row->family = "model";
     row->flops = forward_flops(c, r->in);
@@ -788,7 +814,7 @@ static int gpu_path(const kb_model_opts *o, const gpu_run *r, kb_tf_gemm gemm, i
 {
     kb_tf_gpu *g;
     char err[512];
-    const char *e = kb_tf_gpu_create(r->m, r->mode, r->in->B, r->in->Ts, r->in->Tt, gemm, &g);
+    const char *e = kb_tf_gpu_create(r->m, r->mode, r->in->B, r->in->Ts, r->in->Tt, gemm, &o->kernels, &g);
     if (e) {
         fprintf(stderr, "kbench: %s path: %s\n", kb_tf_gemm_name(gemm), e);
         return -1;
@@ -817,7 +843,7 @@ static int gpu_path(const kb_model_opts *o, const gpu_run *r, kb_tf_gemm gemm, i
 static int gpu_model(const kb_model_opts *o, const kb_tf_model *m, const model_inputs *in,
                      const kb_device_info *dev, csv_out *co)
 {
-    gpu_run r = {.m = m, .mode = o->mode, .in = in, .hot = o->hot, .cap_s = o->max_time_s};
+    gpu_run r = {.m = m, .mode = o->mode, .in = in, .hot = o->hot, .cap_s = o->max_time_s, .kernels = &o->kernels};
     reference_run ref = {0};
     int rc = 0, first = 1;
     if (open_gpu(o, &r, dev, co) != 0 || reference(o, m, in, &ref) != 0)
@@ -875,7 +901,7 @@ int kb_cmd_model(int argc, char **argv)
     if (rc)
         fprintf(stderr, "kbench: %s\n", err);
     else {
-        print_setup(&m, o.mode, &in);
+        print_setup(&m, o.mode, &in, &o.kernels);
         rc = o.cpu_only ? cpu_only(&o, &m, &in) : gpu_model(&o, &m, &in, &dev, co);
     }
     kb_tf_free(&m);

@@ -6,6 +6,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include "model/gpu.h"
 #include "model/transformer.h"
 
 #ifdef __cplusplus
@@ -20,6 +21,7 @@ typedef struct {
     const char *src_text, *tgt_text, *vocab;   /* --src, --tgt, --vocab */
     const char *src_npy, *tgt_npy, *weights, *out_npy;
     unsigned gemm_mask;                        /* bit per kb_tf_gemm; 0 = all */
+    kb_tf_kernels kernels;                     /* --attention, --add-norm, --norm; NULL: defaults */
     uint64_t seed;
     int cpu_only;
     int check_seqs;                            /* 0 = as many as the CPU budget allows */

@@ -3,14 +3,18 @@
  * One encoder layer on n = B*T tokens of width d:
  *   qkv  = x Wqkv + b            cuBLASLt, bias in the epilogue      n x 3d
  *   q, k, v heads                split_heads: (B, T, 3, H, dh) -> 3 x (B, H, T, dh)
- *   o    = attention(q, k, v)    attention flash_f32 (online softmax, fused)
+ *   o    = attention(q, k, v)    an attention variant (default flash_f32)
  *   cat  = merge_heads(o)        (B, H, T, dh) -> n x d
- *   x    = LN1(x + cat Wo + bo)  cuBLASLt, then add_layernorm fused
+ *   x    = LN1(x + cat Wo + bo)  cuBLASLt, then an add_layernorm variant (fused)
  *   x    = LN2(x + relu(x W1 + b1) W2 + b2)
  *                                cuBLASLt RELU_BIAS and BIAS epilogues,
- *                                then add_layernorm fused
+ *                                then add_layernorm again
  * A decoder layer adds cross-attention: q from the decoder, k and v from
- * the memory (two products over different token counts).
+ * the memory (two products over different token counts).  seq2seq ends
+ * each stack in a layernorm variant (welford).  The variants come from the
+ * op tables by name (kb_tf_kernels), each set up once per shape it runs at
+ * before anything is timed or captured, its context kept and passed to
+ * every launch, as the harness does.
  *
  * Weights are uploaded once, in the layout the products read: a PyTorch
  * Linear weight [out x in] becomes W^T [in x out] row-major (fp32), or the
@@ -47,9 +51,8 @@
 #include "kernels/cuda_util.h"
 #include "kernels/layernorm.h"
 #include "kernels/lt_gemm.h"
+#include "harness/harness.h"
 #include "model/gpu.h"
-
-extern "C" const kb_variant attention_flash_f32, add_layernorm_fused, layernorm_welford;
 
 #define TRY(call)                                                                                  \
     do {                                                                                           \
@@ -132,6 +135,13 @@ struct Layer {
     Linear ff1, ff2;
     Norm n1, n2, n3;
 };
+/* One call site of a table variant: the variant and the context its setup
+ * made for the shape of that site. */
+struct Call {
+    const kb_variant *v;
+    void *ctx;
+    bool ready; /* set up, so torn down at the end */
+};
 struct Plan {
     int M, N, K;
     cublasLtEpilogue_t epi;
@@ -169,6 +179,9 @@ struct kb_tf_gpu {
     int nbuffers;
     Plan plans[kMaxPlans];
     int nplans;
+    /* Attention over the source, over the target (its mask), and across;
+     * the residual norms over source and target tokens; the final norms. */
+    Call attn_src, attn_tgt, attn_cross, add_src, add_tgt, norm_src, norm_tgt;
 };
 
 static int64_t slot_floats(int64_t n) { return (n + 63) / 64 * 64; }
@@ -366,13 +379,19 @@ static const char *linear(kb_tf_gpu *g, const Linear &l, int M, const float *X, 
     return kb_lt_run(p, g->lt, l.b, A, l.w, Y, g->workspace, s);
 }
 
-/* Heads in g->heads[0..2] -> g->cat (B*Tq x d). */
-static const char *attend(kb_tf_gpu *g, int Tq, int Tk, int causal, cudaStream_t s)
+static kb_attention_args attention_args(const kb_tf_gpu *g, int Tq, int Tk, int causal)
 {
     const int H = g->cfg.heads, dh = g->cfg.d_model / H;
-    const kb_attention_args a = {g->B, H, Tq, Tk, dh, causal, (float)(1.0 / sqrt((double)dh)),
-                                 g->heads[0], g->heads[1], g->heads[2], g->o_heads};
-    TRY(attention_flash_f32.launch(&a, NULL, s));
+    return kb_attention_args{g->B, H, Tq, Tk, dh, causal, (float)(1.0 / sqrt((double)dh)),
+                             g->heads[0], g->heads[1], g->heads[2], g->o_heads};
+}
+
+/* Heads in g->heads[0..2] -> g->cat (B*Tq x d). */
+static const char *attend(kb_tf_gpu *g, const Call &c, int Tq, int Tk, int causal, cudaStream_t s)
+{
+    const int H = g->cfg.heads, dh = g->cfg.d_model / H;
+    const kb_attention_args a = attention_args(g, Tq, Tk, causal);
+    TRY(c.v->launch(&a, c.ctx, s));
     const int64_t n = (int64_t)g->B * Tq * g->cfg.d_model;
     merge_heads_kernel<<<blocks_for(n), 256, 0, s>>>(g->o_heads, g->B, Tq, H, dh, g->cat);
     KB_LAUNCHED();
@@ -388,12 +407,13 @@ static const char *split(kb_tf_gpu *g, const float *x, int parts, int T, float *
 }
 
 /* proj = SelfAttn(x) over T tokens per sequence. */
-static const char *self_attention(kb_tf_gpu *g, const Attn &a, const float *x, int T, int causal, cudaStream_t s)
+static const char *self_attention(kb_tf_gpu *g, const Call &c, const Attn &a, const float *x, int T, int causal,
+                                  cudaStream_t s)
 {
     const int M = g->B * T;
     TRY(linear(g, a.qkv, M, x, g->qkv, CUBLASLT_EPILOGUE_BIAS, s));
     TRY(split(g, g->qkv, 3, T, g->heads[0], g->heads[1], g->heads[2], s));
-    TRY(attend(g, T, T, causal, s));
+    TRY(attend(g, c, T, T, causal, s));
     return linear(g, a.out, M, g->cat, g->proj, CUBLASLT_EPILOGUE_BIAS, s);
 }
 
@@ -406,7 +426,7 @@ static const char *cross_attention(kb_tf_gpu *g, const Attn &a, const float *y, 
     TRY(linear(g, a.kv, g->B * g->Ts, mem, kv, CUBLASLT_EPILOGUE_BIAS, s));
     TRY(split(g, q, 1, g->Tt, g->heads[0], NULL, NULL, s));
     TRY(split(g, kv, 2, g->Ts, g->heads[1], g->heads[2], NULL, s));
-    TRY(attend(g, g->Tt, g->Ts, 0, s));
+    TRY(attend(g, g->attn_cross, g->Tt, g->Ts, 0, s));
     return linear(g, a.out, g->B * g->Tt, g->cat, g->proj, CUBLASLT_EPILOGUE_BIAS, s);
 }
 
@@ -418,26 +438,28 @@ static const char *feed_forward(kb_tf_gpu *g, const Layer &L, const float *x, in
 }
 
 /* y = LN(x + proj); g->sum takes the sum, which the model does not need. */
-static const char *add_norm(kb_tf_gpu *g, const float *x, const Norm &n, int M, float *y, cudaStream_t s)
+static const char *add_norm(kb_tf_gpu *g, const Call &c, const float *x, const Norm &n, int M, float *y,
+                            cudaStream_t s)
 {
     const kb_add_layernorm_args a = {M, g->cfg.d_model, g->cfg.eps, x, g->proj, n.g, n.b, y, g->sum};
-    return add_layernorm_fused.launch(&a, NULL, s);
+    return c.v->launch(&a, c.ctx, s);
 }
 
-static const char *final_norm(kb_tf_gpu *g, const float *x, const Norm &n, int M, float *y, cudaStream_t s)
+static const char *final_norm(kb_tf_gpu *g, const Call &c, const float *x, const Norm &n, int M, float *y,
+                              cudaStream_t s)
 {
     const kb_layernorm_args a = {M, g->cfg.d_model, g->cfg.eps, x, n.g, n.b, y};
-    return layernorm_welford.launch(&a, NULL, s);
+    return c.v->launch(&a, c.ctx, s);
 }
 
 /* x = LN(x + proj), a residual step.  The running activation moves to the
  * other running buffer, or to the stack's destination (never a running
  * buffer) on its last step. */
-static const char *residual(kb_tf_gpu *g, const float **x, const Norm &n, int M, int last, float *dst,
-                            cudaStream_t s)
+static const char *residual(kb_tf_gpu *g, const Call &c, const float **x, const Norm &n, int M, int last,
+                            float *dst, cudaStream_t s)
 {
     float *y = last ? dst : *x == g->x[0] ? g->x[1] : g->x[0];
-    TRY(add_norm(g, *x, n, M, y, s));
+    TRY(add_norm(g, c, *x, n, M, y, s));
     *x = y;
     return NULL;
 }
@@ -449,10 +471,10 @@ static const char *encoder_stack(kb_tf_gpu *g, float *dst, cudaStream_t s)
     const float *x = g->src;
     for (int l = 0; l < layers; ++l) {
         const Layer &L = g->enc[l];
-        TRY(self_attention(g, L.self, x, g->Ts, 0, s));
-        TRY(residual(g, &x, L.n1, M, 0, dst, s));
+        TRY(self_attention(g, g->attn_src, L.self, x, g->Ts, 0, s));
+        TRY(residual(g, g->add_src, &x, L.n1, M, 0, dst, s));
         TRY(feed_forward(g, L, x, M, s));
-        TRY(residual(g, &x, L.n2, M, l + 1 == layers, dst, s));
+        TRY(residual(g, g->add_src, &x, L.n2, M, l + 1 == layers, dst, s));
     }
     return NULL;
 }
@@ -463,12 +485,12 @@ static const char *decoder_stack(kb_tf_gpu *g, const float *mem, float *dst, cud
     const float *x = g->tgt;
     for (int l = 0; l < layers; ++l) {
         const Layer &L = g->dec[l];
-        TRY(self_attention(g, L.self, x, g->Tt, g->cfg.causal, s));
-        TRY(residual(g, &x, L.n1, M, 0, dst, s));
+        TRY(self_attention(g, g->attn_tgt, L.self, x, g->Tt, g->cfg.causal, s));
+        TRY(residual(g, g->add_tgt, &x, L.n1, M, 0, dst, s));
         TRY(cross_attention(g, L.cross, x, mem, s));
-        TRY(residual(g, &x, L.n2, M, 0, dst, s));
+        TRY(residual(g, g->add_tgt, &x, L.n2, M, 0, dst, s));
         TRY(feed_forward(g, L, x, M, s));
-        TRY(residual(g, &x, L.n3, M, l + 1 == layers, dst, s));
+        TRY(residual(g, g->add_tgt, &x, L.n3, M, l + 1 == layers, dst, s));
     }
     return NULL;
 }
@@ -482,7 +504,7 @@ extern "C" const char *kb_tf_gpu_encode(kb_tf_gpu *g, cudaStream_t s)
     /* seq2seq: the stack's last step lands in a running buffer, and the
      * final norm writes the memory the decoder reads. */
     TRY(encoder_stack(g, g->stack, s));
-    return final_norm(g, g->stack, g->enc_norm, g->B * g->Ts, g->mem, s);
+    return final_norm(g, g->norm_src, g->stack, g->enc_norm, g->B * g->Ts, g->mem, s);
 }
 
 extern "C" const char *kb_tf_gpu_decode(kb_tf_gpu *g, cudaStream_t s)
@@ -492,12 +514,116 @@ extern "C" const char *kb_tf_gpu_decode(kb_tf_gpu *g, cudaStream_t s)
     if (g->mode == KB_TF_DECODER)
         return decoder_stack(g, g->src, g->out, s);
     TRY(decoder_stack(g, g->mem, g->stack, s));
-    return final_norm(g, g->stack, g->dec_norm, g->B * g->Tt, g->out, s);
+    return final_norm(g, g->norm_tgt, g->stack, g->dec_norm, g->B * g->Tt, g->out, s);
 }
 
 /* ---- lifetime ------------------------------------------------------------------- */
 
-static const char *create(kb_tf_gpu *g, const kb_tf_model *m)
+/* ---- the variants, by name ---------------------------------------------------- */
+
+extern "C" const char *const kb_tf_kernel_ops[3] = {"attention", "add_layernorm", "layernorm"};
+static const char *const kernel_defaults[3] = {KB_TF_DEFAULT_ATTENTION, KB_TF_DEFAULT_ADD_NORM, KB_TF_DEFAULT_NORM};
+
+extern "C" const char *kb_tf_kernel_name(const kb_tf_kernels *k, int kind)
+{
+    const char *given = !k ? NULL : kind == 0 ? k->attention : kind == 1 ? k->add_norm : k->norm;
+    return given ? given : kernel_defaults[kind];
+}
+
+static const kb_variant *kernel_variant(const kb_tf_kernels *k, int kind)
+{
+    const kb_op *op = kb_find_op(kb_tf_kernel_ops[kind]);
+    return op ? kb_find_variant(op, kb_tf_kernel_name(k, kind)) : NULL;
+}
+
+extern "C" const char *kb_tf_kernels_check(const kb_tf_kernels *k, char *err, size_t errlen)
+{
+    for (int kind = 0; kind < 3; ++kind) {
+        const kb_variant *v = kernel_variant(k, kind);
+        char q[KB_QUOTE_LEN];
+        kb_quote(kb_tf_kernel_name(k, kind), q, sizeof q);
+        if (!v)
+            snprintf(err, errlen, "no %s variant '%s' (see kbench list)", kb_tf_kernel_ops[kind], q);
+        else if (v->dtype != KB_F32)
+            snprintf(err, errlen, "%s '%s' stores %s; the model runs in fp32", kb_tf_kernel_ops[kind], q,
+                     kb_dtype_name(v->dtype));
+        if (!v || v->dtype != KB_F32)
+            return err;
+    }
+    return NULL;
+}
+
+/* Set up call site c with variant v at a shape, whose args are `args`:
+ * refused when the variant cannot run the shape or this GPU. */
+static const char *setup_call(Call *c, const kb_variant *v, const char *op, const kb_shape *shape,
+                              const void *args)
+{
+    static char why[256];
+    int dev = 0, major = 0, minor = 0;
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+    const char *no = v->unsupported ? v->unsupported(shape) : NULL;
+    if (!no && v->min_cc > major * 10 + minor)
+        no = "needs a newer GPU";
+    if (!no && v->setup)
+        no = v->setup(args, &c->ctx);
+    if (no) {
+        snprintf(why, sizeof why, "%s %s at the model's shape: %s", op, v->name, no);
+        return why;
+    }
+    c->v = v;
+    c->ready = true;
+    return NULL;
+}
+
+static kb_shape rows_shape(int64_t M, int64_t C)
+{
+    kb_shape s = {};
+    s.nd = 2, s.d[0] = M, s.d[1] = C;
+    return s;
+}
+
+/* Every call site of the mode, set up at its shape before any timing or
+ * capture (setups allocate and set kernel attributes). */
+static const char *setup_kernels(kb_tf_gpu *g, const kb_tf_kernels *k)
+{
+    const kb_variant *attn = kernel_variant(k, 0), *addn = kernel_variant(k, 1), *norm = kernel_variant(k, 2);
+    static char err[256];
+    if (kb_tf_kernels_check(k, err, sizeof err))
+        return err;
+    const int d = g->cfg.d_model, H = g->cfg.heads, enc = g->mode != KB_TF_DECODER, dec = g->mode != KB_TF_ENCODER;
+    struct Site {
+        Call *c;
+        int Tq, Tk, causal;
+    } attention[] = {{&g->attn_src, g->Ts, g->Ts, 0}, {&g->attn_tgt, g->Tt, g->Tt, g->cfg.causal},
+                     {&g->attn_cross, g->Tt, g->Ts, 0}};
+    for (int i = 0; i < 3; ++i) {
+        if ((i == 0 && !enc) || (i > 0 && !dec))
+            continue;
+        const Site &st = attention[i];
+        const kb_attention_args a = attention_args(g, st.Tq, st.Tk, st.causal);
+        kb_shape shape = {};
+        shape.nd = 5, shape.d[0] = g->B, shape.d[1] = H, shape.d[2] = st.Tq, shape.d[3] = st.Tk,
+        shape.d[4] = d / H, shape.flags = st.causal;
+        TRY(setup_call(st.c, attn, "attention", &shape, &a));
+    }
+    for (int i = 0; i < 2; ++i) {
+        if ((i == 0 && !enc) || (i == 1 && !dec))
+            continue;
+        const int M = g->B * (i == 0 ? g->Ts : g->Tt);
+        const kb_shape shape = rows_shape(M, d);
+        const kb_add_layernorm_args a = {M, d, g->cfg.eps, g->x[0], g->proj, NULL, NULL, g->x[1], g->sum};
+        TRY(setup_call(i == 0 ? &g->add_src : &g->add_tgt, addn, "add_layernorm", &shape, &a));
+        if (g->mode != KB_TF_SEQ2SEQ)
+            continue;
+        const kb_layernorm_args n = {M, d, g->cfg.eps, g->stack, NULL, NULL, g->out};
+        TRY(setup_call(i == 0 ? &g->norm_src : &g->norm_tgt, norm, "layernorm", &shape, &n));
+    }
+    return NULL;
+}
+
+static const char *create(kb_tf_gpu *g, const kb_tf_model *m, const kb_tf_kernels *k)
 {
     g->enc = (Layer *)calloc((size_t)m->cfg.enc_layers + 1, sizeof(Layer));
     g->dec = (Layer *)calloc((size_t)m->cfg.dec_layers + 1, sizeof(Layer));
@@ -510,13 +636,11 @@ static const char *create(kb_tf_gpu *g, const kb_tf_model *m)
         return e == cudaErrorMemoryAllocation ? "out of device memory for the cuBLASLt workspace" : cudaGetErrorString(e);
     if (cublasLtCreate(&g->lt) != CUBLAS_STATUS_SUCCESS)
         return "cannot create a cuBLASLt handle";
-    const kb_attention_args shape = {g->B, m->cfg.heads, 1, 1, m->cfg.d_model / m->cfg.heads};
-    void *ctx = NULL;
-    return attention_flash_f32.setup(&shape, &ctx);
+    return setup_kernels(g, k);
 }
 
 extern "C" const char *kb_tf_gpu_create(const kb_tf_model *m, kb_tf_mode mode, int B, int Ts, int Tt,
-                                        kb_tf_gemm gemm, kb_tf_gpu **out)
+                                        kb_tf_gemm gemm, const kb_tf_kernels *k, kb_tf_gpu **out)
 {
     kb_tf_gpu *g = (kb_tf_gpu *)calloc(1, sizeof *g);
     *out = NULL;
@@ -528,7 +652,7 @@ extern "C" const char *kb_tf_gpu_create(const kb_tf_model *m, kb_tf_mode mode, i
     g->B = B;
     g->Ts = Ts;
     g->Tt = Tt;
-    const char *err = create(g, m);
+    const char *err = create(g, m, k);
     if (err) {
         kb_tf_gpu_destroy(g);
         return err;
@@ -541,6 +665,9 @@ extern "C" void kb_tf_gpu_destroy(kb_tf_gpu *g)
 {
     if (!g)
         return;
+    for (Call *c : {&g->attn_src, &g->attn_tgt, &g->attn_cross, &g->add_src, &g->add_tgt, &g->norm_src, &g->norm_tgt})
+        if (c->ready && c->v->teardown)
+            c->v->teardown(c->ctx);
     for (int i = 0; i < g->nplans; ++i)
         kb_lt_destroy(&g->plans[i].product);
     if (g->lt)

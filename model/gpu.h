@@ -1,9 +1,9 @@
 /* The transformer's GPU forward, composed from kbench's kernels: cuBLASLt
- * products for every linear layer (bias and ReLU in their epilogues), the
- * attention flash_f32 variant, add_layernorm fused for each residual step
- * and layernorm welford for nn.Transformer's final norms.  The forward
- * enqueues work on a stream and never synchronizes the host, so it can be
- * captured in a CUDA graph. */
+ * products for every linear layer (bias and ReLU in their epilogues), and
+ * variants of the op tables chosen by name (kb_tf_kernels) for attention,
+ * each residual step (add_layernorm) and nn.Transformer's final norms
+ * (layernorm).  The forward enqueues work on a stream and never
+ * synchronizes the host, so it can be captured in a CUDA graph. */
 #ifndef KBENCH_MODEL_GPU_H
 #define KBENCH_MODEL_GPU_H
 
@@ -26,12 +26,31 @@ const char *kb_tf_gemm_name(kb_tf_gemm g);
 
 typedef struct kb_tf_gpu kb_tf_gpu;
 
+/* The variants the forward composes, by name in the op tables (`kbench
+ * list`): `attention` for self- and cross-attention, `add_norm` of
+ * add_layernorm for each residual step, `norm` of layernorm for the final
+ * norms.  NULL takes the default, the fastest measured in fp32. */
+typedef struct {
+    const char *attention, *add_norm, *norm;
+} kb_tf_kernels;
+#define KB_TF_DEFAULT_ATTENTION "flash_f32"
+#define KB_TF_DEFAULT_ADD_NORM "fused"
+#define KB_TF_DEFAULT_NORM "welford"
+
+/* The ops the three kinds come from, and a kind's name with its default. */
+extern const char *const kb_tf_kernel_ops[3]; /* attention, add_layernorm, layernorm */
+const char *kb_tf_kernel_name(const kb_tf_kernels *k, int kind);
+/* Whether every name is an fp32 variant of its op: NULL, or one line why not. */
+const char *kb_tf_kernels_check(const kb_tf_kernels *k, char *err, size_t errlen);
+
 /* Upload the weights in the layout the gemm path wants, allocate every
  * activation for a batch of B sequences (Ts source and Tt target tokens),
- * create the cuBLASLt handle and workspace.  NULL on success, else one line
- * (out of device memory, a library error); *out is then NULL. */
+ * create the cuBLASLt handle and workspace, and set up each kernel of `k`
+ * (NULL: the defaults) at every shape it will run, keeping its context.
+ * NULL on success, else one line (out of device memory, a library error, a
+ * variant that cannot run this shape or GPU); *out is then NULL. */
 const char *kb_tf_gpu_create(const kb_tf_model *m, kb_tf_mode mode, int B, int Ts, int Tt, kb_tf_gemm gemm,
-                             kb_tf_gpu **out);
+                             const kb_tf_kernels *k, kb_tf_gpu **out);
 void kb_tf_gpu_destroy(kb_tf_gpu *g);
 
 /* Device inputs, B x Ts x d and B x Tt x d, and the output: B x Ts x d for

@@ -3,7 +3,11 @@
  * lengths, Tq != Tk) and a medium one (d_head = 64, 2+2 layers), causal and
  * not; a CUDA-graph replay must give the same output as the plain launches;
  * and a reference one bias away from the GPU's weights must fail the
- * model's tolerance.  Exits 77 (skip) without a GPU. */
+ * model's tolerance.  Then kernels other than the defaults, chosen by name:
+ * flash_3xtf32 attention with unfused residual norms and the warp final
+ * norm, and cuBLAS attention (whose setup context holds its handle and
+ * workspace); a variant that cannot run the model's shape is refused at
+ * creation.  Exits 77 (skip) without a GPU. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,7 +82,7 @@ static void reference(const kb_tf_model *m, kb_tf_mode mode, const model_case *c
                             out + b * T * c->d);
 }
 
-static void run_case(const model_case *c, kb_tf_mode mode, kb_tf_gemm gemm)
+static void run_case(const model_case *c, kb_tf_mode mode, kb_tf_gemm gemm, const kb_tf_kernels *k)
 {
     kb_tf_config cfg = {c->d, c->heads, c->ff, mode == KB_TF_DECODER ? 0 : c->layers,
                         mode == KB_TF_ENCODER ? 0 : c->layers, 1e-5f, c->causal};
@@ -93,14 +97,16 @@ static void run_case(const model_case *c, kb_tf_mode mode, kb_tf_gemm gemm)
     reference(&m, mode, c, src, tgt, ref);
 
     kb_tf_gpu *g;
-    const char *e = kb_tf_gpu_create(&m, mode, c->B, c->Ts, c->Tt, gemm, &g);
+    const char *e = kb_tf_gpu_create(&m, mode, c->B, c->Ts, c->Tt, gemm, k, &g);
     if (!e)
         e = forward(g, mode, src, tgt, ns * 4, nt * 4, out, nout * 4, 0);
     if (!e)
         e = forward(g, mode, src, tgt, ns * 4, nt * 4, replay, nout * 4, 1);
     const double err = e ? INFINITY : rel_l2(out, ref, nout);
-    printf("%-17s %-7s %-6s rel L2 %.3e %s%s\n", c->name, mode == KB_TF_ENCODER ? "encoder" : mode == KB_TF_DECODER ? "decoder" : "seq2seq",
-           kb_tf_gemm_name(gemm), err, e ? "error: " : "", e ? e : "");
+    printf("%-17s %-7s %-6s %s/%s/%s rel L2 %.3e %s%s\n", c->name,
+           mode == KB_TF_ENCODER ? "encoder" : mode == KB_TF_DECODER ? "decoder" : "seq2seq", kb_tf_gemm_name(gemm),
+           kb_tf_kernel_name(k, 0), kb_tf_kernel_name(k, 1), kb_tf_kernel_name(k, 2), err, e ? "error: " : "",
+           e ? e : "");
     CHECK(!e);
     CHECK(err <= kb_model_rel_l2_tolerance());
     CHECK(!e && memcmp(out, replay, sizeof(float) * nout) == 0);
@@ -123,7 +129,7 @@ static void wrong_bias_is_caught(void)
     kb_fill_uniform(src, ns, 5);
     kb_fill_uniform(tgt, nt, 6);
     kb_tf_gpu *g;
-    CHECK(kb_tf_gpu_create(&m, KB_TF_SEQ2SEQ, c->B, c->Ts, c->Tt, KB_TF_GEMM_FP32, &g) == NULL);
+    CHECK(kb_tf_gpu_create(&m, KB_TF_SEQ2SEQ, c->B, c->Ts, c->Tt, KB_TF_GEMM_FP32, NULL, &g) == NULL);
     CHECK(forward(g, KB_TF_SEQ2SEQ, src, tgt, ns * 4, nt * 4, out, nt * 4, 0) == NULL);
     ((float *)m.dec[c->layers - 1].cross_attn.out_b)[0] += 1e-2f;
     reference(&m, KB_TF_SEQ2SEQ, c, src, tgt, ref);
@@ -135,6 +141,21 @@ static void wrong_bias_is_caught(void)
     kb_tf_free(&m);
 }
 
+/* flash_3xtf32 needs d_head a multiple of 8; the tiny case has 4. */
+static void unsupported_kernel_is_refused(void)
+{
+    const model_case *c = &cases[0];
+    kb_tf_config cfg = {c->d, c->heads, c->ff, c->layers, c->layers, 1e-5f, 1};
+    kb_tf_model m;
+    CHECK(kb_tf_init_random(&m, &cfg, 21) == 0);
+    const kb_tf_kernels k = {"flash_3xtf32", NULL, NULL};
+    kb_tf_gpu *g = NULL;
+    const char *e = kb_tf_gpu_create(&m, KB_TF_SEQ2SEQ, c->B, c->Ts, c->Tt, KB_TF_GEMM_FP32, &k, &g);
+    printf("flash_3xtf32 at d_head 4: %s\n", e ? e : "accepted");
+    CHECK(e && strstr(e, "attention flash_3xtf32 at the model's shape") && !g);
+    kb_tf_free(&m);
+}
+
 int main(void)
 {
     kb_device_info dev;
@@ -143,7 +164,14 @@ int main(void)
         for (int mode = 0; mode < 3; ++mode)
             for (int gemm = 0; gemm < KB_TF_GEMM_COUNT; ++gemm)
                 if (cases[i].causal || mode != KB_TF_ENCODER)
-                    run_case(&cases[i], (kb_tf_mode)mode, (kb_tf_gemm)gemm);
+                    run_case(&cases[i], (kb_tf_mode)mode, (kb_tf_gemm)gemm, NULL);
     wrong_bias_is_caught();
+    const kb_tf_kernels tf32x3 = {"flash_3xtf32", "unfused", "warp"}, cublas = {"cublas", NULL, NULL};
+    for (int mode = 0; mode < 3; ++mode) {
+        run_case(&cases[3], (kb_tf_mode)mode, KB_TF_GEMM_FP32, &tf32x3);
+        run_case(&cases[3], (kb_tf_mode)mode, KB_TF_GEMM_FP32, &cublas);
+        run_case(&cases[1], (kb_tf_mode)mode, KB_TF_GEMM_FP32, &cublas);
+    }
+    unsupported_kernel_is_refused();
     return CHECK_DONE();
 }
