@@ -184,7 +184,9 @@ static int default_shape(const kb_op *op, const char *shape)
 
 /* The representative shape is the largest of the op's default shapes,
  * by FLOP then bytes; an op with none of them in the runs (or one this
- * build does not know, the model's) takes the largest it has. */
+ * build does not know, the model's) takes the largest it has.  With
+ * --across it is the largest shape run across GPUs, default or not: the
+ * reference run adds the tensor-parallel FFN at a size for that table. */
 typedef struct {
     int is_default;
     double flops, bytes;
@@ -240,7 +242,7 @@ static table_line pick_line(const run_set *s, const entry *g, const entry *end)
         const entry *best = fastest_own(e, next, baseline, s->across);
         if (!best)
             continue;
-        shape_size size = {default_shape(op, e->row->shape), best->flops, best->bytes};
+        shape_size size = {s->across || default_shape(op, e->row->shape), best->flops, best->bytes};
         if (!shape || larger(size, top)) {
             shape = e, shape_end = next, top = size;
             line.best = best;

@@ -242,7 +242,7 @@ def torch_row(fields, r):
                   shape=r["shape"], flops=f"{r['flops']:.0f}", bytes=f"{r['bytes']:.0f}",
                   median_ms=f"{med:.6f}", min_ms=f"{lo:.6f}", max_ms=f"{hi:.6f}",
                   rel_stdev_pct=f"{100 * rsd:.3f}", samples=str(n),
-                  l2="cold", status="PASS" if r["finite"] else "FAIL",
+                  l2="cold", family="model", status="PASS" if r["finite"] else "FAIL",
                   reason="" if r["finite"] else "NaN/Inf in PyTorch's output")
     values.update({f"d{i + 1}": str(v) for i, v in enumerate(r["dims"])})
     row = {k: "" for k in fields}

@@ -10,7 +10,7 @@
 # newest run that measured it (tools/merge_csv.sh --newest); that is how the
 # committed plots are made.  The plots go to plots/<gpu>/, named after the
 # CSV's `# gpu:` line, each as PNG and SVG:
-#   speed-OP-DTYPE-FAMILY  GFLOP/s (GB/s when the op's largest row is
+#   speed-OP-DTYPE-FAMILY  GFLOP/s (GB/s when the family's largest row is
 #                   memory-bound, by its bound column) for one shape family
 #                   (the CSV's family column): a line per variant over the
 #                   family's axis field, or points over problem size for a
@@ -289,7 +289,7 @@ roofline_plot() {
 
 # One run's plots: speed, speedup and roofline.
 render_run() { # render_run CSV
-    local op dtype unit date
+    local op dtype unit date ngpus
     split_run "$data/run" "$1"
     if [[ ! -s $data/run/groups ]]; then
         echo "kbench: $1 has no timed PASS rows; nothing to plot"
@@ -298,6 +298,8 @@ render_run() { # render_run CSV
     gpu=$(meta "$data/run" gpu)
     date=$(meta "$data/run" date)
     origin="${gpu:-unknown GPU}, commit $(meta "$data/run" git_commit), ${date%%T*}"
+    ngpus=$(awk -F, '{ print NF }' <<<"$(meta "$data/run" devices)")
+    ((ngpus > 1)) && origin="$ngpus x $origin"
     use_outdir "$gpu" "$(meta "$data/run" devices)"
     while read -r op dtype family unit x; do
         speed_plot "$op" "$dtype" "$family" "$unit" "$x"

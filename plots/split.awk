@@ -7,7 +7,7 @@
 #   meta                      key<TAB>value from the `# key: value` lines
 #   groups                    "op dtype family variant unit x" per plotted line,
 #                             in CSV order; unit is GFLOP/s or GB/s, by the
-#                             `bound` of the (op, dtype)'s largest row; family
+#                             `bound` of the (op, dtype, family)'s largest row; family
 #                             is the rows' `family` column ("_" for a CSV
 #                             without one: all shapes, one line); x is the
 #                             family's `axis`, the shape field its points are
@@ -83,11 +83,20 @@ function field_value(f, name,    fields, k, i, names) {
     fail("line " NR ": axis '" name "' is not a field of " f[col["shape_fields"]])
 }
 
-function keep_row(f,    op, var, dtype, key, fam, axis) {
+function keep_row(f,    op, var, dtype, key, fam, axis, fa) {
     op = f[col["op"]]; var = f[col["variant"]]; dtype = f[col["dtype"]]
     check_name(op); check_name(var); check_name(dtype)
     fam = ("family" in col) && f[col["family"]] != "" ? f[col["family"]] : "_"
     axis = ("axis" in col) ? f[col["axis"]] : ""
+    # A peer's row without a family (an older peer script) is measured at a
+    # kbench row's shape: it joins that row's family.
+    if (fam != "_")
+        fam_of[op, f[col["shape"]]] = fam SUBSEP axis
+    else if ((op, f[col["shape"]]) in fam_of) {
+        split(fam_of[op, f[col["shape"]]], fa, SUBSEP)
+        fam = fa[1]
+        axis = fa[2]
+    }
     check_name(fam)
     if (axis != "")
         check_name(axis)
@@ -135,14 +144,15 @@ function keep_row(f,    op, var, dtype, key, fam, axis) {
     r_point[n, 0] = (axis != "" ? field_value(f, axis) : f[col["bytes"]]) " " f[col["gb_s"]]
 }
 
-# Whether an (op, dtype) is plotted in FLOP/s: the `bound` kbench wrote for
-# its largest row (by FLOP, then bytes) that has one; without the column,
-# whether that row's intensity is above the run's fp32 ridge point.
-function compute_bound(op, dtype,    i, pick, any, ridge, mem) {
+# Whether an (op, dtype, family) is plotted in FLOP/s: the `bound` kbench
+# wrote for its largest row (by FLOP, then bytes) that has one; without the
+# column, whether that row's intensity is above the run's fp32 ridge point.
+# By family, so decode attention shows GB/s where prefill shows GFLOP/s.
+function compute_bound(op, dtype, fam,    i, pick, any, ridge, mem) {
     pick = 0
     for (any = 1; any >= 0 && !pick; any--)
         for (i = 1; i <= n; i++)
-            if (r_op[i] == op && r_dtype[i] == dtype && (!any || r_bound[i] != "") &&
+            if (r_op[i] == op && r_dtype[i] == dtype && (fam == "" || r_fam[i] == fam) && (!any || r_bound[i] != "") &&
                 (!pick || r_flops[i] > r_flops[pick] || (r_flops[i] == r_flops[pick] && r_bytes[i] > r_bytes[pick])))
                 pick = i
     if (r_bound[pick] != "")
@@ -156,15 +166,16 @@ function meta_num(key, fallback) {
     return (key in meta_kv) && meta_kv[key] + 0 > 0 ? meta_kv[key] + 0 : fallback
 }
 
-# The speed points and the groups list, each (op, dtype) in its own unit.
+# The speed points and the groups list, each (op, dtype, family) in its own unit.
 function write_speed(    i, k) {
-    for (k = 1; k <= nods; k++)
-        flop_unit[od_op[k], od_dtype[k]] = compute_bound(od_op[k], od_dtype[k])
     for (k = 1; k <= ngroups; k++)
-        print g_op[k], g_dtype[k], g_fam[k], g_var[k], flop_unit[g_op[k], g_dtype[k]] ? "GFLOP/s" : "GB/s",
+        if (!((g_op[k], g_dtype[k], g_fam[k]) in flop_unit))
+            flop_unit[g_op[k], g_dtype[k], g_fam[k]] = compute_bound(g_op[k], g_dtype[k], g_fam[k])
+    for (k = 1; k <= ngroups; k++)
+        print g_op[k], g_dtype[k], g_fam[k], g_var[k], flop_unit[g_op[k], g_dtype[k], g_fam[k]] ? "GFLOP/s" : "GB/s",
               g_axis[k] > (out "/groups")
     for (i = 1; i <= n; i++)
-        print r_point[i, flop_unit[r_op[i], r_dtype[i]]] > (out "/speed." r_op[i] "." r_dtype[i] "." r_fam[i] "." r_var[i] ".dat")
+        print r_point[i, flop_unit[r_op[i], r_dtype[i], r_fam[i]]] > (out "/speed." r_op[i] "." r_dtype[i] "." r_fam[i] "." r_var[i] ".dat")
 }
 
 { sub(/\r$/, "") }
