@@ -204,11 +204,11 @@ function write_speed(    i, k) {
 function baseline_of(op, dtype,    key, i, j, k, names, v) {
     key = dtype == "f32" ? "baseline_" op : "baseline_" dtype "_" op
     from_meta = 0
-    if (key in meta_kv && (op SUBSEP dtype SUBSEP meta_kv[key]) in seen) {
+    if (key in meta_kv && (op SUBSEP dtype SUBSEP meta_kv[key]) in var_seen) {
         from_meta = 1
         return meta_kv[key]
     }
-    k = split("^cublas ^cudnn ^torch$", names, " ")
+    k = split("^cublas ^cudnn ^nccl ^torch$", names, " ")
     for (i = 1; i <= k; i++)
         for (j = 1; j <= od_nvars[op, dtype]; j++) {
             v = od_vars[op, dtype, j]

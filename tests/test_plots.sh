@@ -291,6 +291,13 @@ awk -v out="$work/split2" -v src=x -f "$work/plots/split.awk" "$work/family2.csv
 [[ $(cut -d' ' -f1 "$work/split2/speed.matmul.f32.square.naive.dat" | sort -g | tr '\n' ' ') == "1024 2048 4096 " ]] ||
     fail "square points are not at N: $(cat "$work/split2/speed.matmul.f32.square.naive.dat")"
 grep -q "^matmul f32 hostile naive GFLOP/s -$" "$work/split2/groups" || fail "hostile has an axis: $(cat "$work/split2/groups")"
+# The speedup chart's baseline is the one the metadata names, whatever its name.
+sed '/^# baseline_matmul:/s/cublas/coalesced/' "$work/family2.csv" >"$work/family3.csv"
+bash "$work/plots/render.sh" --out-dir "$work/family3" "$work/family3.csv" >"$work/log" 2>&1 ||
+    fail "render.sh, family3: $(cat "$work/log")"
+grep -q 'speedup over coalesced' "$work/family3/speedup-matmul-f32.svg" ||
+    fail "speedup-matmul-f32 is not over the metadata's baseline (coalesced)"
+
 # gnuplot's SVG draws a line as a <path> in the variant's group, points as <use>.
 hostile_group=$(sed -n '/<title>naive<\/title>/,/<title>coalesced<\/title>/p' "$out/speed-matmul-f32-hostile.svg")
 [[ $hostile_group == *'<use'* && $hostile_group != *'<path'* ]] ||
