@@ -3,12 +3,11 @@
  * protocol picked by size.  Builds on nothing: what every framework calls.
  * Prediction (2 H200, NVLink 4): busbw ~350-380 GB/s from 256 MB, a
  * latency floor of ~10 us below 1 MB.
- * Measured (results/h200-x2/kbench-20261123-202045.csv, 2 H200 over NVLink,
- * L2 warm): f32 2 GB gathered 289 GB/s bus bandwidth, 4 MB 46.5 us, 32 KB
- * 26.8 us.
- * Gap to the limit: about 64% of NVLink 4's ~450 GB/s a direction (NV18);
- * below ~4 MB a ~20 us floor dominates (the harness's fork and join of the two
- * GPUs' streams through CUDA events, plus two launches). */
+ * Measured (results/h200-x2/kbench-20261123-233258.csv, 2 H200 over NVLink, L2
+ * warm, each GPU timed on its own stream): f32 2 GB gathered 282 GB/s bus
+ * bandwidth, 4 MB 26.0 us, 32 KB 6.7 us.
+ * Gap to the limit: about 63% of NVLink 4's ~450 GB/s a direction (NV18) at 2
+ * GB; 6.7 us at 32 KB: the latency of its LL protocol. */
 #include "kernels/collective_nccl.h"
 
 extern "C" const kb_variant allgather_nccl = {

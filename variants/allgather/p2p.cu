@@ -6,12 +6,11 @@
  * (kernels/p2p.cuh).  Builds on allreduce p2p_twoshot's second phase.
  * Prediction: each GPU pulls (R - 1) N, the minimum, in one step: near
  * NCCL's busbw at large N, ahead of its R - 1 ring steps at small N.
- * Measured (results/h200-x2/kbench-20261123-202045.csv, 2 H200 over NVLink,
- * L2 warm): f32 2 GB gathered 275 GB/s bus bandwidth (0.95x nccl), 4 MB 1.54x,
- * 32 KB 1.27x.
- * Gap to the limit: about 61% of NVLink 4's ~450 GB/s a direction (NV18);
- * below ~4 MB a ~20 us floor dominates (the harness's fork and join of the two
- * GPUs' streams through CUDA events, plus two launches). */
+ * Measured (results/h200-x2/kbench-20261123-233258.csv, 2 H200 over NVLink, L2
+ * warm, each GPU timed on its own stream): f32 2 GB gathered 277 GB/s bus
+ * bandwidth (0.98x nccl), 4 MB 1.68x, 32 KB 0.86x.
+ * Gap to the limit: about 62% of NVLink 4's ~450 GB/s a direction (NV18) at 2
+ * GB; 7.8 us at 32 KB: a launch and two flag-barrier round trips over NVLink. */
 #include "variants/allgather/p2p.cuh"
 
 extern "C" const kb_variant allgather_p2p = {

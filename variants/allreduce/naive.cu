@@ -8,12 +8,12 @@
  * after the other, with the sum between: at R = 2 about half a ring's busbw
  * (~150-180 GB/s on NVLink 4) at large N, worse as R grows; at small N a
  * few copy-engine launches, ~20-30 us.
- * Measured (results/h200-x2/kbench-20261123-202045.csv, 2 H200 over NVLink,
- * L2 warm): f32 2 GB 168 GB/s bus bandwidth (0.50x nccl), 2 MB 0.67x, 16 KB
- * 0.46x.
- * Gap to the limit: about 37% of NVLink 4's ~450 GB/s a direction (NV18);
- * below ~4 MB a ~20 us floor dominates (the harness's fork and join of the two
- * GPUs' streams through CUDA events, plus two launches). */
+ * Measured (results/h200-x2/kbench-20261123-233258.csv, 2 H200 over NVLink, L2
+ * warm, each GPU timed on its own stream): f32 2 GB 168 GB/s bus bandwidth
+ * (0.49x nccl), 2 MB 0.58x, 16 KB 0.19x.
+ * Gap to the limit: about 37% of NVLink 4's ~450 GB/s a direction (NV18) at 2
+ * GB; 37.3 us at 16 KB: copy-engine transfers and cross-GPU event waits between
+ * them, a floor no size lifts. */
 #include "variants/allreduce/naive.cuh"
 
 extern "C" const kb_variant allreduce_naive = {

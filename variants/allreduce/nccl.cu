@@ -4,11 +4,11 @@
  * (kernels/nccl_comm.c).  Builds on nothing: what every framework calls.
  * Prediction (2 H200, NVLink 4, 450 GB/s each way): a latency floor of
  * ~10 us below 1 MB, busbw ~350-380 GB/s from 256 MB, as nccl-tests shows.
- * Measured (results/h200-x2/kbench-20261123-202045.csv, 2 H200 over NVLink,
- * L2 warm): f32 2 GB 335 GB/s bus bandwidth, 2 MB 43.4 us, 16 KB 23.6 us.
- * Gap to the limit: about 75% of NVLink 4's ~450 GB/s a direction (NV18);
- * below ~4 MB a ~20 us floor dominates (the harness's fork and join of the two
- * GPUs' streams through CUDA events, plus two launches). */
+ * Measured (results/h200-x2/kbench-20261123-233258.csv, 2 H200 over NVLink, L2
+ * warm, each GPU timed on its own stream): f32 2 GB 341 GB/s bus bandwidth, 2
+ * MB 28.0 us, 16 KB 7.1 us.
+ * Gap to the limit: about 76% of NVLink 4's ~450 GB/s a direction (NV18) at 2
+ * GB; 7.1 us at 16 KB: the latency of its LL protocol. */
 #include "kernels/collective_nccl.h"
 
 extern "C" const kb_variant allreduce_nccl = {

@@ -2,11 +2,11 @@
  * ncclBfloat16 (variants/allreduce/nccl.cu says how).  NCCL adds in fp32 but
  * stores bf16 between the hops of its ring: up to R - 1 roundings, where our
  * own kernels round once.
- * Measured (results/h200-x2/kbench-20261123-202045.csv, 2 H200 over NVLink,
- * L2 warm): bf16 1 GB 328 GB/s bus bandwidth, 1 MB 35.3 us, 8 KB 27.9 us.
- * Gap to the limit: about 73% of NVLink 4's ~450 GB/s a direction (NV18);
- * below ~4 MB a ~20 us floor dominates (the harness's fork and join of the two
- * GPUs' streams through CUDA events, plus two launches). */
+ * Measured (results/h200-x2/kbench-20261123-233258.csv, 2 H200 over NVLink, L2
+ * warm, each GPU timed on its own stream): bf16 1 GB 330 GB/s bus bandwidth, 1
+ * MB 14.1 us, 8 KB 7.0 us.
+ * Gap to the limit: about 73% of NVLink 4's ~450 GB/s a direction (NV18) at 1
+ * GB; 7.0 us at 8 KB: the latency of its LL protocol. */
 #include "kernels/collective_nccl.h"
 
 extern "C" const kb_variant allreduce_nccl_bf16 = {

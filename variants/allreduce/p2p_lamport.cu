@@ -12,7 +12,15 @@
  * at the link's speed.
  * Prediction (2 H200): ~4 us at 8 KB against NCCL's 7.0 and p2p_oneshot's
  * 7.7 (1.7x NCCL), ~8 us at 1 MB against NCCL's 14 (1.7x); level with
- * p2p_oneshot from 4 MB. */
+ * p2p_oneshot from 4 MB.
+ * Measured (results/h200-x2/kbench-20261123-233258.csv, 2 H200 over NVLink, L2
+ * warm, each GPU timed on its own stream): f32 16 KB 4.1 us (1.73x nccl), 256
+ * KB 4.9 us (1.79x nccl), 2 MB 11.2 us (2.51x nccl), 16 MB 77.2 us (1.01x
+ * nccl); larger messages SKIP.
+ * Gap to the limit: about 48% of NVLink 4's ~450 GB/s a direction (NV18) at 16
+ * MB; 4.1 us at 16 KB: a launch and one one-way NVLink trip; from 4 MB it falls
+ * behind p2p_oneshot, likely for the extra passes (each GPU empties a buffer as
+ * large as all its peers' messages, and pushes before it sums). */
 #include "variants/allreduce/p2p_lamport.cuh"
 
 extern "C" const kb_variant allreduce_p2p_lamport = {

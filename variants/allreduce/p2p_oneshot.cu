@@ -12,13 +12,11 @@
  * 2 (R - 1) N / R: the same N at R = 2, so near NCCL's busbw at large N and
  * ~5 us at small N (two barrier round trips over NVLink) against NCCL's ~10;
  * at R = 8 four times a ring's traffic, far behind it at large N.
- * Measured (results/h200-x2/kbench-20261123-202045.csv, 2 H200 over NVLink,
- * L2 warm): f32 2 GB 333 GB/s bus bandwidth (0.99x nccl), 2 MB 1.52x, 16 KB
- * 1.14x.
- * Gap to the limit: about 74% of NVLink 4's ~450 GB/s a direction (NV18);
- * below ~4 MB a ~20 us floor dominates (the harness's fork and join of the two
- * GPUs' streams through CUDA events, plus two launches), so at <= 1 MB this is
- * 1.39x NCCL or less, short of the 1.5x target. */
+ * Measured (results/h200-x2/kbench-20261123-233258.csv, 2 H200 over NVLink, L2
+ * warm, each GPU timed on its own stream): f32 2 GB 337 GB/s bus bandwidth
+ * (0.99x nccl), 2 MB 1.81x, 16 KB 0.91x.
+ * Gap to the limit: about 75% of NVLink 4's ~450 GB/s a direction (NV18) at 2
+ * GB; 7.8 us at 16 KB: a launch and two flag-barrier round trips over NVLink. */
 #include "variants/allreduce/p2p_oneshot.cuh"
 
 extern "C" const kb_variant allreduce_p2p_oneshot = {

@@ -11,12 +11,12 @@
  * Prediction: at R = 2 the same bytes as p2p_oneshot plus a barrier, so
  * level with it at large N and a couple of us slower at small N; from R = 4
  * ahead of it at large N and near NCCL.
- * Measured (results/h200-x2/kbench-20261123-202045.csv, 2 H200 over NVLink,
- * L2 warm): f32 2 GB 335 GB/s bus bandwidth (1.00x nccl), 2 MB 1.36x, 16 KB
- * 1.05x.
- * Gap to the limit: about 75% of NVLink 4's ~450 GB/s a direction (NV18);
- * below ~4 MB a ~20 us floor dominates (the harness's fork and join of the two
- * GPUs' streams through CUDA events, plus two launches). */
+ * Measured (results/h200-x2/kbench-20261123-233258.csv, 2 H200 over NVLink, L2
+ * warm, each GPU timed on its own stream): f32 2 GB 336 GB/s bus bandwidth
+ * (0.99x nccl), 2 MB 1.58x, 16 KB 0.69x.
+ * Gap to the limit: about 75% of NVLink 4's ~450 GB/s a direction (NV18) at 2
+ * GB; 10.2 us at 16 KB: a launch and three flag-barrier round trips over
+ * NVLink. */
 #include "variants/allreduce/p2p_twoshot.cuh"
 
 extern "C" const kb_variant allreduce_p2p_twoshot = {

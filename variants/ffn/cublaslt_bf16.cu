@@ -14,8 +14,8 @@
  * Prediction: the speed of the two bf16 GEMMs, ~730 TFLOP/s at
  * 8192x8192x32768 on an H200 (~12 ms), h's round trip through memory
  * (2 x 512 MB at ~4.5 TB/s, in the shadow of the math) nearly free.
- * Measured (results/h200-x2/kbench-20261123-202045.csv, one H200 of two,
- * sw_power_cap at 1555 MHz): 12.08 ms at 8192x8192x32768, 728 TFLOP/s.
+ * Measured (results/h200-x2/kbench-20261123-233258.csv, one H200 of two,
+ * sw_power_cap at 1555 MHz): 12.19 ms at 8192x8192x32768, 722 TFLOP/s.
  * Gap to the limit: the GEMMs' own gap to the bf16 tensor ceiling
  * (matmul cublaslt_bf16: none at 8192^3 on an H100).
  * History: docs/notes/ffn-tensor-parallel.md. */

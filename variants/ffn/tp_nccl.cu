@@ -15,9 +15,9 @@
  * one-GPU time (a speedup of ~1.85).  With bf16 partials the sum is
  * rounded once more per rank (2^-8 of each partial), well inside
  * KB_MATH_BF16's bound.
- * Measured (results/h200-x2/kbench-20261123-202045.csv, 2 H200, sw_power_cap
- * at 1768 MHz, the one-GPU row at 1555): 6.71 ms at 8192x8192x32768, 1.80x
- * cublaslt_bf16 (0.556x its time, 90% scaling efficiency).
+ * Measured (results/h200-x2/kbench-20261123-233258.csv, 2 H200, sw_power_cap
+ * at 1834 MHz, the one-GPU row at 1555): 6.66 ms at 8192x8192x32768, 1.83x
+ * cublaslt_bf16 (0.547x its time, 91% scaling efficiency).
  * Gap to the limit: the exposed all-reduce, ~7% of the time at 2 GPUs and
  * a growing share at more (compute shrinks as 1/R, the ring's traffic
  * does not); tp_overlap hides it behind the GEMMs.

@@ -16,10 +16,11 @@
  * GEMMs, and the all-reduce's blocks take some SMs from them while they
  * overlap.  Prediction: ~6.2 ms, <= 0.55x the one-GPU cublaslt_bf16
  * (~12 ms at ~730 TFLOP/s), a speedup of ~1.9-1.95 against tp_nccl's ~1.85.
- * Measured (results/h200-x2/kbench-20261123-202045.csv, 2 H200, sw_power_cap
- * at 1712 MHz, the one-GPU row at 1555): 6.59 ms, 1.83x cublaslt_bf16
- * (0.545x, 92% scaling efficiency); the overlap hid ~0.12 ms of tp_nccl's
- * ~0.5 ms all-reduce.
+ * Measured (results/h200-x2/kbench-20261123-233258.csv, 2 H200, sw_power_cap
+ * at 1578 MHz, the one-GPU row at 1555): 6.71 ms, 1.82x cublaslt_bf16
+ * (0.550x, 91% scaling efficiency), level with tp_nccl (6.66 ms at 1834
+ * MHz): at these clocks the overlap bought nothing measurable; the earlier
+ * run (kbench-20261123-202045.csv) had it 0.12 ms ahead.
  * The risk: cuBLASLt's Hopper GEMMs are persistent, one block per SM, and
  * if one leaves no room on an SM, NCCL's blocks only start between
  * kernels and then delay the next GEMM's; the overlap is partial and the

@@ -4,12 +4,11 @@
  * framework calls (ZeRO's and FSDP's gradient step).
  * Prediction (2 H200, NVLink 4): busbw ~350-380 GB/s from 256 MB, a
  * latency floor of ~10 us below 1 MB.
- * Measured (results/h200-x2/kbench-20261123-202045.csv, 2 H200 over NVLink,
- * L2 warm): f32 2 GB input 285 GB/s bus bandwidth, 4 MB 46.9 us, 32 KB
- * 27.9 us.
- * Gap to the limit: about 63% of NVLink 4's ~450 GB/s a direction (NV18);
- * below ~4 MB a ~20 us floor dominates (the harness's fork and join of the two
- * GPUs' streams through CUDA events, plus two launches). */
+ * Measured (results/h200-x2/kbench-20261123-233258.csv, 2 H200 over NVLink, L2
+ * warm, each GPU timed on its own stream): f32 2 GB input 285 GB/s bus
+ * bandwidth, 4 MB 23.3 us, 32 KB 6.3 us.
+ * Gap to the limit: about 63% of NVLink 4's ~450 GB/s a direction (NV18) at 2
+ * GB; 6.3 us at 32 KB: the latency of its LL protocol. */
 #include "kernels/collective_nccl.h"
 
 extern "C" const kb_variant reduce_scatter_nccl = {

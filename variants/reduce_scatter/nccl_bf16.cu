@@ -2,12 +2,11 @@
  * ncclBfloat16 (variants/reduce_scatter/nccl.cu says how).  NCCL adds in
  * fp32 but stores bf16 between the hops of its ring: up to R - 1 roundings,
  * where our own kernels round once.
- * Measured (results/h200-x2/kbench-20261123-202045.csv, 2 H200 over NVLink,
- * L2 warm): bf16 1 GB input 260 GB/s bus bandwidth, 2 MB 38.7 us, 16 KB
- * 27.3 us.
- * Gap to the limit: about 58% of NVLink 4's ~450 GB/s a direction (NV18);
- * below ~4 MB a ~20 us floor dominates (the harness's fork and join of the two
- * GPUs' streams through CUDA events, plus two launches). */
+ * Measured (results/h200-x2/kbench-20261123-233258.csv, 2 H200 over NVLink, L2
+ * warm, each GPU timed on its own stream): bf16 1 GB input 267 GB/s bus
+ * bandwidth, 2 MB 15.0 us, 16 KB 6.2 us.
+ * Gap to the limit: about 59% of NVLink 4's ~450 GB/s a direction (NV18) at 1
+ * GB; 6.2 us at 16 KB: the latency of its LL protocol. */
 #include "kernels/collective_nccl.h"
 
 extern "C" const kb_variant reduce_scatter_nccl_bf16 = {

@@ -5,12 +5,11 @@
  * (kernels/p2p.cuh).  Builds on allreduce p2p_twoshot's first phase.
  * Prediction: each GPU pulls (R - 1) N, the minimum, in one step: near
  * NCCL's busbw at large N, ahead of its R - 1 ring steps at small N.
- * Measured (results/h200-x2/kbench-20261123-202045.csv, 2 H200 over NVLink,
- * L2 warm): f32 2 GB input 333 GB/s bus bandwidth (1.17x nccl), 4 MB 1.42x,
- * 32 KB 1.02x.
- * Gap to the limit: about 74% of NVLink 4's ~450 GB/s a direction (NV18);
- * below ~4 MB a ~20 us floor dominates (the harness's fork and join of the two
- * GPUs' streams through CUDA events, plus two launches). */
+ * Measured (results/h200-x2/kbench-20261123-233258.csv, 2 H200 over NVLink, L2
+ * warm, each GPU timed on its own stream): f32 2 GB input 334 GB/s bus
+ * bandwidth (1.17x nccl), 4 MB 1.51x, 32 KB 0.80x.
+ * Gap to the limit: about 74% of NVLink 4's ~450 GB/s a direction (NV18) at 2
+ * GB; 7.9 us at 32 KB: a launch and two flag-barrier round trips over NVLink. */
 #include "variants/reduce_scatter/p2p.cuh"
 
 extern "C" const kb_variant reduce_scatter_p2p = {
