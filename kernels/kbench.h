@@ -170,7 +170,10 @@ const char *kb_enable_peers(void);
 
 /* A variant's work on each of the run's GPUs, ordered after what came
  * before on `stream` (the first GPU's, which the harness times) and joined
- * back into it.  The first GPU stays current after each call. */
+ * back into it.  The first GPU stays current after each call.  The streams
+ * are one per GPU for the whole process, and a launch must put each GPU's
+ * part on stream[r] only, between the fork and the join: the harness times
+ * a collective by leaving both out and timing each GPU's stream itself. */
 typedef struct {
     int n;
     int device[KB_MAX_RANKS];
