@@ -29,11 +29,11 @@
  * bf16/2), ~0.2-0.3 ms, plus the splits' traffic (each product's input
  * written three times): ~1.5x over fp32.  CUDA graphs save the launch gaps
  * of ~15 kernels a layer: a few percent at these sizes.
- * Measured on H100 (results/h100/kbench-20261122-full.csv, cold L2,
- * encoder and decoder phases, graph):
- *   encoder layer  fp32 0.700 ms, 3xtf32 0.447 ms (PyTorch eager 0.731)
- *   decoder layer  fp32 0.998 ms, 3xtf32 0.668 ms (PyTorch eager 1.390)
- *   seq2seq 6+6    fp32 10.06 ms, 3xtf32 6.45 ms  (PyTorch eager 12.68)
+ * Measured on H100 (results/h100/kbench-20261123-234019.csv, cold L2,
+ * encoder and decoder phases, graph, default kernels):
+ *   encoder layer  fp32 0.700 ms, 3xtf32 0.444 ms (PyTorch eager 0.712)
+ *   decoder layer  fp32 0.999 ms, 3xtf32 0.665 ms (PyTorch eager 1.388)
+ *   seq2seq 6+6    fp32 10.00 ms, 3xtf32 6.48 ms  (PyTorch eager 12.65)
  * Plain stream launches are 2-5% slower than the graphs.
  * Relative L2 error against the double reference: fp32 1.7e-7 to 4.6e-7,
  * 3xtf32 5.9e-6 to 1.8e-5: larger than the dropped tail term predicts,
