@@ -27,10 +27,12 @@
  *
  * Builds on flash_bf16 (the online softmax), with the split over keys in
  * place of the split over query rows, which decoding does not have.
- * Measured: no reference run yet; docs/notes/attention.md, "flash_decode".
- * Gap to the limit: 61% of the copy ceiling on K and V at
- * 1x32x1x32768x128x8 against issue 16's 80%, 96% at 64x32x1x131072x128x8:
- * the short row pays for the L2 flush's dirty lines and a second launch. */
+ * Measured (results/h100/kbench-20261123-234019.csv, cold L2, % of the
+ * run's 3006 GB/s copy ceiling): 1843 GB/s (61%) at 1x32x1x32768x128x8,
+ * 2536 (84%) at Tk = 131072, 2046 (68%) at 8x32x1x8192x128x8, 2826 (94%)
+ * at 64x32x1x8192x128x8; PyTorch's SDPA 1512, 2530, 2008 and 2907.
+ * Gap to the limit: 61% at 1x32x1x32768x128x8 against issue 16's 80%: the
+ * short row pays for the L2 flush's dirty lines and a second launch. */
 #include <stdint.h>
 #include <cuda_bf16.h>
 #include "kernels/attention.h"

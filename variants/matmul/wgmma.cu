@@ -27,10 +27,11 @@
  *
  * Builds on mma_sync_swizzled: wgmma from swizzled shared memory replaces
  * ldmatrix + mma.sync.
- * Measured: not yet in the reference run; a bf16 matmul run at 0bdafd7
- * (docs/notes/matmul.md) gave 567 TFLOP/s at 4096^3 (0.77x cublas_bf16),
- * 613 at 8192^3 (0.78x), 0.60-0.62x at the transformer shapes.
- * Gap to the limit: the dense bf16 tensor peak, ~990 TFLOP/s on H100 SXM.
+ * Measured (results/h100/kbench-20261123-234019.csv, cold L2): 574 TFLOP/s
+ * at 4096^3 (0.73x cublas_bf16), 531 at 8192^3 (0.67x, sw_power_cap at
+ * 1717 MHz), 0.55-0.63x at the transformer shapes.
+ * Gap to the limit: cublas_bf16 (783 TFLOP/s at 4096^3), the run's bf16
+ * ceiling 779, ~990 dense peak on H100 SXM.
  * What is left: the loads still cost every thread issue slots and
  * registers (TMA: the next rung), only two tiles are in flight, and the
  * epilogue writes C straight from registers. */

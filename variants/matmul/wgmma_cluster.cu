@@ -17,9 +17,11 @@
  * 16-byte aligned take wgmma's kernel.  Every shape runs.  Needs sm_90a.
  *
  * Builds on wgmma_persistent: 2-block clusters sharing B by TMA multicast.
- * Measured: no reference run yet; docs/notes/matmul.md, "H100, 2026-11-23".
- * Gap to the limit: cublas_bf16 (784 TFLOP/s at 4096^3), the measured bf16
- * ceiling 787, ~990 dense peak on H100 SXM.
+ * Measured (results/h100/kbench-20261123-234019.csv, cold L2): 704 TFLOP/s
+ * at 4096^3 (0.90x cublas_bf16), 713 at 8192^3 (0.90x, sw_power_cap at
+ * 1440 MHz), 0.64-0.83x at the transformer shapes.
+ * Gap to the limit: cublas_bf16 (783 TFLOP/s at 4096^3), the measured bf16
+ * ceiling 779, ~990 dense peak on H100 SXM.
  * What is left: the epilogue still stalls the tensor cores (ping-pong
  * consumers, or stmatrix + a TMA store); the tile order could follow a
  * Hilbert curve. */

@@ -16,9 +16,11 @@
  *
  * Builds on wgmma_warpspec: persistent blocks over grouped tiles, the ring
  * running across tiles, and a 192-wide tile for narrow N.
- * Measured: no reference run yet; docs/notes/matmul.md, "H100, 2026-11-23".
- * Gap to the limit: cublas_bf16 (784 TFLOP/s at 4096^3), the measured bf16
- * ceiling 787, ~990 dense peak on H100 SXM.
+ * Measured (results/h100/kbench-20261123-234019.csv, cold L2): 704 TFLOP/s
+ * at 4096^3 (0.90x cublas_bf16), 714 at 8192^3 (0.90x, sw_power_cap at
+ * 1380 MHz), 0.65-0.82x at the transformer shapes.
+ * Gap to the limit: cublas_bf16 (783 TFLOP/s at 4096^3), the measured bf16
+ * ceiling 779, ~990 dense peak on H100 SXM.
  * What is left: both consumers store their tile together, so the tensor
  * cores idle through every epilogue (ping-pong consumers, each on its own
  * tile, overlap one's epilogue with the other's MMAs; an stmatrix + TMA
