@@ -876,6 +876,11 @@ static int prepare(int argc, char **argv, kb_model_opts *o, csv_out *co, kb_devi
     if (kb_model_parse(argc, argv, o, err, errlen) != 0 || check_outputs(o, co, err, errlen) != 0 ||
         load_model(o, m, in, err, errlen) != 0)
         return KB_EXIT_USAGE;
+    const char *unfit = o->cpu_only ? NULL : kb_tf_kernels_fit(&o->kernels, &m->cfg, o->mode, in->B, in->Ts, in->Tt);
+    if (unfit) {
+        snprintf(err, errlen, "%s", unfit);
+        return KB_EXIT_USAGE;
+    }
     return !o->cpu_only && kb_gpu_open(o->device, dev, err, errlen) != 0 ? KB_EXIT_FAIL : 0;
 }
 

@@ -553,23 +553,20 @@ extern "C" const char *kb_tf_kernels_check(const kb_tf_kernels *k, char *err, si
     return NULL;
 }
 
-/* Set up call site c with variant v at a shape, whose args are `args`:
- * refused when the variant cannot run the shape or this GPU. */
-static const char *setup_call(Call *c, const kb_variant *v, const char *op, const kb_shape *shape,
-                              const void *args)
+/* Set up call site c with variant v, whose args are `args`: refused when
+ * this GPU is too old for it (the shape was checked by kb_tf_kernels_fit). */
+static const char *setup_call(Call *c, const kb_variant *v, const void *args)
 {
     static char why[256];
     int dev = 0, major = 0, minor = 0;
     cudaGetDevice(&dev);
     cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
     cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
-    const char *no = v->unsupported ? v->unsupported(shape) : NULL;
-    if (!no && v->min_cc > major * 10 + minor)
-        no = "needs a newer GPU";
+    const char *no = v->min_cc > major * 10 + minor ? "needs a newer GPU" : NULL;
     if (!no && v->setup)
         no = v->setup(args, &c->ctx);
     if (no) {
-        snprintf(why, sizeof why, "%s %s at the model's shape: %s", op, v->name, no);
+        snprintf(why, sizeof why, "%s: %s", v->name, no);
         return why;
     }
     c->v = v;
@@ -584,41 +581,79 @@ static kb_shape rows_shape(int64_t M, int64_t C)
     return s;
 }
 
+/* The call sites: attention over the source, over the target (its mask)
+ * and across; the residual norms over source and target tokens, and the
+ * final norms (seq2seq) over the same.  Whether the mode has site i, and
+ * its shape. */
+enum { SITE_ATTN_SRC, SITE_ATTN_TGT, SITE_ATTN_CROSS, SITE_ROWS_SRC, SITE_ROWS_TGT, SITE_COUNT };
+
+static bool site_shape(const kb_tf_config &c, kb_tf_mode mode, int B, int Ts, int Tt, int site, kb_shape *s)
+{
+    const bool enc = mode != KB_TF_DECODER, dec = mode != KB_TF_ENCODER;
+    *s = kb_shape{};
+    if (site == SITE_ROWS_SRC || site == SITE_ROWS_TGT) {
+        *s = rows_shape((int64_t)B * (site == SITE_ROWS_SRC ? Ts : Tt), c.d_model);
+        return site == SITE_ROWS_SRC ? enc : dec;
+    }
+    const int Tq = site == SITE_ATTN_SRC ? Ts : Tt, Tk = site == SITE_ATTN_TGT ? Tt : Ts;
+    s->nd = 5, s->d[0] = B, s->d[1] = c.heads, s->d[2] = Tq, s->d[3] = Tk, s->d[4] = c.d_model / c.heads;
+    s->flags = site == SITE_ATTN_TGT && c.causal;
+    return site == SITE_ATTN_SRC ? enc : dec;
+}
+
+/* Whether a variant runs a site's shape: NULL, or one line why not. */
+static const char *site_refusal(const kb_variant *v, const char *op, const kb_shape *shape)
+{
+    static char why[256];
+    const char *no = v->unsupported ? v->unsupported(shape) : NULL;
+    if (!no)
+        return NULL;
+    snprintf(why, sizeof why, "%s %s at the model's shape: %s", op, v->name, no);
+    return why;
+}
+
+extern "C" const char *kb_tf_kernels_fit(const kb_tf_kernels *k, const kb_tf_config *c, kb_tf_mode mode, int B,
+                                         int Ts, int Tt)
+{
+    static char err[256];
+    if (kb_tf_kernels_check(k, err, sizeof err))
+        return err;
+    for (int site = 0; site < SITE_COUNT; ++site) {
+        kb_shape shape;
+        const int kind = site < SITE_ROWS_SRC ? 0 : 1;
+        if (!site_shape(*c, mode, B, Ts, Tt, site, &shape))
+            continue;
+        TRY(site_refusal(kernel_variant(k, kind), kb_tf_kernel_ops[kind], &shape));
+        if (kind == 1 && mode == KB_TF_SEQ2SEQ)
+            TRY(site_refusal(kernel_variant(k, 2), kb_tf_kernel_ops[2], &shape));
+    }
+    return NULL;
+}
+
 /* Every call site of the mode, set up at its shape before any timing or
  * capture (setups allocate and set kernel attributes). */
 static const char *setup_kernels(kb_tf_gpu *g, const kb_tf_kernels *k)
 {
-    const kb_variant *attn = kernel_variant(k, 0), *addn = kernel_variant(k, 1), *norm = kernel_variant(k, 2);
-    static char err[256];
-    if (kb_tf_kernels_check(k, err, sizeof err))
-        return err;
-    const int d = g->cfg.d_model, H = g->cfg.heads, enc = g->mode != KB_TF_DECODER, dec = g->mode != KB_TF_ENCODER;
-    struct Site {
-        Call *c;
-        int Tq, Tk, causal;
-    } attention[] = {{&g->attn_src, g->Ts, g->Ts, 0}, {&g->attn_tgt, g->Tt, g->Tt, g->cfg.causal},
-                     {&g->attn_cross, g->Tt, g->Ts, 0}};
-    for (int i = 0; i < 3; ++i) {
-        if ((i == 0 && !enc) || (i > 0 && !dec))
+    TRY(kb_tf_kernels_fit(k, &g->cfg, g->mode, g->B, g->Ts, g->Tt));
+    Call *attention[] = {&g->attn_src, &g->attn_tgt, &g->attn_cross};
+    for (int site = SITE_ATTN_SRC; site <= SITE_ATTN_CROSS; ++site) {
+        kb_shape s;
+        if (!site_shape(g->cfg, g->mode, g->B, g->Ts, g->Tt, site, &s))
             continue;
-        const Site &st = attention[i];
-        const kb_attention_args a = attention_args(g, st.Tq, st.Tk, st.causal);
-        kb_shape shape = {};
-        shape.nd = 5, shape.d[0] = g->B, shape.d[1] = H, shape.d[2] = st.Tq, shape.d[3] = st.Tk,
-        shape.d[4] = d / H, shape.flags = st.causal;
-        TRY(setup_call(st.c, attn, "attention", &shape, &a));
+        const kb_attention_args a = attention_args(g, (int)s.d[2], (int)s.d[3], s.flags);
+        TRY(setup_call(attention[site], kernel_variant(k, 0), &a));
     }
-    for (int i = 0; i < 2; ++i) {
-        if ((i == 0 && !enc) || (i == 1 && !dec))
+    for (int site = SITE_ROWS_SRC; site <= SITE_ROWS_TGT; ++site) {
+        kb_shape s;
+        if (!site_shape(g->cfg, g->mode, g->B, g->Ts, g->Tt, site, &s))
             continue;
-        const int M = g->B * (i == 0 ? g->Ts : g->Tt);
-        const kb_shape shape = rows_shape(M, d);
+        const int M = (int)s.d[0], d = g->cfg.d_model, src = site == SITE_ROWS_SRC;
         const kb_add_layernorm_args a = {M, d, g->cfg.eps, g->x[0], g->proj, NULL, NULL, g->x[1], g->sum};
-        TRY(setup_call(i == 0 ? &g->add_src : &g->add_tgt, addn, "add_layernorm", &shape, &a));
+        TRY(setup_call(src ? &g->add_src : &g->add_tgt, kernel_variant(k, 1), &a));
         if (g->mode != KB_TF_SEQ2SEQ)
             continue;
         const kb_layernorm_args n = {M, d, g->cfg.eps, g->stack, NULL, NULL, g->out};
-        TRY(setup_call(i == 0 ? &g->norm_src : &g->norm_tgt, norm, "layernorm", &shape, &n));
+        TRY(setup_call(src ? &g->norm_src : &g->norm_tgt, kernel_variant(k, 2), &n));
     }
     return NULL;
 }

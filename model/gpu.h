@@ -42,6 +42,10 @@ extern const char *const kb_tf_kernel_ops[3]; /* attention, add_layernorm, layer
 const char *kb_tf_kernel_name(const kb_tf_kernels *k, int kind);
 /* Whether every name is an fp32 variant of its op: NULL, or one line why not. */
 const char *kb_tf_kernels_check(const kb_tf_kernels *k, char *err, size_t errlen);
+/* Whether they also run the model's shapes (each variant's `unsupported`),
+ * without a GPU: NULL, or one line why not. */
+const char *kb_tf_kernels_fit(const kb_tf_kernels *k, const kb_tf_config *c, kb_tf_mode mode, int B, int Ts,
+                              int Tt);
 
 /* Upload the weights in the layout the gemm path wants, allocate every
  * activation for a batch of B sequences (Ts source and Tt target tokens),

@@ -32,6 +32,7 @@ expect 2 "no add_layernorm variant 'welford'" decoder --add-norm welford
 expect 2 "no layernorm variant 'fused'" seq2seq --norm fused
 expect 2 "--norm picks the final norms' variant, which only seq2seq has" encoder --norm warp
 expect 2 "--attention needs a value" seq2seq --attention
+expect 2 "attention flash_3xtf32 at the model's shape: D must be a multiple of 8" encoder --heads 128 --attention flash_3xtf32
 expect 2 "--batch needs an integer" seq2seq --batch 0
 expect 2 "--heads needs an integer" seq2seq --heads x
 expect 2 "not a multiple of --heads 4" seq2seq --d-model 10 --heads 4
