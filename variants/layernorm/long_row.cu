@@ -15,15 +15,14 @@
  * C = 32768, two reads of x past it): a cluster's registers hold rows of up
  * to 262144, in blocks half that size (two per SM).
  * Prediction: ~85-90% of the copy ceiling from 1024x32768 to 128x262144.
- * Measured (results/h100/kbench-20261123-164335.csv, H100, cold L2):
- * 2,596 GB/s at 4096x32768, 86.4% of the run's 3006 GB/s memory ceiling,
- * 27.94x naive; 1,430 GB/s (47.6%) at 128x262144, 452.95x naive.
- * Gap to the limit: 14 points at 4096x32768, 52 at 128x262144, where
- * split_row and persistent_row are ahead: as for softmax long_row, the
- * clusters of 8 and 16 of the longest rows cannot all be placed and wait
- * for their slowest block; layernorm's two register passes and gamma/beta
- * loads add some 6 points to softmax's loss.
- * History: docs/notes/softmax-layernorm.md. */
+ * Measured (results/h100/kbench-20261123-234019.csv, H100, cold L2): 2,458 GB/s
+ * at 1024x32768, 81.8% of the run's 3006 GB/s memory ceiling, 97.84x naive;
+ * 1,417 GB/s (47.1%) at 128x262144, 451.80x naive.
+ * Gap to the limit: 18 points at 1024x32768, 53 at 128x262144, where split_row
+ * and persistent_row are ahead: as for softmax long_row, the clusters of 8 and
+ * 16 of the longest rows cannot all be placed and wait for their slowest block;
+ * layernorm's two register passes and gamma/beta loads add some 6 points to
+ * softmax's loss. History: docs/notes/softmax-layernorm.md. */
 #include "kernels/layernorm.h"
 #include "kernels/cuda_util.h"
 #include "kernels/cluster_row.cuh"

@@ -10,10 +10,10 @@
  *
  * Builds on blocktile_2d: ~1.3x predicted, from 4x fewer load/store
  * instructions.
- * Measured (results/h100/kbench-20261123-164335.csv, H100, cold L2):
- * 31.5 TFLOP/s at 4096^3 and 31.4 at 8192^3, 49.5% and 49.4% of the run's
- * 63.6 TFLOP/s fp32 ceiling, 0.61x cublas.
- * Gap to the limit: 2x; a warp's reads of Bs still cover 512 bytes (4 shared
+ * Measured (results/h100/kbench-20261123-234019.csv, H100, cold L2): 31.5
+ * TFLOP/s at 4096^3, 49.6% of the run's 63.5 TFLOP/s fp32 ceiling, 0.61x
+ * cublas; 31.5 TFLOP/s (49.5%) at 8192^3, 0.61x cublas.
+ * Gap to the limit: 2.0x; a warp's reads of Bs still cover 512 bytes (4 shared
  * wavefronts for 2 useful), storing A transposed conflicts, and global loads
  * wait in line with the math: no overlap.  History: docs/notes/matmul.md. */
 #include <stdint.h>

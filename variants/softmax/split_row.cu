@@ -13,14 +13,14 @@
  * cluster to place, so the longest rows lose nothing to GPC packing, and
  * six waiting blocks per SM instead of two.
  * Prediction: ~85-90% of the copy ceiling from 1024x32768 to 128x262144.
- * Measured (results/h100/kbench-20261123-164335.csv, H100, cold L2):
- * 2,856 GB/s at 4096x32768, 95.0% of the run's 3006 GB/s memory ceiling,
- * 1.07x cudnn; 2,499 GB/s (83.1%) at 128x262144, 6.58x cudnn.
- * Gap to the limit: 5 points at 4096x32768, 17 at 128x262144: each block's
- * life is a chain of dependent round trips (its ticket, its loads, the
- * count and the partials) for 32 KiB of data, and the waits hold shared
- * memory that more loads could use (persistent_row keeps it busy).
- * History: docs/notes/softmax-layernorm.md. */
+ * Measured (results/h100/kbench-20261123-234019.csv, H100, cold L2): 2,654 GB/s
+ * at 1024x32768, 88.3% of the run's 3006 GB/s memory ceiling, 1.13x cudnn;
+ * 2,551 GB/s (84.8%) at 128x262144, 6.70x cudnn.
+ * Gap to the limit: 12 points at 1024x32768, 15 at 128x262144: each block's
+ * life is a chain of dependent round trips (its ticket, its loads, the count
+ * and the partials) for 32 KiB of data, and the waits hold shared memory that
+ * more loads could use (persistent_row keeps it busy). History:
+ * docs/notes/softmax-layernorm.md. */
 #include "kernels/softmax.h"
 #include "kernels/cuda_util.h"
 #include "kernels/split_row.cuh"
