@@ -23,12 +23,11 @@
  * 16 up to 128; any B, H, Tq, Tk.
  *
  * Builds on flash_f32: the same algorithm on the tensor cores.
- * Measured (results/h100/kbench-20261123-164335.csv, at 3995dc5, before
- * the GQA and Tq != Tk change; % of the run's 787 TFLOP/s bf16 ceiling):
- * 371.6 TFLOP/s at 2x16x4096x4096x128 (47.2%), 306.3 at 4x16x4096x4096x64
- * (38.9%), 384.0 at 4x16x8192x8192x128 (48.8%), 338.7 at ..128c (43.0%);
- * PyTorch's bf16 SDPA in the same run: 663, 455, 677 and 625 (ours
- * 0.54-0.67x).
+ * Measured (results/h100/kbench-20261123-234019.csv; % of the run's 779 TFLOP/s
+ * bf16 ceiling): 385.0 TFLOP/s at 2x16x4096x4096x128 (49.4%), 315.1 at
+ * 4x16x4096x4096x64 (40.4%), 372.9 at 4x16x8192x8192x128 (47.9%), 384.4 at
+ * ..128c (49.3%); PyTorch's bf16 SDPA in the same run: 632, 435, 679 and 615
+ * (ours 0.55-0.72x).
  * Gap to the limit: mma.sync tops out near 2/3 of the wgmma rate that the
  * ceiling's cuBLAS GEMM uses, and the softmax's FP32/MUFU work and the
  * ldmatrix traffic share its issue slots.  History:

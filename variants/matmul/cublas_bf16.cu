@@ -5,9 +5,9 @@
  * n = M, no transposes (variants/matmul/cublas_common.h).
  *
  * Builds on cublas: the same call in bf16, on the tensor cores.
- * Measured (results/h100/kbench-20261123-164335.csv, H100, cold L2):
- * 784.2 TFLOP/s at 4096^3 and 792.8 at 8192^3, 99.6% and 100.7% of the
- * run's 787 TFLOP/s bf16 tensor ceiling, 15.2x and 15.4x cublas (fp32).
+ * Measured (results/h100/kbench-20261123-234019.csv, H100, cold L2): 783.0
+ * TFLOP/s at 4096^3 and 789.1 at 8192^3, 100.5% and 101.3% of the run's 779
+ * TFLOP/s bf16 tensor ceiling, 15.2x and 15.3x cublas (fp32).
  * Gap to the limit: none to the measured ceiling; 73-74% of the 1071 TFLOP/s
  * datasheet figure at 1980 MHz.  History: docs/notes/matmul.md. */
 #include "kernels/matmul.h"

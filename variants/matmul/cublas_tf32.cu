@@ -3,11 +3,11 @@
  * same function as fp32: it is checked with the tf32 tolerance.  Shows what
  * giving up fp32 products buys.
  *
- * Measured (results/h100/kbench-20261123-164335.csv, H100, cold L2):
- * 398.9 TFLOP/s at 4096^3 and 357.9 at 8192^3 (that row at 1904 MHz),
- * 101.3% and 90.9% of the run's tf32 ceiling (half its 787 TFLOP/s bf16
- * tensor ceiling), 7.72x and 6.95x cublas.
- * Gap to the limit: none at 4096^3; 9 points at 8192^3.
+ * Measured (results/h100/kbench-20261123-234019.csv, H100, cold L2): 397.0
+ * TFLOP/s at 4096^3 and 369.4 at 8192^3 (that row at 1928 MHz), 101.9% and
+ * 94.8% of the run's tf32 ceiling (half its 779 TFLOP/s bf16 tensor ceiling),
+ * 7.68x and 7.15x cublas.
+ * Gap to the limit: none at 4096^3; 5 points at 8192^3.
  * History: docs/notes/matmul.md. */
 #include "kernels/matmul.h"
 #include "variants/matmul/cublas_common.h"
