@@ -311,6 +311,10 @@ static int run_dealt(const kb_options *o, const plan *p, int w, shared_state *sh
     snprintf(prefix, sizeof prefix, "GPU %d", p->dev[w]);
     printf("%s: %s (sm_%d%d, %d SMs, %s), %d rows\n", prefix, d->name, d->cc_major, d->cc_minor, d->sm_count,
            d->pci_bus_id, m);
+    /* The workers share the host: each takes its share of the cores for the
+     * inputs and references it makes, rather than all of them each. */
+    int cores = omp_get_num_procs() / (p->ndev > 0 ? p->ndev : 1);
+    omp_set_num_threads(cores > 0 ? cores : 1);
     const double t0 = omp_get_wtime();
     kb_run_plan(mine, m);
     for (int i = 0; i < m; ++i) {
