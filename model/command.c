@@ -354,6 +354,8 @@ static void print_setup(const kb_tf_model *m, kb_tf_mode mode, const model_input
            c->heads, c->d_ff, c->enc_layers, c->dec_layers,
            mode == KB_TF_ENCODER ? "" : c->causal ? ", causal decoder" : ", unmasked decoder",
            kb_tf_weight_count(c) / 1e6, forward_flops(c, in) / 1e9);
+    if (!k) /* --cpu-only: only the C reference runs */
+        return;
     printf("kernels: attention %s, add_layernorm %s%s%s\n", kb_tf_kernel_name(k, 0), kb_tf_kernel_name(k, 1),
            mode == KB_TF_SEQ2SEQ ? ", final norms layernorm " : "", mode == KB_TF_SEQ2SEQ ? kb_tf_kernel_name(k, 2) : "");
 }
@@ -881,7 +883,17 @@ static int prepare(int argc, char **argv, kb_model_opts *o, csv_out *co, kb_devi
         snprintf(err, errlen, "%s", unfit);
         return KB_EXIT_USAGE;
     }
-    return !o->cpu_only && kb_gpu_open(o->device, dev, err, errlen) != 0 ? KB_EXIT_FAIL : 0;
+    if (o->cpu_only)
+        return 0;
+    if (kb_gpu_open(o->device, dev, err, errlen) != 0)
+        return KB_EXIT_FAIL;
+    /* A kernel this GPU is too old for: one line, before the reference runs. */
+    const char *old_gpu = kb_tf_kernels_cc(&o->kernels, o->mode, dev->cc_major * 10 + dev->cc_minor);
+    if (old_gpu) {
+        snprintf(err, errlen, "%s", old_gpu);
+        return KB_EXIT_FAIL;
+    }
+    return 0;
 }
 
 int kb_cmd_model(int argc, char **argv)
@@ -906,7 +918,7 @@ int kb_cmd_model(int argc, char **argv)
     if (rc)
         fprintf(stderr, "kbench: %s\n", err);
     else {
-        print_setup(&m, o.mode, &in, &o.kernels);
+        print_setup(&m, o.mode, &in, o.cpu_only ? NULL : &o.kernels);
         rc = o.cpu_only ? cpu_only(&o, &m, &in) : gpu_model(&o, &m, &in, &dev, co);
     }
     kb_tf_free(&m);

@@ -553,20 +553,42 @@ extern "C" const char *kb_tf_kernels_check(const kb_tf_kernels *k, char *err, si
     return NULL;
 }
 
-/* Set up call site c with variant v, whose args are `args`: refused when
- * this GPU is too old for it (the shape was checked by kb_tf_kernels_fit). */
-static const char *setup_call(Call *c, const kb_variant *v, const void *args)
+/* A variant's compute-capability floor against the GPU's: NULL, or one line. */
+static const char *cc_refusal(const kb_variant *v, const char *op, int cc)
+{
+    static char why[256];
+    if (v->min_cc <= cc)
+        return NULL;
+    snprintf(why, sizeof why, "%s %s needs compute capability %d.%d, the GPU has %d.%d", op, v->name, v->min_cc / 10,
+             v->min_cc % 10, cc / 10, cc % 10);
+    return why;
+}
+
+extern "C" const char *kb_tf_kernels_cc(const kb_tf_kernels *k, kb_tf_mode mode, int cc)
+{
+    static char err[256];
+    if (kb_tf_kernels_check(k, err, sizeof err))
+        return err;
+    for (int kind = 0; kind < 3; ++kind)
+        if (kind < 2 || mode == KB_TF_SEQ2SEQ) /* the final norms are seq2seq's */
+            TRY(cc_refusal(kernel_variant(k, kind), kb_tf_kernel_ops[kind], cc));
+    return NULL;
+}
+
+/* Set up call site c with variant v of op `op`, whose args are `args`:
+ * refused when this GPU is too old for it (the shape was checked by
+ * kb_tf_kernels_fit). */
+static const char *setup_call(Call *c, const kb_variant *v, const char *op, const void *args)
 {
     static char why[256];
     int dev = 0, major = 0, minor = 0;
     cudaGetDevice(&dev);
     cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
     cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
-    const char *no = v->min_cc > major * 10 + minor ? "needs a newer GPU" : NULL;
-    if (!no && v->setup)
-        no = v->setup(args, &c->ctx);
+    TRY(cc_refusal(v, op, major * 10 + minor));
+    const char *no = v->setup ? v->setup(args, &c->ctx) : NULL;
     if (no) {
-        snprintf(why, sizeof why, "%s: %s", v->name, no);
+        snprintf(why, sizeof why, "%s %s setup: %s", op, v->name, no);
         return why;
     }
     c->v = v;
@@ -641,7 +663,7 @@ static const char *setup_kernels(kb_tf_gpu *g, const kb_tf_kernels *k)
         if (!site_shape(g->cfg, g->mode, g->B, g->Ts, g->Tt, site, &s))
             continue;
         const kb_attention_args a = attention_args(g, (int)s.d[2], (int)s.d[3], s.flags);
-        TRY(setup_call(attention[site], kernel_variant(k, 0), &a));
+        TRY(setup_call(attention[site], kernel_variant(k, 0), kb_tf_kernel_ops[0], &a));
     }
     for (int site = SITE_ROWS_SRC; site <= SITE_ROWS_TGT; ++site) {
         kb_shape s;
@@ -649,11 +671,11 @@ static const char *setup_kernels(kb_tf_gpu *g, const kb_tf_kernels *k)
             continue;
         const int M = (int)s.d[0], d = g->cfg.d_model, src = site == SITE_ROWS_SRC;
         const kb_add_layernorm_args a = {M, d, g->cfg.eps, g->x[0], g->proj, NULL, NULL, g->x[1], g->sum};
-        TRY(setup_call(src ? &g->add_src : &g->add_tgt, kernel_variant(k, 1), &a));
+        TRY(setup_call(src ? &g->add_src : &g->add_tgt, kernel_variant(k, 1), kb_tf_kernel_ops[1], &a));
         if (g->mode != KB_TF_SEQ2SEQ)
             continue;
         const kb_layernorm_args n = {M, d, g->cfg.eps, g->stack, NULL, NULL, g->out};
-        TRY(setup_call(src ? &g->norm_src : &g->norm_tgt, kernel_variant(k, 2), &n));
+        TRY(setup_call(src ? &g->norm_src : &g->norm_tgt, kernel_variant(k, 2), kb_tf_kernel_ops[2], &n));
     }
     return NULL;
 }

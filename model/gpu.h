@@ -46,6 +46,10 @@ const char *kb_tf_kernels_check(const kb_tf_kernels *k, char *err, size_t errlen
  * without a GPU: NULL, or one line why not. */
 const char *kb_tf_kernels_fit(const kb_tf_kernels *k, const kb_tf_config *c, kb_tf_mode mode, int B, int Ts,
                               int Tt);
+/* Whether the GPU of compute capability cc (e.g. 90) runs every variant the
+ * mode uses (each variant's min_cc), without touching the GPU: NULL, or one
+ * line why not. */
+const char *kb_tf_kernels_cc(const kb_tf_kernels *k, kb_tf_mode mode, int cc);
 
 /* Upload the weights in the layout the gemm path wants, allocate every
  * activation for a batch of B sequences (Ts source and Tt target tokens),

@@ -108,6 +108,11 @@ run_cpu d.npy seq2seq --batch 2 --src-len 5 --tgt-len 4 "${small[@]}" --no-causa
 cmp -s a.npy b.npy || fail "the same seed gave different outputs"
 cmp -s a.npy c.npy && fail "another seed gave the same output"
 cmp -s a.npy d.npy && fail "--no-causal gave the causal output"
+# Other kernels by name are accepted; --cpu-only runs none of them, so the
+# output is the same and no `kernels:` line is printed.
+run_cpu k.npy seq2seq --batch 2 --src-len 5 --tgt-len 4 "${small[@]}" --attention cublas --add-norm unfused --norm warp
+cmp -s a.npy k.npy || fail "--cpu-only with other kernels gave another output"
+grep -q "^kernels:" stdout && fail "--cpu-only printed the GPU's kernels: $(cat stdout)"
 
 # Text goes through the tokenizer: one sequence, a token each word.
 run_cpu t.npy seq2seq --src "the cat sat on the mat" --tgt "a dog" "${small[@]}"

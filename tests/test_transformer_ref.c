@@ -2,9 +2,14 @@
  * d_model = 4, two heads, one encoder and one decoder layer.  Q and K
  * projections are zero, so attention is a uniform average; V and the output
  * projection are identities; the FFN is zero; norms are gamma 1, beta 0.
- * Every output is then a LayerNorm of sums of input rows, worked out below. */
+ * Every output is then a LayerNorm of sums of input rows, worked out below.
+ * Also the GPU forward's choice of kernels by name, which needs no GPU:
+ * unknown, bf16 and wrong-op names, shapes a variant refuses, and GPUs too
+ * old for a variant. */
 #include <math.h>
 #include <string.h>
+#include "harness/harness.h"
+#include "model/gpu.h"
 #include "model/transformer.h"
 #include "tests/check.h"
 
@@ -38,8 +43,61 @@ static void check_row(const float *got, const double *want)
         CHECK_NEAR(got[c], want[c], 1e-4);
 }
 
+/* kb_tf_kernels_check, _fit and _cc: NULL, or one line holding `want`. */
+static void expect_refusal(const char *got, const char *want)
+{
+    printf("%s -> %s\n", want ? want : "(accepted)", got ? got : "accepted");
+    CHECK(want ? got && strstr(got, want) && !strchr(got, '\n') : !got);
+}
+
+static void kernel_choice(void)
+{
+    char err[256];
+    const kb_tf_kernels defaults = {NULL, NULL, NULL};
+    CHECK(!strcmp(kb_tf_kernel_name(NULL, 0), "flash_f32") && !strcmp(kb_tf_kernel_name(&defaults, 1), "fused") &&
+          !strcmp(kb_tf_kernel_name(&defaults, 2), "welford"));
+    expect_refusal(kb_tf_kernels_check(&defaults, err, sizeof err), NULL);
+    const kb_tf_kernels unknown = {"nope", NULL, NULL}, bf16 = {"flash_bf16", NULL, NULL},
+                        wrong_op = {NULL, "welford", NULL}, other_op = {NULL, NULL, "fused"};
+    expect_refusal(kb_tf_kernels_check(&unknown, err, sizeof err), "no attention variant 'nope'");
+    expect_refusal(kb_tf_kernels_check(&bf16, err, sizeof err), "attention 'flash_bf16' stores bf16");
+    expect_refusal(kb_tf_kernels_check(&wrong_op, err, sizeof err), "no add_layernorm variant 'welford'");
+    expect_refusal(kb_tf_kernels_check(&other_op, err, sizeof err), "no layernorm variant 'fused'");
+
+    /* d_head 64, then 4: flash_3xtf32 needs a multiple of 8. */
+    const kb_tf_config wide = {512, 8, 2048, 1, 1, 1e-5f, 1}, narrow = {512, 128, 2048, 1, 1, 1e-5f, 1};
+    const kb_tf_kernels tf32x3 = {"flash_3xtf32", "unfused", "warp"};
+    for (int mode = 0; mode < 3; ++mode) {
+        expect_refusal(kb_tf_kernels_fit(&defaults, &wide, (kb_tf_mode)mode, 2, 7, 5), NULL);
+        expect_refusal(kb_tf_kernels_fit(&tf32x3, &wide, (kb_tf_mode)mode, 2, 7, 5), NULL);
+        expect_refusal(kb_tf_kernels_fit(&tf32x3, &narrow, (kb_tf_mode)mode, 2, 7, 5),
+                       "attention flash_3xtf32 at the model's shape: D must be a multiple of 8");
+    }
+    expect_refusal(kb_tf_kernels_fit(&bf16, &wide, KB_TF_ENCODER, 2, 7, 5), "stores bf16");
+
+    /* flash_f32 and flash_3xtf32 need sm_80; cuBLAS and the norms any GPU. */
+    const kb_tf_kernels cublas = {"cublas", "unfused", "warp"};
+    expect_refusal(kb_tf_kernels_cc(&defaults, KB_TF_ENCODER, 75),
+                   "attention flash_f32 needs compute capability 8.0, the GPU has 7.5");
+    expect_refusal(kb_tf_kernels_cc(&tf32x3, KB_TF_DECODER, 75),
+                   "attention flash_3xtf32 needs compute capability 8.0, the GPU has 7.5");
+    expect_refusal(kb_tf_kernels_cc(&defaults, KB_TF_SEQ2SEQ, 80), NULL);
+    expect_refusal(kb_tf_kernels_cc(&cublas, KB_TF_SEQ2SEQ, 60), NULL);
+    /* long_row, as the final norm, needs sm_90, and only seq2seq runs it;
+     * builds without sm_90 leave it out of the table. */
+    const kb_tf_kernels long_row = {"cublas", NULL, "long_row"};
+    if (kb_find_variant(kb_find_op("layernorm"), "long_row")) {
+        expect_refusal(kb_tf_kernels_cc(&long_row, KB_TF_SEQ2SEQ, 89),
+                       "layernorm long_row needs compute capability 9.0, the GPU has 8.9");
+        expect_refusal(kb_tf_kernels_cc(&long_row, KB_TF_DECODER, 75), NULL);
+        expect_refusal(kb_tf_kernels_cc(&long_row, KB_TF_SEQ2SEQ, 90), NULL);
+    } else
+        expect_refusal(kb_tf_kernels_cc(&long_row, KB_TF_SEQ2SEQ, 90), "no layernorm variant 'long_row'");
+}
+
 int main(void)
 {
+    kernel_choice();
     for (int i = 0; i < D; ++i)
         ones[i] = 1;
     kb_tf_attn attn = averaging_attention();
