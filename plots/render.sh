@@ -13,10 +13,12 @@
 #   speed-OP-DTYPE-FAMILY  GFLOP/s (GB/s when the family's largest row is
 #                   memory-bound, by its bound column) for one shape family
 #                   (the CSV's family column): a line per variant over the
-#                   family's axis field, or points over problem size for a
-#                   family without one (tile-hostile shapes); every ceiling
-#                   of the rows' maths drawn.  A CSV without the family
-#                   column gives speed-OP-DTYPE, all shapes over problem size
+#                   family's axis field, each ending in its name and speedup
+#                   over the baseline, or points by shape for a family
+#                   without one (tile-hostile shapes); every ceiling of the
+#                   rows' maths drawn.  layout.awk places the labels.  A CSV
+#                   without the family column gives speed-OP-DTYPE, all
+#                   shapes over problem size
 #   speedup-OP-DTYPE  each variant's speedup over that dtype's baseline,
 #                   from the rows of that dtype only
 #   roofline        every (op, variant) under the GPU's ceilings
@@ -92,19 +94,24 @@ if [[ ${#csvs[@]} -eq 0 ]]; then
         mapfile -t run <<<"${parts[$gpu]%$'\n'}"
         merged=$data/$((++n)).csv
         bash "$root/tools/merge_csv.sh" --newest "$merged" "${run[@]}" || die 2 "cannot merge the runs of$gpu"
-        bash "$0" ${out_override:+--out-dir "$out_override"} "$merged"
+        # The titles name the newest run's file (the merged one is a temporary).
+        newest=$(for f in "${run[@]}"; do
+            printf '%s\t%s\n' "$(sed -n 's/^# date: //p' "$f" | head -n 1)" "$(basename "$f")"
+        done | sort | tail -n 1 | cut -f 2)
+        ((${#run[@]} > 1)) && newest+=" and $((${#run[@]} - 1)) older"
+        KB_PLOT_SOURCE=$newest bash "$0" ${out_override:+--out-dir "$out_override"} "$merged"
         code=$?
         ((rc)) || rc=$code
     done
     exit $rc
 fi
 
-# split_run DIR CSV: split.awk's files for one CSV into DIR (see split.awk),
-# each speed line sorted by its x.
+# split_run DIR CSV [BY_SIZE]: split.awk's files for one CSV into DIR (see
+# split.awk), each speed line sorted by its x.
 split_run() {
     local f
     mkdir -p "$1" && : >"$1/meta" && : >"$1/groups" || die 2 "cannot write to $1"
-    awk -v out="$1" -v src="$2" -f "$here/split.awk" "$2" || exit 2
+    awk -v out="$1" -v src="$2" -v by_size="${3:-0}" -f "$here/split.awk" "$2" || exit 2
     for f in "$1"/speed.*.dat; do
         [[ ! -e $f ]] || sort -g -k1,1 -o "$f" "$f"
     done
@@ -200,11 +207,18 @@ ceiling_of() { # ceiling_of KIND NAME
 # The ceilings that bound a speed plot, one "VALUE LABEL" line each: the
 # memory ceiling for GB/s, else one per math among the rows (fp32 FMA,
 # tf32 tensor at half the bf16 tensor ceiling, bf16 tensor), so each row
-# sits under its own.  None for rows across GPUs, which no one GPU's
-# ceiling bounds.
-plot_ceilings() { # plot_ceilings UNIT DTYPE OP
-    local math value label
-    grep -qx "$3 $2" "$data/run/across" 2>/dev/null && return
+# sits under its own.  None when every variant's rows span GPUs, which no
+# one GPU's ceiling bounds (a plot with one-GPU rows beside them keeps it,
+# and names the others' GPUs).
+plot_ceilings() { # plot_ceilings UNIT DTYPE OP VARIANT...
+    local math value label unit=$1 dtype=$2 op=$3 v one=0
+    shift 3
+    for v; do
+        awk -v o="$op" -v d="$dtype" -v v="$v" '$1 == o && $2 == d && $3 == v { found = 1 } END { exit !found }' \
+            "$data/run/across" 2>/dev/null || one=1
+    done
+    ((one)) || return 0
+    set -- "$unit" "$dtype" "$op"
     if [[ $1 == GB/s ]]; then
         ceiling_of mem_gb_s memory
         return
@@ -214,28 +228,53 @@ plot_ceilings() { # plot_ceilings UNIT DTYPE OP
         f32) ceiling_of fp32_gflop_s "fp32 FMA" ;;
         bf16) ceiling_of tc_gflop_s "bf16 tensor" ;;
         tf32 | 3xtf32)
+            # tf32 at half the bf16 tensor rate; 3xtf32, three tf32
+            # products per fp32 one, at a sixth (ceilings.md).
             read -r value label < <(ceiling_of tc_gflop_s "bf16 tensor")
-            echo "$(awk -v v="$value" 'BEGIN { print v / 2 }') tf32 tensor ceiling (half the bf16 one)"
+            if [[ $math == tf32 ]]; then
+                echo "$(awk -v v="$value" 'BEGIN { print v / 2 }') tf32 tensor ceiling (half the bf16 one)"
+            else
+                echo "$(awk -v v="$value" 'BEGIN { print v / 6 }') 3xtf32 ceiling (a sixth of the bf16 one)"
+            fi
             ;;
         esac
     done < <(awk -v o="$3" -v d="$2" '$1 == o && $2 == d { print $3 }' "$data/run/maths" | sort -u)
 }
 
-speed_plot() { # speed_plot OP DTYPE FAMILY UNIT X
-    local op=$1 dtype=$2 family=$3 unit=$4 x=$5 variants libraries v k=0 value label ceilings=
+# speed_plot OP DTYPE FAMILY UNIT X: one family's speed plot.  Lines over
+# the axis field X; points by shape for a family without one (X "-"); lines
+# over problem size for a CSV without families (FAMILY "_").  layout.awk
+# places what gnuplot cannot: the labels at the lines' ends, the ceilings'.
+speed_plot() {
+    local op=$1 dtype=$2 family=$3 unit=$4 x=$5 variants libraries= v kind files=() fields xlabel
+    local stem=$data/run/speed.$1.$2.$3
     mapfile -t variants < <(variants_of "$data/run" "$op" "$dtype" "$family")
     for v in "${variants[@]}"; do
         [[ $v =~ ^(cublas|cudnn|torch|nccl) ]] && libraries+=" $v"
+        files+=("$stem.$v.dat")
     done
-    while read -r value label; do
-        ((++k <= 3)) || break
-        ceilings+="ceiling$k=$(awk -v c="$value" 'BEGIN { print c + 0 }'); ceiling_label$k=$(gp_str "$label"); "
-    done < <(plot_ceilings "$unit" "$dtype" "$op" | sort -g -u)
-    render "$(plot_name speed "$op" "$dtype" "$family")" speed.gp "prefix=$(gp_str "$data/run/speed.$op.$dtype.$family.")
-        $ceilings points=$([[ $x == - && $family != _ ]] && echo 1 || echo 0)
-        variants=$(gp_str "${variants[*]}"); libraries=$(gp_str "${libraries:-}")
+    fields=$(cat "$data/run/fields.$op.$dtype.$family" 2>/dev/null)
+    if [[ $family == _ ]]; then
+        kind=size
+        xlabel="problem size ($([[ $unit == GB/s ]] && echo "bytes moved" || echo FLOP) per run)"
+    elif [[ $x == - ]]; then
+        kind=shapes
+        xlabel="shape${fields:+ ($fields)}, smallest to largest by work"
+    else
+        kind=axis
+        xlabel="$x${fields:+, of shape $fields}"
+    fi
+    plot_ceilings "$unit" "$dtype" "$op" "${variants[@]}" | sort -g -u | head -n 4 >"$stem.ceilings"
+    awk -v mode=speed -v kind="$kind" -v unit="$unit" -v variants="${variants[*]}" -v libraries="$libraries" \
+        -v across="$(awk -v o="$op" -v d="$dtype" '$1 == o && $2 == d { printf "%s:%s ", $3, $4 }' "$data/run/across" 2>/dev/null)" \
+        -v base="$(awk -v o="$op" -v d="$dtype" '$1 == o && $2 == d { print $3 }' "$data/run/baselines" 2>/dev/null)" \
+        -v shapes="$data/run/shapes.$op.$dtype.$family" -v ceilings="$stem.ceilings" \
+        -f "$here/layout.awk" "${files[@]}" >"$stem.layout" || die 1 "layout.awk failed on $op $dtype $family"
+    render "$(plot_name speed "$op" "$dtype" "$family")" speed.gp "prefix=$(gp_str "$stem.")
+        layout=$(gp_str "$stem.layout"); points=$([[ $kind == shapes ]] && echo 1 || echo 0)
+        variants=$(gp_str "${variants[*]}"); libraries=$(gp_str "$libraries")
         plot_title=$(gp_lines "$op $dtype$(family_words "$family" "$x"): $unit" "$origin")
-        $(speed_axes "$unit" "$x")"
+        xlabel=$(gp_str "$xlabel"); ylabel=$(gp_str "$unit")"
 }
 
 # speedup_plot OP DTYPE: the variants of one dtype over that dtype's baseline
@@ -265,11 +304,12 @@ ceilings() {
 }
 
 roofline_plot() {
-    local ops mem fp32 tc xmin xmax ymin ymax
+    local ops mem fp32 tc xmin xmax ymin ymax src
     mapfile -t ops <"$data/run/ops"
     read -r mem fp32 tc <<<"$(ceilings)"
+    src=$([[ -n $(meta "$data/run" ceiling_mem_gb_s) ]] && echo measured || echo datasheet)
     # Room around the points and the ridge points, and above the highest
-    # ceiling for the key.
+    # ceiling for its label.
     read -r xmin xmax ymin ymax < <(cat "$data"/run/roofline.*.dat | awk -v m="$mem" -v p="$fp32" -v t="$tc" '
         NR == 1 { xlo = xhi = $1; ylo = yhi = $2 }
         { xlo = $1 < xlo ? $1 : xlo; xhi = $1 > xhi ? $1 : xhi }
@@ -280,9 +320,13 @@ roofline_plot() {
                 r = peak / m
                 xlo = r < xlo ? r : xlo; xhi = r > xhi ? r : xhi; yhi = peak > yhi ? peak : yhi
             }
-            print xlo / 4, xhi * 4, ylo / 3, yhi * 6
+            print xlo / 4, xhi * 4, ylo / 3, yhi * 2.5
         }')
+    awk -v mode=roofline -v ops="${ops[*]}" -v mem="$mem" -v fp32="$fp32" -v tc="$tc" -v ceiling_src="$src" -v xmin="$xmin" -v xmax="$xmax" -v ymin="$ymin" -v ymax="$ymax" \
+        -f "$here/layout.awk" "$data"/run/roofline.*.dat "$data"/run/roofline.*.best >"$data/run/roofline.layout" ||
+        die 1 "layout.awk failed on the roofline"
     render roofline roofline.gp "ops=$(gp_str "${ops[*]}"); prefix=$(gp_str "$data/run/roofline.")
+        layout=$(gp_str "$data/run/roofline.layout")
         mem=$mem; fp32=$fp32; tc=$tc; xmin=$xmin; xmax=$xmax; ymin=$ymin; ymax=$ymax
         plot_title=$(gp_str "Roofline: $origin")"
 }
@@ -297,7 +341,7 @@ render_run() { # render_run CSV
     fi
     gpu=$(meta "$data/run" gpu)
     date=$(meta "$data/run" date)
-    origin="${gpu:-unknown GPU}, commit $(meta "$data/run" git_commit), ${date%%T*}"
+    origin="${gpu:-unknown GPU}, ${KB_PLOT_SOURCE:-$(basename "$1")} (commit $(meta "$data/run" git_commit), ${date%%T*})"
     ngpus=$(awk -F, '{ print NF }' <<<"$(meta "$data/run" devices)")
     ((ngpus > 1)) && origin="$ngpus x $origin"
     use_outdir "$gpu" "$(meta "$data/run" devices)"
@@ -355,8 +399,8 @@ overlay_plot() {
 # Overlays of two runs, for each (op, dtype) both have.
 render_overlay() { # render_overlay BASE NEW
     local op dtype unit
-    split_run "$data/base" "$1"
-    split_run "$data/new" "$2"
+    split_run "$data/base" "$1" 1
+    split_run "$data/new" "$2" 1
     new_gpu=$(meta "$data/new" gpu) base_gpu=$(meta "$data/base" gpu)
     new_run=$(run_label "$data/new") base_run=$(run_label "$data/base")
     use_outdir "$new_gpu" "$(meta "$data/new" devices)"

@@ -1,5 +1,7 @@
 # Split a kbench CSV into small whitespace-separated data files for gnuplot.
-# Run as: awk -v out=DIR -v src=FILE.csv -f split.awk FILE.csv
+# Run as: awk -v out=DIR -v src=FILE.csv [-v by_size=1] -f split.awk FILE.csv
+# (by_size=1: a family without an axis over problem size, not by shape, as
+# overlays of two runs draw it, whose shapes may differ).
 # Columns are found by name.  Only timed PASS rows are kept: a SKIP or FAIL
 # row has no timing and must never reach a figure.  Of rows alike but for
 # their GPU (a --replicate run has one per GPU), the first in the file
@@ -12,17 +14,24 @@
 #                             without one: all shapes, one line); x is the
 #                             family's `axis`, the shape field its points are
 #                             placed at, or "-" for the problem size
-#   speed.OP.DTYPE.FAMILY.VAR.dat  "x speed" per shape (unsorted)
+#   speed.OP.DTYPE.FAMILY.VAR.dat  "x speed" per shape (unsorted); for a
+#                             family without an axis, x is the shape's index
+#                             in shapes.OP.DTYPE.FAMILY
+#   shapes.OP.DTYPE.FAMILY    "index shape" of such a family, by work
+#   fields.OP.DTYPE.FAMILY    the family's shape_fields ("-" without the column)
+#   baselines                 "op dtype baseline" of each (op, dtype) with one
 #   maths                     "op dtype math" for each math among the rows
 #   speedup.OP.DTYPE.dat      "variant speedup" at the representative shape,
 #                             the op's rows of that dtype only
 #   speedup.OP.DTYPE.info     "shape baseline" of that chart
-#   roofline.OP.dat           "intensity gflop_s variant" at each variant's largest shape
+#   roofline.OP.dat           "intensity gflop_s variant math" at the largest
+#                             shape of each (variant, dtype)
 #   roofline.OP.best          "intensity gflop_s op:variant" of its fastest one
 #   ops                       ops that have roofline points
-#   across                    "op dtype" whose rows span several GPUs (the
-#                             `devices` column: "0+1"); no one-GPU ceiling
-#                             bounds them and no one-GPU roofline holds them
+#   across                    "op dtype variant gpus" of the variants whose
+#                             rows span several GPUs (the `devices` column:
+#                             "0+1"); no one-GPU ceiling bounds them and no
+#                             one-GPU roofline holds them
 
 # Split one record; the writer quotes fields holding a comma or a quote.
 function split_csv(line, f,    n, i, c, cur, quoted) {
@@ -134,14 +143,30 @@ function keep_row(f,    op, var, dtype, key, fam, axis, fa) {
     r_sx[n] = f[col["speedup_x"]]
     r_bound[n] = ("bound" in col) ? f[col["bound"]] : ""
     r_across[n] = ("devices" in col) && index(f[col["devices"]], "+") > 0
-    if (r_across[n] && !((op, dtype) in across_seen)) {
-        across_seen[op, dtype] = 1
-        print op, dtype > (out "/across")
+    if (r_across[n] && !((op, dtype, var) in across_seen)) {
+        across_seen[op, dtype, var] = 1
+        print op, dtype, var, split(f[col["devices"]], fa, "+") > (out "/across")
     }
     # The speed points keep the CSV's text: awk's numbers print to 6 digits.
     # x is the axis field's value, else the problem size in the plot's unit.
-    r_point[n, 1] = (axis != "" ? field_value(f, axis) : f[col["flops"]]) " " f[col["gflop_s"]]
-    r_point[n, 0] = (axis != "" ? field_value(f, axis) : f[col["bytes"]]) " " f[col["gb_s"]]
+    # A family without an axis (fam not "_") is placed by shape, at the
+    # index write_speed gives each of its shapes: "@" until then.
+    r_byshape[n] = axis == "" && fam != "_" && by_size != 1
+    r_math[n] = ("math" in col) && f[col["math"]] != "" ? f[col["math"]] : dtype
+    r_point[n, 1] = (axis != "" ? field_value(f, axis) : r_byshape[n] ? "@" : f[col["flops"]]) " " \
+                    speed_of(f[col["gflop_s"]], r_flops[n], r_med[n])
+    r_point[n, 0] = (axis != "" ? field_value(f, axis) : r_byshape[n] ? "@" : f[col["bytes"]]) " " \
+                    speed_of(f[col["gb_s"]], r_bytes[n], r_med[n])
+    if (!((op, dtype, fam) in fields_of)) {
+        fields_of[op, dtype, fam] = 1
+        print ("shape_fields" in col) && f[col["shape_fields"]] != "" ? f[col["shape_fields"]] : "-" > (out "/fields." op "." dtype "." fam)
+    }
+}
+
+# A speed as the CSV has it, or from the work and the median where its three
+# decimals would round it away (a 1x1x1 matmul runs at 0.000 GFLOP/s).
+function speed_of(text, work, ms) {
+    return text + 0 >= 10 || ms <= 0 ? text : sprintf("%.6g", work / ms * 1e-6)
 }
 
 # Whether an (op, dtype, family) is plotted in FLOP/s: the `bound` kbench
@@ -167,15 +192,52 @@ function meta_num(key, fallback) {
 }
 
 # The speed points and the groups list, each (op, dtype, family) in its own unit.
-function write_speed(    i, k) {
+function write_speed(    i, k, p) {
     for (k = 1; k <= ngroups; k++)
         if (!((g_op[k], g_dtype[k], g_fam[k]) in flop_unit))
             flop_unit[g_op[k], g_dtype[k], g_fam[k]] = compute_bound(g_op[k], g_dtype[k], g_fam[k])
     for (k = 1; k <= ngroups; k++)
         print g_op[k], g_dtype[k], g_fam[k], g_var[k], flop_unit[g_op[k], g_dtype[k], g_fam[k]] ? "GFLOP/s" : "GB/s",
               g_axis[k] > (out "/groups")
-    for (i = 1; i <= n; i++)
-        print r_point[i, flop_unit[r_op[i], r_dtype[i], r_fam[i]]] > (out "/speed." r_op[i] "." r_dtype[i] "." r_fam[i] "." r_var[i] ".dat")
+    number_shapes()
+    for (i = 1; i <= n; i++) {
+        p = r_point[i, flop_unit[r_op[i], r_dtype[i], r_fam[i]]]
+        if (r_byshape[i])
+            sub(/^@/, shape_index[r_op[i], r_dtype[i], r_fam[i], r_shape[i]], p)
+        print p > (out "/speed." r_op[i] "." r_dtype[i] "." r_fam[i] "." r_var[i] ".dat")
+    }
+}
+
+# The shapes of each family without an axis, numbered 1, 2, ... by work
+# (FLOP, then bytes), so that its plot lists them left to right by size:
+# shapes.OP.DTYPE.FAMILY has "index shape" lines.
+function number_shapes(    i, j, k, key, m, list, w1, w2, tmp, parts) {
+    for (i = 1; i <= n; i++) {
+        if (!r_byshape[i] || (r_op[i], r_dtype[i], r_fam[i], r_shape[i]) in shape_index)
+            continue
+        key = r_op[i] SUBSEP r_dtype[i] SUBSEP r_fam[i]
+        shape_index[key, r_shape[i]] = 0
+        m = ++nshapes[key]
+        fam_shape[key, m] = i
+    }
+    for (key in nshapes) {
+        m = nshapes[key]
+        for (j = 1; j <= m; j++)
+            list[j] = fam_shape[key, j]
+        # Insertion sort: a family has a handful of shapes.
+        for (j = 2; j <= m; j++)
+            for (k = j; k > 1; k--) {
+                w1 = list[k - 1]; w2 = list[k]
+                if (r_flops[w1] < r_flops[w2] || (r_flops[w1] == r_flops[w2] && r_bytes[w1] <= r_bytes[w2]))
+                    break
+                tmp = list[k - 1]; list[k - 1] = list[k]; list[k] = tmp
+            }
+        split(key, parts, SUBSEP)
+        for (j = 1; j <= m; j++) {
+            shape_index[key, r_shape[list[j]]] = j
+            print j, r_shape[list[j]] > (out "/shapes." parts[1] "." parts[2] "." parts[3])
+        }
+    }
 }
 
 { sub(/\r$/, "") }
@@ -227,6 +289,7 @@ function write_speedup(op, dtype,    base, i, best, best_bytes, shape, bmed, sx,
     base = baseline_of(op, dtype)
     if (base == "")
         return
+    print op, dtype, base > (out "/baselines")
     # By FLOP, then by bytes moved: an op that does no arithmetic (copy).
     best = -1
     for (i = 1; i <= n; i++)
@@ -249,25 +312,29 @@ function write_speedup(op, dtype,    base, i, best, best_bytes, shape, bmed, sx,
     print shape, base > (out "/speedup." op "." dtype ".info")
 }
 
-# One roofline point per variant: its largest shape, where launch overhead
-# matters least.
-function write_roofline(op,    i, best, pick, var, top) {
-    for (i = 1; i <= n; i++)
+# One roofline point per (variant, dtype): its largest shape, where launch
+# overhead matters least.  PyTorch's f32 and bf16 rows are both `torch`.
+function write_roofline(op,    i, best, pick, vd, top, any) {
+    for (i = 1; i <= n; i++) {
+        vd = r_var[i] SUBSEP r_dtype[i]
         if (r_op[i] == op && r_bytes[i] > 0 && r_flops[i] > 0 && !r_across[i] &&
-            (!(r_var[i] in best) || r_flops[i] > best[r_var[i]])) {
-            best[r_var[i]] = r_flops[i]
-            pick[r_var[i]] = i
+            (!(vd in best) || r_flops[i] > best[vd])) {
+            best[vd] = r_flops[i]
+            pick[vd] = i
         }
+    }
     # An op that does no arithmetic (copy) has no place on a log-log roofline.
-    if (length(pick) == 0)
-        return
+    any = 0
     top = ""
-    for (var in pick) {
-        i = pick[var]
-        print r_flops[i] / r_bytes[i], r_gf[i], var > (out "/roofline." op ".dat")
+    for (vd in pick) {
+        any = 1
+        i = pick[vd]
+        print r_flops[i] / r_bytes[i], r_gf[i], r_var[i], r_math[i] > (out "/roofline." op ".dat")
         if (top == "" || r_gf[i] > r_gf[top])
             top = i
     }
+    if (!any)
+        return
     # Only the op's fastest variant is labelled, so the labels stay readable.
     print r_flops[top] / r_bytes[top], r_gf[top], op ":" r_var[top] > (out "/roofline." op ".best")
     print op > (out "/ops")

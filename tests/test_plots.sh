@@ -18,7 +18,7 @@ src=$(realpath "${1:-$(dirname "$0")/..}")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir "$work/plots" "$work/tools"
-cp "$src"/plots/render.sh "$src"/plots/split.awk "$src"/plots/*.gp "$work/plots/" || exit 1
+cp "$src"/plots/render.sh "$src"/plots/*.awk "$src"/plots/*.gp "$work/plots/" || exit 1
 cp "$src"/tools/lib.sh "$work/tools/" || exit 1
 failures=0
 
@@ -283,7 +283,7 @@ for name in speed-matmul-f32-square speed-matmul-f32-hostile speed-matmul-bf16-s
     [[ -s $out/$name.png && -s $out/$name.svg ]] || fail "$name missing: $(ls -A "$out")"
 done
 [[ ! -e $out/speed-matmul-f32.png ]] || fail "a speed plot joined the families"
-grep -q '>N (shape field)<' "$out/speed-matmul-f32-square.svg" || fail "the square plot is not over N"
+grep -q '>N, of shape MxNxK<' "$out/speed-matmul-f32-square.svg" || fail "the square plot is not over N"
 grep -q '>tf32 tensor ceiling' "$out/speed-matmul-f32-square.svg" || fail "no tf32 ceiling beside fp32's"
 grep -q '>fp32 FMA ceiling' "$out/speed-matmul-f32-square.svg" || fail "no fp32 ceiling"
 mkdir -p "$work/split2" && : >"$work/split2/meta"
@@ -302,6 +302,51 @@ grep -q 'speedup over coalesced' "$work/family3/speedup-matmul-f32.svg" ||
 hostile_group=$(sed -n '/<title>naive<\/title>/,/<title>coalesced<\/title>/p' "$out/speed-matmul-f32-hostile.svg")
 [[ $hostile_group == *'<use'* && $hostile_group != *'<path'* ]] ||
     fail "the hostile family's points were joined into a line (or not drawn)"
+
+# A family without an axis is placed by shape, smallest to largest by work,
+# at the shape's index (not over 10 decades of problem size).
+[[ $(tr '\n' ' ' <"$work/split2/shapes.matmul.f32.hostile") == "1 256x256x256 2 512x512x512 " ]] ||
+    fail "hostile shapes not numbered by work: $(cat "$work/split2/shapes.matmul.f32.hostile")"
+[[ $(cut -d' ' -f1 "$work/split2/speed.matmul.f32.hostile.naive.dat" | sort -g | tr '\n' ' ') == "1 2 " ]] ||
+    fail "hostile points are not at their shape's index: $(cat "$work/split2/speed.matmul.f32.hostile.naive.dat")"
+grep -q '>512x512x512<' "$out/speed-matmul-f32-hostile.svg" || fail "the hostile plot does not name its shapes"
+# A line ends in its name and its speedup over the baseline at that shape;
+# the axis has a tick at each measured value; the title names the file.
+svg=$out/speed-matmul-f32-square.svg
+for text in '>cublas = 1x<' '>cublas_tf32 5.00x<' '>naive 0.01x<' '>2048<' '>NVIDIA H100 80GB HBM3, family2.csv (commit 0123456789ab'; do
+    grep -q -- "$text" "$svg" || fail "speed-matmul-f32-square.svg lacks '$text'"
+done
+# The roofline keeps PyTorch's f32 and bf16 rows apart (both are `torch`).
+[[ $(grep -c ' torch ' "$work/split2/roofline.matmul.dat") -eq 2 ]] ||
+    fail "roofline: torch f32 and bf16 merged: $(cat "$work/split2/roofline.matmul.dat")"
+# A speed its three decimals round to 0.000 is plotted from flops / median.
+cat >"$work/tiny.csv" <<'CSV'
+op,variant,dtype,shape_fields,shape,d1,d2,d3,flops,bytes,median_ms,gflop_s,gb_s,speedup_x,bound,status,family,axis
+matmul,a,f32,MxNxK,1x1x1,1,1,1,2,12,0.004,0.000,0.003,,compute,PASS,hostile,
+CSV
+rm -rf "$work/split3" && mkdir "$work/split3"
+awk -v out="$work/split3" -v src=x -f "$work/plots/split.awk" "$work/tiny.csv" || fail "split.awk on tiny.csv"
+[[ $(cat "$work/split3/speed.matmul.f32.hostile.a.dat" 2>/dev/null) == "1 0.0005" ]] ||
+    fail "a tiny speed was rounded: $(cat "$work/split3/speed.matmul.f32.hostile.a.dat")"
+# 3xtf32 rows get their own ceiling, a sixth of the bf16 one.
+sed 's/^matmul,blocktile_2d,f32,f32,/matmul,blocktile_2d,f32,3xtf32,/' "$work/family2.csv" >"$work/family4.csv"
+bash "$work/plots/render.sh" --out-dir "$work/family4" "$work/family4.csv" >"$work/log" 2>&1 ||
+    fail "render.sh, family4: $(cat "$work/log")"
+grep -q '>3xtf32 ceiling (a sixth of the bf16 one): 133 TFLOP/s<' "$work/family4/speed-matmul-f32-square.svg" ||
+    fail "no 3xtf32 ceiling at a sixth of the bf16 one"
+# Rows across GPUs: beside one-GPU rows the ceiling stays and the variant
+# is named with its GPUs; an op run only across GPUs has no ceiling.
+awk -F, 'BEGIN { OFS = "," }
+    /^#/ { print; next }
+    !header++ { print $0, "devices"; next }
+    $1 == "matmul" && $2 == "wmma" { $2 = "tp"; print $0, "0+1"; next }
+    $1 == "softmax" { print $0, "0+1"; next }
+    { print $0, "0" }' "$work/family2.csv" >"$work/across.csv"
+bash "$work/plots/render.sh" --out-dir "$work/across" "$work/across.csv" >"$work/log" 2>&1 ||
+    fail "render.sh, across: $(cat "$work/log")"
+grep -q '>tp (2 GPUs) ' "$work/across/speed-matmul-bf16-square.svg" || fail "a variant across GPUs is not named so"
+grep -q '>bf16 tensor ceiling' "$work/across/speed-matmul-bf16-square.svg" || fail "one-GPU rows lost their ceiling"
+! grep -q 'ceiling' "$work/across/speed-softmax-f32-square.svg" || fail "rows only across GPUs have a one-GPU ceiling"
 
 [[ $failures -eq 0 ]] && echo "all plot checks passed"
 exit $((failures > 0))
