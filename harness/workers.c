@@ -1,8 +1,9 @@
 /* kbench run --devices: one sweep over several GPUs.  CUDA is not
  * fork-safe, so this process touches no CUDA before it forks: a short-lived
  * child counts the GPUs, one worker process per GPU runs the rows dealt to
- * it and leaves each finished row in memory shared with this process, which
- * writes the CSV from them.  Rows that span GPUs (collectives,
+ * it, then takes rows not yet begun from the others, and leaves each
+ * finished row in memory shared with this process, which writes the CSV
+ * from them.  Rows that span GPUs (collectives,
  * tensor-parallel variants) run here afterwards, once every worker is gone
  * and this process may open the GPUs itself. */
 #include <errno.h>
@@ -109,19 +110,22 @@ int kb_resolve_devices(kb_options *o, char *err, size_t errlen)
 enum { ACROSS = -1, EVERY = -2 }; /* a job's worker: this process after the workers; all of them */
 
 typedef struct {
+    int first, n;
+    double cost;
+} group;
+
+typedef struct {
     const kb_job *jobs;
     int njobs, ndev;
     const int *dev;   /* each worker's GPU */
     int *worker;      /* per job: its worker, ACROSS or EVERY (--replicate) */
     int *first;       /* per job: its first output row (EVERY: one a worker, in worker order) */
-    int *row_job, *row_worker; /* per output row */
-    int nrows;
+    int *row_job, *row_worker; /* per output row; row_worker: dealt, then who ran it */
+    int nrows, replicate;
+    group *groups;    /* in sweep order */
+    int ngroups, *group_of; /* per job */
+    int *order[KB_MAX_RANKS], norder[KB_MAX_RANKS]; /* the groups dealt to each worker, dearest first */
 } plan;
-
-typedef struct {
-    int first, n;
-    double cost;
-} group;
 
 /* A group is the consecutive jobs of one op and shape, so that a row's
  * baseline runs on its GPU: the sweep puts each shape's baselines first,
@@ -159,29 +163,29 @@ static double group_cost(const kb_options *o, const kb_job *g, int n)
     return s;
 }
 
-/* Dearest first; equal costs in sweep order, so a deal is reproducible. */
+/* Groups in sweep order into p->groups, and each job's group. */
+static void find_groups(const kb_options *o, plan *p)
+{
+    p->groups = alloc(p->njobs, sizeof *p->groups);
+    p->group_of = alloc(p->njobs, sizeof *p->group_of);
+    for (int i = 0; i < p->njobs; ++i) {
+        if (i == 0 || !same_group(&p->jobs[i - 1], &p->jobs[i]))
+            p->groups[p->ngroups++] = (group){i, 0, 0};
+        p->groups[p->ngroups - 1].n++;
+        p->group_of[i] = p->ngroups - 1;
+    }
+    for (int k = 0; k < p->ngroups; ++k)
+        p->groups[k].cost = group_cost(o, &p->jobs[p->groups[k].first], p->groups[k].n);
+}
+
+/* Group indices, dearest first; equal costs in sweep order, so a deal is reproducible. */
+static const group *sort_groups;
 static int by_cost(const void *pa, const void *pb)
 {
-    const group *a = pa, *b = pb;
+    const group *a = &sort_groups[*(const int *)pa], *b = &sort_groups[*(const int *)pb];
     if (a->cost != b->cost)
         return a->cost < b->cost ? 1 : -1;
     return a->first - b->first;
-}
-
-/* Groups in sweep order; their count.  *out is malloc'd. */
-static int find_groups(const kb_options *o, const kb_job *jobs, int n, group **out)
-{
-    group *g = malloc((size_t)(n ? n : 1) * sizeof *g);
-    int ng = 0;
-    for (int i = 0; i < n; ++i) {
-        if (i == 0 || !same_group(&jobs[i - 1], &jobs[i]))
-            g[ng++] = (group){i, 0, 0};
-        g[ng - 1].n++;
-    }
-    for (int k = 0; k < ng; ++k)
-        g[k].cost = group_cost(o, &jobs[g[k].first], g[k].n);
-    *out = g;
-    return ng;
 }
 
 /* The dtypes (bits 1 << dtype) of a group that have a row across GPUs:
@@ -197,33 +201,46 @@ static unsigned across_dtypes(const kb_job *jobs, const group *g)
 }
 
 /* Longest processing time first: each group, dearest first, to the worker
- * with the least work so far.  Statically, so that every worker knows its
- * whole list and can make its next inputs while it times (kb_run_plan). */
+ * with the least work so far, which runs its groups in that order.  The
+ * deal is only a start: a worker that runs out takes the cheapest groups
+ * not yet begun from the worker with the most left (next_stolen), since the
+ * costs are guesses.  Each worker knows its list, so it can make its next
+ * inputs while it times (kb_run_plan). */
 static void deal(const kb_options *o, plan *p)
 {
-    group *g;
-    int ng = find_groups(o, p->jobs, p->njobs, &g);
+    find_groups(o, p);
+    int *sorted = alloc(p->ngroups, sizeof *sorted);
     double load[KB_MAX_RANKS] = {0};
-    qsort(g, (size_t)ng, sizeof *g, by_cost);
-    for (int k = 0; k < ng; ++k) {
-        unsigned across = across_dtypes(p->jobs, &g[k]);
-        int w = o->replicate ? EVERY : 0;
-        if (w == 0) {
+    for (int k = 0; k < p->ngroups; ++k)
+        sorted[k] = k;
+    sort_groups = p->groups;
+    qsort(sorted, (size_t)p->ngroups, sizeof *sorted, by_cost);
+    for (int w = 0; w < p->ndev; ++w)
+        p->order[w] = alloc(p->ngroups, sizeof(int));
+    for (int s = 0; s < p->ngroups; ++s) {
+        const group *g = &p->groups[sorted[s]];
+        unsigned across = across_dtypes(p->jobs, g);
+        int w = o->replicate ? EVERY : 0, dealt = 0;
+        if (w == 0)
             for (int i = 1; i < p->ndev; ++i)
                 if (load[i] < load[w])
                     w = i;
-            load[w] += g[k].cost;
-        }
-        for (int i = g[k].first; i < g[k].first + g[k].n; ++i)
+        for (int i = g->first; i < g->first + g->n; ++i) {
             p->worker[i] = across & (1u << p->jobs[i].variant->dtype) ? ACROSS : w;
+            dealt += p->worker[i] == w;
+        }
+        if (w >= 0 && dealt) {
+            load[w] += g->cost;
+            p->order[w][p->norder[w]++] = sorted[s];
+        }
     }
-    free(g);
+    free(sorted);
 }
 
 static void make_plan(const kb_options *o, const kb_job *jobs, int n, plan *p)
 {
     *p = (plan){jobs, n, o->ndevices, o->devices, alloc(n, sizeof(int)), alloc(n, sizeof(int)),
-                NULL, NULL, 0};
+                NULL, NULL, 0, o->replicate};
     deal(o, p);
     for (int j = 0; j < n; ++j) {
         p->first[j] = p->nrows;
@@ -240,6 +257,10 @@ static void make_plan(const kb_options *o, const kb_job *jobs, int n, plan *p)
 
 static void free_plan(plan *p)
 {
+    for (int w = 0; w < p->ndev; ++w)
+        free(p->order[w]);
+    free(p->groups);
+    free(p->group_of);
     free(p->worker);
     free(p->first);
     free(p->row_job);
@@ -261,13 +282,29 @@ typedef struct {
 
 typedef struct {
     int done;
+    int by;             /* the worker that ran it */
     kb_result row;
 } shared_row;
 
+/* After the rows, one claim per group: 0 while no worker has begun it,
+ * then 1 + the worker that took it, set once by compare-and-swap. */
 typedef struct {
     worker_slot worker[KB_MAX_RANKS];
     shared_row rows[];
 } shared_state;
+
+static int *claims(shared_state *sh, const plan *p) { return (int *)&sh->rows[p->nrows]; }
+
+static int claimed(shared_state *sh, const plan *p, int k)
+{
+    return __atomic_load_n(&claims(sh, p)[k], __ATOMIC_ACQUIRE);
+}
+
+static int claim(shared_state *sh, const plan *p, int k, int w)
+{
+    int none = 0;
+    return __atomic_compare_exchange_n(&claims(sh, p)[k], &none, w + 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
 
 /* ---- a worker ---- */
 
@@ -287,50 +324,124 @@ static void print_phases(const char *prefix, double total_s, double csv_s)
     free(text);
 }
 
-/* The jobs dealt to worker w, in sweep order, and their output rows. */
-static int jobs_of(const plan *p, int w, kb_job *mine, int *at)
+/* Group k's jobs that a worker runs (not those across GPUs), appended at
+ * list + m with their output rows (for worker w); the new count. */
+static int group_jobs(const plan *p, int k, int w, kb_job *list, int *at, int m)
 {
-    int m = 0;
-    for (int j = 0; j < p->njobs; ++j)
-        if (p->worker[j] == w || p->worker[j] == EVERY) {
-            mine[m] = p->jobs[j];
+    const group *g = &p->groups[k];
+    for (int j = g->first; j < g->first + g->n; ++j)
+        if (p->worker[j] != ACROSS) {
+            list[m] = p->jobs[j];
             at[m++] = p->first[j] + (p->worker[j] == EVERY ? w : 0);
         }
     return m;
 }
 
-/* Speedups here, against the rows this worker ran; the roofline figures
- * are the parent's, which sees the copy rows of this GPU as they come. */
+/* The jobs worker w starts with: its groups, dearest first, or with
+ * --replicate every job in sweep order. */
+static int jobs_of(const plan *p, int w, kb_job *mine, int *at)
+{
+    int m = 0;
+    for (int k = 0; p->replicate && k < p->ngroups; ++k)
+        m = group_jobs(p, k, w, mine, at, m);
+    for (int i = 0; i < p->norder[w]; ++i)
+        m = group_jobs(p, p->order[w][i], w, mine, at, m);
+    return m;
+}
+
+/* A group for worker w, out of work, to take: the last one not yet begun
+ * (the cheapest) of the worker with the most guessed work left; -1 when
+ * every group is begun. */
+static int next_stolen(const plan *p, shared_state *sh, int w)
+{
+    for (;;) {
+        int victim = -1;
+        double most = 0;
+        for (int v = 0; v < p->ndev; ++v) {
+            double left = 0;
+            for (int i = 0; v != w && i < p->norder[v]; ++i)
+                if (!claimed(sh, p, p->order[v][i]))
+                    left += p->groups[p->order[v][i]].cost;
+            if (left > most) {
+                most = left;
+                victim = v;
+            }
+        }
+        if (victim < 0)
+            return -1;
+        for (int i = p->norder[victim] - 1; i >= 0; --i)
+            if (!claimed(sh, p, p->order[victim][i]) && claim(sh, p, p->order[victim][i], w))
+                return p->order[victim][i];
+    }
+}
+
+typedef struct {
+    const kb_options *o;
+    const plan *p;
+    shared_state *sh;
+    int w;
+    void *flush;
+    size_t flush_bytes;
+    kb_result *rows; /* this worker's rows so far, for the speedups */
+    int nrows, fails;
+} worker_state;
+
+/* Run list[0..n) into the shared rows at[]. */
+static void run_list(worker_state *s, const kb_job *list, const int *at, int n)
+{
+    for (int i = 0; i < n; ++i) {
+        kb_result *r = &s->rows[s->nrows];
+        kb_run_job(&list[i], s->o, s->flush, s->flush_bytes, r);
+        kb_fill_speedup(s->rows, ++s->nrows);
+        s->fails += r->status == KB_FAIL;
+        kb_table_row(stdout, r, at[i] + 1, s->p->nrows);
+        s->sh->rows[at[i]].row = *r;
+        s->sh->rows[at[i]].by = s->w;
+        __atomic_store_n(&s->sh->rows[at[i]].done, 1, __ATOMIC_RELEASE);
+    }
+}
+
+/* The worker's own groups, each claimed as it begins (one another worker
+ * took is passed over), then groups taken from the others until none is
+ * left.  Speedups here, against the rows this worker ran; the roofline
+ * figures are the parent's, which sees the copy rows of this GPU as they come. */
 static int run_dealt(const kb_options *o, const plan *p, int w, shared_state *sh, void *flush, size_t flush_bytes)
 {
     kb_job *mine = alloc(p->njobs, sizeof *mine);
-    int *at = alloc(p->njobs, sizeof *at), fails = 0, m = jobs_of(p, w, mine, at);
-    kb_result *rows = alloc(m, sizeof *rows);
+    int *at = alloc(p->njobs, sizeof *at), m = jobs_of(p, w, mine, at), taken = 0;
+    worker_state s = {o, p, sh, w, flush, flush_bytes, alloc(p->njobs, sizeof(kb_result)), 0, 0};
     const kb_device_info *d = &sh->worker[w].info;
     char prefix[32];
     snprintf(prefix, sizeof prefix, "GPU %d", p->dev[w]);
-    printf("%s: %s (sm_%d%d, %d SMs, %s), %d rows\n", prefix, d->name, d->cc_major, d->cc_minor, d->sm_count,
-           d->pci_bus_id, m);
+    printf("%s: %s (sm_%d%d, %d SMs, %s), %d rows dealt\n", prefix, d->name, d->cc_major, d->cc_minor,
+           d->sm_count, d->pci_bus_id, m);
     /* The workers share the host: each takes its share of the cores for the
      * inputs and references it makes, rather than all of them each. */
     int cores = omp_get_num_procs() / (p->ndev > 0 ? p->ndev : 1);
     omp_set_num_threads(cores > 0 ? cores : 1);
     const double t0 = omp_get_wtime();
     kb_run_plan(mine, m);
-    for (int i = 0; i < m; ++i) {
-        kb_run_job(&mine[i], o, flush, flush_bytes, &rows[i]);
-        kb_fill_speedup(rows, i + 1);
-        fails += rows[i].status == KB_FAIL;
-        kb_table_row(stdout, &rows[i], at[i] + 1, p->nrows);
-        sh->rows[at[i]].row = rows[i];
-        __atomic_store_n(&sh->rows[at[i]].done, 1, __ATOMIC_RELEASE);
+    for (int i = 0, n; i < m; i += n) {
+        const int k = p->group_of[p->row_job[at[i]]];
+        for (n = 1; i + n < m && p->group_of[p->row_job[at[i + n]]] == k; ++n)
+            ;
+        if (p->replicate || claim(sh, p, k, w))
+            run_list(&s, mine + i, at + i, n);
+    }
+    for (int k; !p->replicate && (k = next_stolen(p, sh, w)) >= 0;) {
+        const int n = group_jobs(p, k, w, mine, at, 0);
+        kb_run_plan(mine, n);
+        run_list(&s, mine, at, n);
+        taken += n;
     }
     kb_run_release();
+    if (taken)
+        printf("%s: took %d rows from other GPUs\n", prefix, taken);
     print_phases(prefix, omp_get_wtime() - t0, 0);
     free(mine);
     free(at);
-    free(rows);
-    return fails ? KB_EXIT_FAIL : 0;
+    free(s.rows);
+    return s.fails ? KB_EXIT_FAIL : 0;
 }
 
 static int worker_run(const kb_options *o, const plan *p, int w, shared_state *sh)
@@ -423,6 +534,7 @@ static int collect(gather *g)
     for (int r = 0; r < g->p.nrows; ++r)
         if (!g->done[r] && __atomic_load_n(&g->sh->rows[r].done, __ATOMIC_ACQUIRE)) {
             g->rows[r] = g->sh->rows[r].row;
+            g->p.row_worker[r] = g->sh->rows[r].by;
             g->done[r] = 1;
             ++fresh;
         }
@@ -557,6 +669,8 @@ static void skip_undone(gather *g)
         int w = g->p.row_worker[r];
         if (g->done[r] || w == ACROSS)
             continue;
+        if (claimed(g->sh, &g->p, g->p.group_of[g->p.row_job[r]]))
+            w = claimed(g->sh, &g->p, g->p.group_of[g->p.row_job[r]]) - 1; /* the one that took it died */
         worker_end(g, w, why, sizeof why);
         skip_row(g, r, g->gpu_text[w], why);
         g->done[r] = 1;
@@ -710,7 +824,8 @@ static gather *gather_new(const kb_options *o, const kb_job *jobs, int n, const 
         snprintf(g->list_text + strlen(g->list_text), sizeof g->list_text - strlen(g->list_text), "%s%d",
                  w ? "," : "", g->p.dev[w]);
     }
-    g->sh_bytes = offsetof(shared_state, rows) + (size_t)g->p.nrows * sizeof(shared_row);
+    g->sh_bytes = offsetof(shared_state, rows) + (size_t)g->p.nrows * sizeof(shared_row) +
+                  (size_t)g->p.ngroups * sizeof(int);
     g->sh = mmap(NULL, g->sh_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     return g;
 }
