@@ -56,6 +56,8 @@ void kb_tolerance_terms(kb_math m, int64_t reduction_len, double *abs, double *r
 double kb_rel_l2_tolerance(kb_math m, int64_t reduction_len);
 /* Largest relative L2 error of a whole fp32 transformer forward. */
 double kb_model_rel_l2_tolerance(void);
+/* The same for a bf16 model's logits against the double reference. */
+double kb_model_bf16_rel_l2_tolerance(void);
 
 /* ---- check.c ---- */
 typedef struct {

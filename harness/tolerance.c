@@ -73,3 +73,6 @@ double kb_tolerance(kb_math m, int64_t reduction_len, double ref)
  * reference is under 1e-4: fp32 arithmetic lands near 1e-6, while a forward
  * in tf32 (u = 2^-11), a dropped bias or a wrong mask is off by 1e-3 or more. */
 double kb_model_rel_l2_tolerance(void) { return 1e-4; }
+
+/* A bf16 model's logits: bf16's relative L2 bound, as for one bf16 op. */
+double kb_model_bf16_rel_l2_tolerance(void) { return kb_rel_l2_tolerance(KB_MATH_BF16, 1); }

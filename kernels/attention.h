@@ -38,6 +38,14 @@ typedef struct {
     const void *q, *k, *v;   /* float or __nv_bfloat16, as the variant's dtype */
     void *o;
     int Hkv;                 /* KV heads, dividing H; 0 (an initializer that stops at o) means H */
+    /* For a KV cache, which the sweep never sets (only flash_bf16 and
+     * flash_decode read them): elements from one KV head's K (or V) to the
+     * next, 0 meaning Tk*D; and a device int, or NULL, holding how many of
+     * the Tk keys hold data for this launch, so that one captured launch
+     * serves every decode step (flash_decode; the causal mask then aligns to
+     * that count). */
+    int64_t kv_stride;
+    const int *tk_len;
 } kb_attention_args;
 
 /* Query heads per KV head: head b*H + h reads KV head (b*H + h) / group

@@ -38,7 +38,7 @@ static const char *pick_algo(kb_lt_product *p, cublasLtHandle_t lt, const void *
     const uint64_t ws = KB_LT_WORKSPACE_BYTES;
     cublasLtMatmulHeuristicResult_t result = {0};
     int found = 0;
-    /* Column-major operand A is W, B is X; C is Y (beta = 0: never read). */
+    /* Column-major operand A is W, B is X; C is Y (read only when accumulating). */
     cublasStatus_t s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                             &ws, sizeof ws);
     if (s == CUBLAS_STATUS_SUCCESS)
@@ -59,28 +59,49 @@ static const char *pick_algo(kb_lt_product *p, cublasLtHandle_t lt, const void *
     return NULL;
 }
 
+/* The descriptor and layouts: A = W (transposed when trans_w), B = X, C = D = Y. */
+static const char *describe(kb_lt_product *p, cublasComputeType_t compute, cudaDataType_t in, cudaDataType_t out,
+                            int M, int N, int K, int trans_w, cublasLtEpilogue_t epi, const void *bias)
+{
+    const cublasOperation_t no_trans = CUBLAS_OP_N, op_w = trans_w ? CUBLAS_OP_T : CUBLAS_OP_N;
+    LT_TRY(cublasLtMatmulDescCreate(&p->desc, compute, CUDA_R_32F));
+    LT_TRY(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_w, sizeof op_w));
+    LT_TRY(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &no_trans, sizeof no_trans));
+    LT_TRY(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
+    LT_TRY(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+    if (trans_w)
+        LT_TRY(cublasLtMatrixLayoutCreate(&p->w, in, (uint64_t)K, (uint64_t)N, (int64_t)K));
+    else
+        LT_TRY(cublasLtMatrixLayoutCreate(&p->w, in, (uint64_t)N, (uint64_t)K, (int64_t)N));
+    LT_TRY(cublasLtMatrixLayoutCreate(&p->x, in, (uint64_t)K, (uint64_t)M, (int64_t)K));
+    LT_TRY(cublasLtMatrixLayoutCreate(&p->y, out, (uint64_t)N, (uint64_t)M, (int64_t)N));
+    return NULL;
+}
+
 const char *kb_lt_plan(kb_lt_product *p, cublasLtHandle_t lt, cublasComputeType_t compute, cudaDataType_t type,
                        int M, int N, int K, cublasLtEpilogue_t epi, const void *bias, const void *X,
                        const void *W, const void *Y)
 {
-    const cublasOperation_t no_trans = CUBLAS_OP_N;
-    LT_TRY(cublasLtMatmulDescCreate(&p->desc, compute, CUDA_R_32F));
-    LT_TRY(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &no_trans, sizeof no_trans));
-    LT_TRY(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &no_trans, sizeof no_trans));
-    LT_TRY(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
-    LT_TRY(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
-    LT_TRY(cublasLtMatrixLayoutCreate(&p->w, type, (uint64_t)N, (uint64_t)K, (int64_t)N));
-    LT_TRY(cublasLtMatrixLayoutCreate(&p->x, type, (uint64_t)K, (uint64_t)M, (int64_t)K));
-    LT_TRY(cublasLtMatrixLayoutCreate(&p->y, type, (uint64_t)N, (uint64_t)M, (int64_t)N));
-    return pick_algo(p, lt, X, W, Y);
+    p->accumulate = 0;
+    const char *err = describe(p, compute, type, type, M, N, K, 0, epi, bias);
+    return err ? err : pick_algo(p, lt, X, W, Y);
+}
+
+const char *kb_lt_plan_linear(kb_lt_product *p, cublasLtHandle_t lt, int M, int N, int K, int accumulate,
+                              const void *X, const void *W, const void *Y)
+{
+    p->accumulate = accumulate;
+    const char *err = describe(p, CUBLAS_COMPUTE_32F, CUDA_R_16BF, accumulate ? CUDA_R_32F : CUDA_R_16BF, M, N, K,
+                               1, CUBLASLT_EPILOGUE_DEFAULT, NULL);
+    return err ? err : pick_algo(p, lt, X, W, Y);
 }
 
 const char *kb_lt_run(const kb_lt_product *p, cublasLtHandle_t lt, const void *bias, const void *X,
                       const void *W, void *Y, void *workspace, cudaStream_t stream)
 {
-    const float one = 1.0f, zero = 0.0f;
+    const float one = 1.0f, beta = p->accumulate ? 1.0f : 0.0f;
     LT_TRY(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
-    return lt_error(cublasLtMatmul(lt, p->desc, &one, W, p->w, X, p->x, &zero, Y, p->y, Y, p->y, &p->algo,
+    return lt_error(cublasLtMatmul(lt, p->desc, &one, W, p->w, X, p->x, &beta, Y, p->y, Y, p->y, &p->algo,
                                    workspace, KB_LT_WORKSPACE_BYTES, stream));
 }
 

@@ -33,6 +33,7 @@ typedef struct {
     cublasLtMatmulDesc_t desc;
     cublasLtMatrixLayout_t w, x, y;
     cublasLtMatmulAlgo_t algo;
+    int accumulate; /* Y += the product (beta = 1) */
 } kb_lt_product;
 
 /* Describe the product and pick cuBLASLt's first heuristic algorithm for
@@ -41,6 +42,13 @@ typedef struct {
 const char *kb_lt_plan(kb_lt_product *p, cublasLtHandle_t lt, cublasComputeType_t compute, cudaDataType_t type,
                        int M, int N, int K, cublasLtEpilogue_t epi, const void *bias, const void *X,
                        const void *W, const void *Y);
+/* A Linear layer without bias in bf16: Y (M x N) = X (M x K) W^T with W
+ * stored [N, K] (PyTorch's [out, in]), X and W bf16, fp32 accumulation;
+ * Y is bf16, or fp32 with accumulate set, Y += X W^T (a residual added in
+ * the epilogue).  As a column-major product: m = N, n = M, k = K, with W
+ * read transposed. */
+const char *kb_lt_plan_linear(kb_lt_product *p, cublasLtHandle_t lt, int M, int N, int K, int accumulate,
+                              const void *X, const void *W, const void *Y);
 /* Enqueue Y = epi(X W + bias) with a planned product; bias may differ from
  * the one planned (same alignment), so one plan serves every layer. */
 const char *kb_lt_run(const kb_lt_product *p, cublasLtHandle_t lt, const void *bias, const void *X,

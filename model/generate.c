@@ -15,6 +15,7 @@
 #include "harness/harness.h"
 #include "kernels/kbench.h"
 #include "model/generate.h"
+#include "model/llama_gpu.h"
 #include "model/npy.h"
 #include "model/transformer.h"
 
@@ -22,7 +23,7 @@
 
 void kb_generate_usage(FILE *f)
 {
-    fputs("usage: kbench model generate --cpu-only\n"
+    fputs("usage: kbench model generate [--cpu-only]\n"
           "         [--weights DIR | --d-model D --layers N --heads H --kv-heads K --d-ff F --vocab V --tied]\n"
           "         [--prompt-ids ID,ID,.. | --prompt-len T] [--tokens N] [--seed N]\n"
           "         [--logits-out FILE.npy] [--save DIR [--save-dtype f32|bf16|f16]]\n",
@@ -176,9 +177,8 @@ static int check_combinations(const kb_generate_opts *o, char *err, size_t errle
         return fail(err, errlen, "give the prompt as --prompt-ids or its length as --prompt-len, not both");
     if (o->save_dtype_given && !o->save_dir)
         return fail(err, errlen, "--save-dtype applies to --save");
-    if (!o->cpu_only)
-        return fail(err, errlen, "model generate has no GPU forward yet (it comes with the fast stage): "
-                    "run the C reference with --cpu-only");
+    if (!o->cpu_only && o->logits_out)
+        return fail(err, errlen, "--logits-out writes the C reference's logits: add --cpu-only");
     return 0;
 }
 
@@ -302,6 +302,10 @@ static int prepare(int argc, char **argv, kb_generate_opts *o, run_setup *r, cha
     for (int i = 0; i < o->n_prompt; ++i)
         if (o->prompt[i] >= c.vocab)
             return fail(err, errlen, "--prompt-ids: id %d is outside the vocabulary of %d", o->prompt[i], c.vocab);
+    const char *unfit = o->cpu_only ? NULL : kb_llama_gpu_unfit(&c);
+    if (unfit)
+        return fail(err, errlen, "%s; this model has d_model %d, d_ff %d, heads %d, head_dim %d (--cpu-only runs it)",
+                    unfit, c.d_model, c.d_ff, c.heads, c.head_dim);
     if (check_host_memory(o, &c, r->T, seq, err, errlen) != 0)
         return -1;
     if (!o->weights && kb_llama_init_random(&r->m, &c, o->seed) != 0)
@@ -375,7 +379,7 @@ static int generate(const run_setup *r, int tokens, int *out, float *all, double
     return rc;
 }
 
-static int run(const kb_generate_opts *o, const run_setup *r)
+static int run(const kb_generate_opts *o, run_setup *r)
 {
     const int V = r->m.cfg.vocab;
     char err[512], q[KB_QUOTE_LEN];
@@ -387,6 +391,8 @@ static int run(const kb_generate_opts *o, const run_setup *r)
         printf("wrote %s (config.json, model.safetensors in %s)\n", kb_quote(o->save_dir, q, sizeof q),
                (const char *[]){"F32", "BF16", "F16"}[o->save_dtype]);
     }
+    if (!o->cpu_only)
+        return kb_generate_gpu(&r->m, r->prompt, r->T, o->tokens);
     int *out = malloc(sizeof(int) * (size_t)o->tokens);
     float *all = o->logits_out ? malloc(sizeof(float) * (size_t)o->tokens * (size_t)V) : NULL;
     double prefill_ms = 0, decode_ms = 0;

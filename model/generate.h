@@ -37,6 +37,11 @@ int kb_generate_parse(int argc, char **argv, kb_generate_opts *o, char *err, siz
 void kb_generate_opts_free(kb_generate_opts *o);
 void kb_generate_usage(FILE *f);
 
+/* The GPU run (model/generate_gpu.c): rounds m's weights to bf16, checks
+ * the GPU forward against the C reference, times prefill and decode.
+ * Returns the exit code (0, or 1 on a failed check or a GPU error). */
+int kb_generate_gpu(kb_llama_model *m, const int *prompt, int T, int tokens);
+
 /* The whole command; returns the process exit code (0, 1 or 2). */
 int kb_cmd_generate(int argc, char **argv);
 

@@ -80,6 +80,10 @@ void kb_llama_each_weight(const kb_llama_model *m,
 
 void kb_llama_free(kb_llama_model *m);
 
+/* Round every weight to bf16 in place (nearest even), so that the C
+ * reference runs on the values a bf16 forward stores. */
+void kb_llama_round_bf16(kb_llama_model *m);
+
 /* fp32 <-> bf16 and f16 bits, rounding to nearest even (NaN stays NaN). */
 uint16_t kb_f32_to_bf16(float x);
 uint16_t kb_f32_to_f16(float x);

@@ -351,6 +351,13 @@ void kb_llama_each_weight(const kb_llama_model *m,
     each_ref((kb_llama_model *)m, hand_out, &e);
 }
 
+void kb_llama_round_bf16(kb_llama_model *m)
+{
+    const int64_t n = kb_llama_weight_count(&m->cfg);
+    for (int64_t i = 0; i < n; ++i)
+        m->storage[i] = kb_bf16_to_f32(kb_f32_to_bf16(m->storage[i]));
+}
+
 void kb_llama_free(kb_llama_model *m)
 {
     free(m->storage);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `kbench model generate` without a GPU: bad input gets exit 2 and one line
-# naming the problem before any work; --cpu-only generates greedily with the
+# naming the problem before any work (a model the GPU path cannot run
+# included), no GPU exit 1; --cpu-only generates greedily with the
 # C reference; the same seed gives the same ids; a seeded model saved with
 # --save loads back with --weights and generates the same ids and logits.
 source "$(dirname "$(realpath "$0")")/shell_test.sh" "$1"
@@ -24,7 +25,10 @@ gen() { # gen ARGS...: a --cpu-only run that must succeed
 ids() { grep '^generated ids:' stdout; }
 
 small=(--d-model 32 --layers 2 --heads 4 --kv-heads 2 --d-ff 48 --vocab 97)
-expect 2 "has no GPU forward yet" "${small[@]}"
+expect 2 "the GPU path needs head_dim a multiple of 16 up to 128" "${small[@]}"
+expect 2 "the GPU path needs d_model, d_ff and heads x head_dim multiples of 8" --d-model 64 --heads 4 --d-ff 60
+expect 2 "--logits-out writes the C reference's logits: add --cpu-only" --logits-out x.npy
+CUDA_VISIBLE_DEVICES= expect 1 "no CUDA device found" --d-model 64 --heads 4 --kv-heads 2 --d-ff 64 --vocab 97 --layers 1
 expect 2 "unknown option '--frob' for kbench model generate" --cpu-only --frob
 expect 2 "--d-model 10 is not a multiple of --heads 4" --cpu-only --d-model 10 --heads 4
 expect 2 "--heads 8 is not a multiple of --kv-heads 3" --cpu-only --heads 8 --kv-heads 3

@@ -135,7 +135,8 @@ __device__ __forceinline__ void bf16_copy_rows(bf16 *dst, const bf16 *head, int 
 
 template <int D>
 __global__ void __launch_bounds__(Bf16Cfg<D>::kThreads, 2)
-attention_flash_bf16_kernel(int Tq, int Tk, int causal, int group, float sl2, int row_tiles, int heads, const bf16 *__restrict__ q,
+attention_flash_bf16_kernel(int Tq, int Tk, int64_t kv_stride, int causal, int group, float sl2, int row_tiles, int heads,
+                            const bf16 *__restrict__ q,
                             const bf16 *__restrict__ k, const bf16 *__restrict__ v, bf16 *__restrict__ o)
 {
     using Cfg = Bf16Cfg<D>;
@@ -149,8 +150,8 @@ attention_flash_bf16_kernel(int Tq, int Tk, int causal, int group, float sl2, in
 
     const KbAttnTile tile = kb_attn_tile(row_tiles, heads, BR, causal);
     const int i0 = tile.row0;
-    const bf16 *k_head = k + (size_t)(tile.bh / group) * Tk * D;
-    const bf16 *v_head = v + (size_t)(tile.bh / group) * Tk * D;
+    const bf16 *k_head = k + (size_t)(tile.bh / group) * kv_stride;
+    const bf16 *v_head = v + (size_t)(tile.bh / group) * kv_stride;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int g = lane / 4, tq = lane % 4; /* the MMA's group and thread-in-group */
     const int last_row = min(i0 + BR, Tq) - 1;
@@ -441,7 +442,8 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
     const unsigned grid = (unsigned)((int64_t)row_tiles * heads);
     const float sl2 = a->scale * KB_LOG2E;
     if (!bf16_dispatch(a->D, [&](auto kernel, int smem) {
-            kernel<<<grid, 128, smem, stream>>>(a->Tq, a->Tk, a->causal, kb_attention_group(a), sl2, row_tiles, heads,
+            kernel<<<grid, 128, smem, stream>>>(a->Tq, a->Tk, a->kv_stride ? a->kv_stride : (int64_t)a->Tk * a->D,
+                                               a->causal, kb_attention_group(a), sl2, row_tiles, heads,
                                                (const bf16 *)a->q,
                                                (const bf16 *)a->k, (const bf16 *)a->v, (bf16 *)a->o);
         }))

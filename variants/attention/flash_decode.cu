@@ -151,8 +151,9 @@ __device__ __forceinline__ void dec_load_cols(const bf16 *src, float (&f)[NC])
  * the blocks that share a chunk of K and V run together and share it in L2. */
 template <int DP, int RC>
 __global__ void __launch_bounds__(DEC_WARPS * 32, 1)
-attention_flash_decode_split_kernel(int Tq, int Tk, int D, int causal, int group, float sl2, int row_chunks,
-                                    int splits, int chunk, int64_t nrows, const bf16 *__restrict__ q,
+attention_flash_decode_split_kernel(int Tq, int Tk, const int *tk_len, int64_t kv_stride, int D, int causal,
+                                    int group, float sl2, int row_chunks, int splits, int chunk, int64_t nrows,
+                                    const bf16 *__restrict__ q,
                                     const bf16 *__restrict__ k, const bf16 *__restrict__ v,
                                     float *__restrict__ part_o, float2 *__restrict__ part_ml)
 {
@@ -170,11 +171,13 @@ attention_flash_decode_split_kernel(int Tq, int Tk, int D, int causal, int group
     const int R = group * Tq;                                  /* the group's query rows */
     const int r0 = rchunk * RC;
     const int64_t grow0 = bkv * R + r0; /* Q/O row of local row 0: (b*H + kv*group)*Tq + r0 */
+    if (tk_len) /* a cache: only the first *tk_len keys hold data; chunks past them write empty states */
+        Tk = min(*tk_len, Tk);
     const int cbeg = s * chunk;
     const int end = min(cbeg + chunk, Tk);
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const bf16 *k_head = k + (size_t)bkv * Tk * D;
-    const bf16 *v_head = v + (size_t)bkv * Tk * D;
+    const bf16 *k_head = k + (size_t)bkv * kv_stride;
+    const bf16 *v_head = v + (size_t)bkv * kv_stride;
 
     /* This warp's tiles: t = warp, warp + 4, ... of the chunk's tiles. */
     const int tiles = (end - cbeg + DEC_KEYS - 1) / DEC_KEYS;
@@ -459,7 +462,8 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
     const int group = kb_attention_group(a);
     if (!dec_dispatch(p.dp, p.rc, [&](auto kernel, int smem) {
             kernel<<<(unsigned)p.blocks, DEC_WARPS * 32, smem, stream>>>(
-                a->Tq, a->Tk, a->D, a->causal, group, sl2, p.row_chunks, p.splits, p.chunk, p.rows,
+                a->Tq, a->Tk, a->tk_len, a->kv_stride ? a->kv_stride : (int64_t)a->Tk * a->D, a->D, a->causal,
+                group, sl2, p.row_chunks, p.splits, p.chunk, p.rows,
                 (const bf16 *)a->q, (const bf16 *)a->k, (const bf16 *)a->v, c->part_o, c->part_ml);
         }))
         return "no kernel for this D";

@@ -1,0 +1,262 @@
+/* `kbench model generate` on the GPU (model/llama_gpu.h): the model in
+ * bf16, checked against the C reference, then prefill and decode timed.
+ *
+ * The check runs a short generation (the prompt's first CHECK_PROMPT tokens,
+ * CHECK_STEPS tokens) through the same prefill and captured decode step,
+ * and compares every step's logits with the reference's, fed the GPU's own
+ * tokens (teacher forcing, so a near-tie cannot derail the rest).  The
+ * weights are rounded to bf16 on the host first, so both sides use the same
+ * values.  The timed run generates --tokens after the whole prompt; its
+ * last logits must be finite. */
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cuda_runtime_api.h>
+#include "harness/harness.h"
+#include "model/generate.h"
+#include "model/llama_gpu.h"
+
+#define CHECK_PROMPT 32
+#define CHECK_STEPS 8
+#define PREFILL_RUNS 5
+#define DECODE_RUNS 3
+
+typedef struct {
+    kb_llama_gpu *g;
+    cudaStream_t s;
+    cudaGraphExec_t step; /* one decode step */
+    cudaEvent_t t0, t1;
+} gpu_run;
+
+static const char *cuda(cudaError_t e) { return e == cudaSuccess ? NULL : cudaGetErrorString(e); }
+
+#define TRY(call)                                                                                  \
+    do {                                                                                           \
+        const char *try_err_ = (call);                                                             \
+        if (try_err_)                                                                              \
+            return try_err_;                                                                       \
+    } while (0)
+
+/* The decode step as one graph, replacing the last one. */
+static const char *capture_step(gpu_run *r)
+{
+    cudaGraph_t graph;
+    if (r->step)
+        cudaGraphExecDestroy(r->step);
+    r->step = NULL;
+    TRY(cuda(cudaStreamBeginCapture(r->s, cudaStreamCaptureModeThreadLocal)));
+    const char *err = kb_llama_gpu_decode(r->g, r->s);
+    cudaError_t e = cudaStreamEndCapture(r->s, &graph);
+    TRY(err);
+    TRY(cuda(e));
+    e = cudaGraphInstantiate(&r->step, graph, 0);
+    cudaGraphDestroy(graph);
+    return cuda(e);
+}
+
+/* Prefill, then steps decode steps (graph replays, or stream launches);
+ * the milliseconds of each part when times is set. */
+static const char *generate(gpu_run *r, const int *ids, int n, int steps, int graph, double *prefill_ms,
+                            double *decode_ms)
+{
+    float ms = 0;
+    TRY(kb_llama_gpu_plan(r->g, n));
+    TRY(cuda(cudaEventRecord(r->t0, r->s)));
+    TRY(kb_llama_gpu_prefill(r->g, ids, n, r->s));
+    TRY(cuda(cudaEventRecord(r->t1, r->s)));
+    TRY(cuda(cudaEventSynchronize(r->t1)));
+    TRY(cuda(cudaEventElapsedTime(&ms, r->t0, r->t1)));
+    if (prefill_ms)
+        *prefill_ms = ms;
+    TRY(cuda(cudaEventRecord(r->t0, r->s)));
+    for (int k = 0; k < steps; ++k)
+        TRY(graph ? cuda(cudaGraphLaunch(r->step, r->s)) : kb_llama_gpu_decode(r->g, r->s));
+    TRY(cuda(cudaEventRecord(r->t1, r->s)));
+    TRY(cuda(cudaEventSynchronize(r->t1)));
+    TRY(cuda(cudaEventElapsedTime(&ms, r->t0, r->t1)));
+    if (decode_ms)
+        *decode_ms = ms;
+    return cuda(cudaGetLastError());
+}
+
+/* The reference's logits at each of the steps, fed the GPU's tokens; the
+ * worst step's relative L2 error, and how many greedy picks agree. */
+static int check_against_reference(const kb_llama_model *m, const int *prompt, int n, const int *tokens,
+                                   const float *logits, int steps, double *worst, int *agree)
+{
+    const int V = m->cfg.vocab;
+    kb_llama_cache cache;
+    float *ref = malloc(sizeof(float) * (size_t)V);
+    if (!ref || kb_llama_cache_init(&cache, &m->cfg, n + steps) != 0) {
+        free(ref);
+        return -1;
+    }
+    int rc = kb_llama_forward(m, &cache, prompt, n, ref, NULL);
+    *worst = 0, *agree = 0;
+    for (int k = 0; rc == 0 && k < steps; ++k) {
+        if (k)
+            rc = kb_llama_forward(m, &cache, &tokens[k - 1], 1, ref, NULL);
+        double e2 = 0, r2 = 0;
+        for (int i = 0; i < V; ++i) {
+            const double d = (double)logits[(size_t)k * V + i] - ref[i];
+            e2 += isfinite(d) ? d * d : INFINITY;
+            r2 += (double)ref[i] * ref[i];
+        }
+        const double rel = sqrt(e2 / (r2 > 0 ? r2 : 1));
+        *worst = rel > *worst || isnan(rel) ? rel : *worst;
+        *agree += kb_llama_argmax(ref, V) == tokens[k];
+    }
+    kb_llama_cache_free(&cache);
+    free(ref);
+    return rc;
+}
+
+static const char *check(gpu_run *r, const kb_llama_model *m, const int *prompt, int T, int tokens, int *pass)
+{
+    const int n = T < CHECK_PROMPT ? T : CHECK_PROMPT, steps = tokens < CHECK_STEPS ? tokens : CHECK_STEPS;
+    const int V = m->cfg.vocab;
+    int out[CHECK_STEPS], agree = 0;
+    double worst = 0;
+    float *logits = malloc(sizeof(float) * (size_t)steps * V);
+    if (!logits)
+        return "out of host memory for the checked logits";
+    kb_llama_gpu_keep_logits(r->g, 1);
+    const char *err = capture_step(r);
+    if (!err)
+        err = generate(r, prompt, n, steps - 1, 1, NULL, NULL);
+    if (!err)
+        err = kb_llama_gpu_results(r->g, steps, out, logits);
+    const double t0 = omp_get_wtime();
+    if (!err && check_against_reference(m, prompt, n, out, logits, steps, &worst, &agree) != 0)
+        err = "out of host memory for the reference's KV cache";
+    free(logits);
+    TRY(err);
+    const double tol = kb_model_bf16_rel_l2_tolerance();
+    *pass = worst <= tol;
+    printf("check: the first %d prompt tokens and %d generated against the C reference (bf16-rounded weights, "
+           "%.1f s): worst step's logits rel. L2 %.2e (tolerance %.2e), greedy picks equal %d of %d: %s\n",
+           n, steps, omp_get_wtime() - t0, worst, tol, agree, steps, *pass ? "PASS" : "FAIL");
+    return NULL;
+}
+
+static double median_of(double *x, int n)
+{
+    kb_stats st;
+    kb_stats_compute(x, n, &st);
+    return st.median;
+}
+
+/* Weight bytes a decode step reads (every matrix once; a tied embedding
+ * once, as the LM head) and the KV cache at context ctx, in bf16. */
+static double decode_bytes(const kb_llama_config *c, double ctx)
+{
+    const double kv = 2.0 * c->layers * c->kv_heads * c->head_dim * ctx;
+    return 2.0 * ((double)kb_llama_weight_count(c) + kv);
+}
+
+/* FLOPs of a prefill of n tokens: every product, attention under the
+ * causal mask (half the square), the LM head for the last position only. */
+static double prefill_flops(const kb_llama_config *c, int n)
+{
+    const double d = c->d_model, qd = (double)c->heads * c->head_dim, kvd = (double)c->kv_heads * c->head_dim;
+    const double per_token = 2.0 * c->layers * (d * (qd + 2 * kvd) + qd * d + 3.0 * d * c->d_ff);
+    const double attn = 4.0 * c->layers * qd * (double)n * n / 2;
+    return per_token * n + attn + 2.0 * d * c->vocab;
+}
+
+static const char *timed(gpu_run *r, const kb_llama_model *m, const int *prompt, int T, int tokens,
+                         const kb_ceilings *ceil, int *out)
+{
+    const kb_llama_config *c = &m->cfg;
+    const int steps = tokens - 1;
+    double pre[PREFILL_RUNS], graph[DECODE_RUNS], stream[DECODE_RUNS];
+    kb_llama_gpu_keep_logits(r->g, 0); /* the timed steps, captured again, keep nothing */
+    TRY(capture_step(r));
+    TRY(generate(r, prompt, T, 0, 1, NULL, NULL)); /* warm-up */
+    for (int i = 0; i < PREFILL_RUNS; ++i)
+        TRY(generate(r, prompt, T, 0, 1, &pre[i], NULL));
+    for (int i = 0; steps > 0 && i < DECODE_RUNS; ++i) {
+        TRY(generate(r, prompt, T, steps, 0, NULL, &stream[i]));
+        TRY(generate(r, prompt, T, steps, 1, NULL, &graph[i]));
+    }
+    TRY(kb_llama_gpu_results(r->g, tokens, out, NULL));
+    if (!kb_llama_gpu_logits_finite(r->g))
+        return "the last logits of the timed run are not all finite";
+    const double p = median_of(pre, PREFILL_RUNS), tf = prefill_flops(c, T) / (p * 1e-3) * 1e-12;
+    printf("prefill %d tokens: %.2f ms (median of %d), %.0f tokens/s, %.0f TFLOP/s", T, p, PREFILL_RUNS,
+           T / (p * 1e-3), tf);
+    if (ceil->tc_gflop_s > 0)
+        printf(", %.0f%% of the measured bf16 tensor ceiling (%.0f TFLOP/s)", 100 * tf * 1e3 / ceil->tc_gflop_s,
+               ceil->tc_gflop_s * 1e-3);
+    putchar('\n');
+    if (steps < 1)
+        return NULL;
+    const double g = median_of(graph, DECODE_RUNS) / steps, s = median_of(stream, DECODE_RUNS) / steps;
+    const double bytes = decode_bytes(c, T + steps / 2.0), gbs = bytes / (g * 1e-3) * 1e-9;
+    printf("decode: %.3f ms/token with the step in a CUDA graph, %.3f with stream launches (median of %d runs of "
+           "%d steps after the prompt), %.0f tokens/s\n",
+           g, s, DECODE_RUNS, steps, 1e3 / g);
+    printf("bandwidth: %.2f GB of weights and KV cache a token, %.0f GB/s", bytes * 1e-9, gbs);
+    if (ceil->mem_gb_s > 0)
+        printf(", %.0f%% of the measured copy ceiling (%.0f GB/s; bound %.0f tokens/s)", 100 * gbs / ceil->mem_gb_s,
+               ceil->mem_gb_s, ceil->mem_gb_s * 1e9 / bytes);
+    putchar('\n');
+    return NULL;
+}
+
+static const char *run_all(gpu_run *r, const kb_llama_model *m, const int *prompt, int T, int tokens, int *out,
+                           int *pass)
+{
+    kb_device_info info;
+    static char why[512];
+    if (kb_gpu_open(0, &info, why, sizeof why) != 0)
+        return why;
+    size_t flush_bytes = 0;
+    void *flush = kb_alloc_flush(&info, &flush_bytes);
+    kb_ceilings ceil;
+    if (!flush)
+        return "out of device memory for the L2 flush buffer";
+    kb_measure_ceilings(&info, flush, flush_bytes, &ceil);
+    cudaFree(flush);
+    printf("GPU: %s (sm_%d%d, %d SMs)\n", info.name, info.cc_major, info.cc_minor, info.sm_count);
+    const int check_n = T < CHECK_PROMPT ? T : CHECK_PROMPT;
+    TRY(kb_llama_gpu_create(m, T + tokens, T > check_n ? T : check_n, tokens > CHECK_STEPS ? tokens : CHECK_STEPS,
+                            1, &r->g));
+    TRY(cuda(cudaStreamCreateWithFlags(&r->s, cudaStreamNonBlocking)));
+    TRY(cuda(cudaEventCreate(&r->t0)));
+    TRY(cuda(cudaEventCreate(&r->t1)));
+    TRY(check(r, m, prompt, T, tokens, pass));
+    return timed(r, m, prompt, T, tokens, &ceil, out);
+}
+
+int kb_generate_gpu(kb_llama_model *m, const int *prompt, int T, int tokens)
+{
+    gpu_run r = {0};
+    int pass = 0, *out = malloc(sizeof(int) * (size_t)tokens);
+    if (!out) {
+        fprintf(stderr, "kbench: out of host memory\n");
+        return KB_EXIT_FAIL;
+    }
+    kb_llama_round_bf16(m);
+    const char *err = run_all(&r, m, prompt, T, tokens, out, &pass);
+    if (!err) {
+        printf("generated ids:");
+        for (int i = 0; i < tokens; ++i)
+            printf(i ? ",%d" : " %d", out[i]);
+        putchar('\n');
+    } else
+        fprintf(stderr, "kbench: %s\n", err);
+    if (r.step)
+        cudaGraphExecDestroy(r.step);
+    if (r.t0)
+        cudaEventDestroy(r.t0);
+    if (r.t1)
+        cudaEventDestroy(r.t1);
+    if (r.s)
+        cudaStreamDestroy(r.s);
+    kb_llama_gpu_destroy(r.g);
+    free(out);
+    return err || !pass ? KB_EXIT_FAIL : 0;
+}

@@ -1,0 +1,705 @@
+/* The Llama-style model in bf16 on the GPU (model/llama_gpu.h).
+ *
+ * Decode is memory-bound: at batch 1 each weight is read once per token, so
+ * the time is the bytes of the weights and the KV cache over the copy
+ * bandwidth.  Every linear layer is one matrix-vector kernel (gemv_kernel):
+ * a block stages its input vector in shared memory as bf16 (RMSNorm fused
+ * in front when the input is the residual stream), then each warp takes
+ * two weight rows at a time and streams them with 16-byte loads, four in
+ * flight per row per lane.  The two rows are chosen so that the epilogue
+ * has what it needs: a RoPE pair (i, i + head_dim/2) of one head, or a
+ * SwiGLU pair (gate row i, up row i); elsewhere two neighbours.
+ *
+ *   per layer: qkv  gemv(RMSNorm(x)) -> RoPE -> q, and k, v into the cache
+ *              o    flash_decode(q, cache)        (two kernels)
+ *              x   += gemv(o)                     (Wo, residual)
+ *              h    gemv(RMSNorm(x)) -> silu(g) u (gate and up rows stacked)
+ *              x   += gemv(h)                     (Wdown, residual)
+ *   logits = gemv(RMSNorm(x)) (the LM head); pick = argmax, the next token
+ *
+ * 6 kernels a layer and 3 more, one graph per step.
+ *
+ * Prefill: the same steps over n tokens with cuBLASLt products (bf16 in,
+ * fp32 accumulation; x += in the epilogue for Wo and Wdown) and flash_bf16
+ * (causal) over the cache. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cublasLt.h>
+#include <cuda_bf16.h>
+#include "harness/harness.h"
+#include "kernels/attention.h"
+#include "kernels/cuda_util.h"
+#include "kernels/lt_gemm.h"
+#include "kernels/reduce.cuh"
+#include "model/llama_gpu.h"
+
+typedef __nv_bfloat16 bf16;
+
+#define TRY(call)                                                                                  \
+    do {                                                                                           \
+        const char *try_err_ = (call);                                                             \
+        if (try_err_)                                                                              \
+            return try_err_;                                                                       \
+    } while (0)
+#define CUDA_TRY(call) TRY(kb_cuda_status(call))
+
+enum { ST_LEN, ST_STEP, ST_TOK, ST_COUNT }; /* device state: keys in the cache after this token, step, token */
+
+#define GEMV_WARPS 8
+#define MAX_HEAD_DIM 128
+
+/* ---- kernels ---------------------------------------------------------------------- */
+
+/* Rows of the embedding as fp32: x[t] = embed[ids[t]]. */
+__global__ void embed_kernel(const int *__restrict__ ids, const bf16 *__restrict__ embed, float *__restrict__ x, int d)
+{
+    const bf16 *row = embed + (size_t)ids[blockIdx.x] * d;
+    for (int c = threadIdx.x; c < d; c += blockDim.x)
+        x[(size_t)blockIdx.x * d + c] = __bfloat162float(row[c]);
+}
+
+/* 1 / sqrt(mean(x^2) + eps) of one row, over the block. */
+__device__ float rms_scale(const float *__restrict__ x, int d, float eps)
+{
+    __shared__ float part[32];
+    float s = 0;
+    for (int c = threadIdx.x; c < d; c += blockDim.x)
+        s = fmaf(x[c], x[c], s);
+    s = kb_warp_allreduce<32>(s, KbSum{});
+    if (threadIdx.x % 32 == 0)
+        part[threadIdx.x / 32] = s;
+    __syncthreads();
+    float t = 0;
+    for (int w = 0; w < (int)blockDim.x / 32; ++w)
+        t += part[w];
+    __syncthreads(); /* part is reused by the next call */
+    return rsqrtf(t / d + eps);
+}
+
+/* h[t] = bf16(RMSNorm(x[t]) * w), one block a row. */
+__global__ void rmsnorm_kernel(const float *__restrict__ x, const float *__restrict__ w, float eps, int d,
+                               bf16 *__restrict__ h)
+{
+    const float *row = x + (size_t)blockIdx.x * d;
+    const float r = rms_scale(row, d, eps);
+    for (int c = threadIdx.x; c < d; c += blockDim.x)
+        h[(size_t)blockIdx.x * d + c] = __float2bfloat16_rn(row[c] * r * w[c]);
+}
+
+/* The rotation of pair (a, b) = (x[i], x[i + half]) at position pos. */
+__device__ __forceinline__ void rope(float &a, float &b, int pos, float inv_freq)
+{
+    float s, c;
+    sincosf((float)pos * inv_freq, &s, &c);
+    const float ra = a * c - b * s, rb = b * c + a * s;
+    a = ra, b = rb;
+}
+
+/* Prefill: qkv [n, (H + 2 KV) hd] -> q (H, n, hd) rotated, k rotated and v
+ * into the cache at positions 0..n-1.  One thread per pair (t, head, i). */
+__global__ void rope_scatter_kernel(const bf16 *__restrict__ qkv, int n, int H, int KV, int hd, int max_len,
+                                    const float *__restrict__ inv_freq, bf16 *__restrict__ q, bf16 *__restrict__ kc,
+                                    bf16 *__restrict__ vc)
+{
+    const int half = hd / 2, heads = H + 2 * KV;
+    const int64_t id = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (id >= (int64_t)n * heads * half)
+        return;
+    const int i = (int)(id % half), head = (int)(id / half % heads), t = (int)(id / half / heads);
+    const bf16 *src = qkv + ((size_t)t * heads + head) * hd;
+    float a = __bfloat162float(src[i]), b = __bfloat162float(src[i + half]);
+    bf16 *dst;
+    if (head < H + KV) {
+        rope(a, b, t, inv_freq[i]);
+        dst = head < H ? q + ((size_t)head * n + t) * hd : kc + ((size_t)(head - H) * max_len + t) * hd;
+    } else
+        dst = vc + ((size_t)(head - H - KV) * max_len + t) * hd;
+    dst[i] = __float2bfloat16_rn(a);
+    dst[i + half] = __float2bfloat16_rn(b);
+}
+
+/* Prefill: attention's (H, n, hd) -> (n, H hd), the layout of Wo's input. */
+__global__ void merge_heads_kernel(const bf16 *__restrict__ o, int n, int H, int hd, bf16 *__restrict__ out)
+{
+    const int64_t id = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (id >= (int64_t)n * H * hd)
+        return;
+    const int c = (int)(id % hd), h = (int)(id / hd % H), t = (int)(id / hd / H);
+    out[id] = o[((size_t)h * n + t) * hd + c];
+}
+
+/* Prefill: gu [n, 2 ff] (gate | up) -> h [n, ff] = silu(gate) * up. */
+__global__ void swiglu_kernel(const bf16 *__restrict__ gu, int n, int ff, bf16 *__restrict__ h)
+{
+    const int64_t id = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (id >= (int64_t)n * ff)
+        return;
+    const int64_t t = id / ff, c = id % ff;
+    const float g = __bfloat162float(gu[t * 2 * ff + c]), u = __bfloat162float(gu[t * 2 * ff + ff + c]);
+    h[id] = __float2bfloat16_rn(g / (1.0f + __expf(-g)) * u);
+}
+
+enum GemvOut { GEMV_QKV, GEMV_RESIDUAL, GEMV_SWIGLU, GEMV_LOGITS };
+
+struct GemvArgs {
+    const bf16 *w;      /* [rows, K] */
+    int N, K;           /* outputs; K a multiple of 8 */
+    const float *x;     /* fp32 input, RMSNorm'd with norm (when norm is set) */
+    const float *norm;
+    float eps;
+    const bf16 *xb;     /* bf16 input (when norm is NULL) */
+    float *y;           /* GEMV_RESIDUAL: y += W x; GEMV_LOGITS: y = W x */
+    bf16 *yb;           /* GEMV_SWIGLU: silu(W[i] x) * (W[N + i] x) */
+    /* GEMV_QKV: q (H, 1, hd), and k, v at position len - 1 of this layer's cache */
+    bf16 *q, *kc, *vc;
+    int H, KV, hd, max_len;
+    const int *state;
+    const float *inv_freq;
+};
+
+/* Dot products of rows r0 and r1 with the staged input, summed over the warp. */
+__device__ __forceinline__ void dot2(const bf16 *__restrict__ w, int K, int r0, int r1, const bf16 *xs, int lane,
+                                     float &s0, float &s1)
+{
+    const uint4 *a = reinterpret_cast<const uint4 *>(w + (size_t)r0 * K);
+    const uint4 *b = reinterpret_cast<const uint4 *>(w + (size_t)r1 * K);
+    const uint4 *xv = reinterpret_cast<const uint4 *>(xs);
+    const int chunks = K / 8;
+    s0 = s1 = 0;
+    for (int c0 = lane; c0 < chunks; c0 += 32 * 4) {
+        uint4 wa[4], wb[4];
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {
+            const int c = c0 + u * 32;
+            wa[u] = c < chunks ? __ldcs(a + c) : make_uint4(0, 0, 0, 0);
+            wb[u] = c < chunks ? __ldcs(b + c) : make_uint4(0, 0, 0, 0);
+        }
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {
+            const int c = c0 + u * 32;
+            if (c >= chunks)
+                break;
+            const uint4 xx = xv[c];
+            const __nv_bfloat162 *pa = reinterpret_cast<const __nv_bfloat162 *>(&wa[u]);
+            const __nv_bfloat162 *pb = reinterpret_cast<const __nv_bfloat162 *>(&wb[u]);
+            const __nv_bfloat162 *px = reinterpret_cast<const __nv_bfloat162 *>(&xx);
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const float2 fx = __bfloat1622float2(px[e]), fa = __bfloat1622float2(pa[e]),
+                             fb = __bfloat1622float2(pb[e]);
+                s0 = fmaf(fa.x, fx.x, fmaf(fa.y, fx.y, s0));
+                s1 = fmaf(fb.x, fx.x, fmaf(fb.y, fx.y, s1));
+            }
+        }
+    }
+    s0 = kb_warp_allreduce<32>(s0, KbSum{});
+    s1 = kb_warp_allreduce<32>(s1, KbSum{});
+}
+
+template <int OUT>
+__global__ void __launch_bounds__(GEMV_WARPS * 32) gemv_kernel(GemvArgs a)
+{
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    bf16 *xs = reinterpret_cast<bf16 *>(smem_raw);
+    if (a.norm) {
+        const float r = rms_scale(a.x, a.K, a.eps);
+        for (int c = threadIdx.x; c < a.K; c += blockDim.x)
+            xs[c] = __float2bfloat16_rn(a.x[c] * r * a.norm[c]);
+    } else
+        for (int c = threadIdx.x; c < a.K / 8; c += blockDim.x)
+            reinterpret_cast<uint4 *>(xs)[c] = reinterpret_cast<const uint4 *>(a.xb)[c];
+    __syncthreads();
+
+    const int half = a.hd / 2;
+    const int pairs = OUT == GEMV_QKV ? (a.H + 2 * a.KV) * half : OUT == GEMV_SWIGLU ? a.N : (a.N + 1) / 2;
+    const int lane = threadIdx.x % 32;
+    for (int p = blockIdx.x * GEMV_WARPS + threadIdx.x / 32; p < pairs; p += gridDim.x * GEMV_WARPS) {
+        int r0, r1;
+        if (OUT == GEMV_QKV)
+            r0 = p / half * a.hd + p % half, r1 = r0 + half;
+        else if (OUT == GEMV_SWIGLU)
+            r0 = p, r1 = a.N + p;
+        else
+            r0 = 2 * p, r1 = min(2 * p + 1, a.N - 1);
+        float s0, s1;
+        dot2(a.w, a.K, r0, r1, xs, lane, s0, s1);
+        if (lane)
+            continue;
+        if (OUT == GEMV_QKV) {
+            const int head = p / half, i = p % half, pos = a.state[ST_LEN] - 1;
+            bf16 *dst;
+            if (head < a.H + a.KV) {
+                rope(s0, s1, pos, a.inv_freq[i]);
+                dst = head < a.H ? a.q + (size_t)head * a.hd : a.kc + ((size_t)(head - a.H) * a.max_len + pos) * a.hd;
+            } else
+                dst = a.vc + ((size_t)(head - a.H - a.KV) * a.max_len + pos) * a.hd;
+            dst[i] = __float2bfloat16_rn(s0);
+            dst[i + half] = __float2bfloat16_rn(s1);
+        } else if (OUT == GEMV_RESIDUAL) {
+            a.y[r0] += s0;
+            if (r1 != r0)
+                a.y[r1] += s1;
+        } else if (OUT == GEMV_SWIGLU)
+            a.yb[p] = __float2bfloat16_rn(s0 / (1.0f + __expf(-s0)) * s1);
+        else {
+            a.y[r0] = s0;
+            a.y[r1] = s1;
+        }
+    }
+}
+
+/* The greedy pick (the first largest logit) becomes the next token and
+ * generated token `step`; the logits are kept for step when keep is set.
+ * set_len >= 0 (a prefill) sets the cache length for the next token, else
+ * it grows by one.  One block. */
+__global__ void __launch_bounds__(1024) pick_kernel(const float *__restrict__ logits, int V, int *state, int *out,
+                                                    int max_tokens, float *keep, int set_len)
+{
+    __shared__ float best_v[32];
+    __shared__ int best_i[32];
+    const int step = state[ST_STEP];
+    if (step >= max_tokens) /* more steps than set up for: nothing to record */
+        keep = NULL;
+    float bv = -INFINITY;
+    int bi = 0x7fffffff;
+    for (int i = threadIdx.x; i < V; i += blockDim.x) {
+        const float v = logits[i];
+        if (keep)
+            keep[(size_t)step * V + i] = v;
+        if (v > bv || (v == bv && i < bi))
+            bv = v, bi = i;
+    }
+    for (int off = 16; off > 0; off /= 2) {
+        const float ov = __shfl_xor_sync(0xffffffffu, bv, off);
+        const int oi = __shfl_xor_sync(0xffffffffu, bi, off);
+        if (ov > bv || (ov == bv && oi < bi))
+            bv = ov, bi = oi;
+    }
+    if (threadIdx.x % 32 == 0)
+        best_v[threadIdx.x / 32] = bv, best_i[threadIdx.x / 32] = bi;
+    __syncthreads();
+    if (threadIdx.x)
+        return;
+    for (int w = 1; w < (int)blockDim.x / 32; ++w)
+        if (best_v[w] > bv || (best_v[w] == bv && best_i[w] < bi))
+            bv = best_v[w], bi = best_i[w];
+    const int tok = bi == 0x7fffffff ? 0 : bi; /* all NaN: token 0, and the NaN check fails the run */
+    if (step < max_tokens)
+        out[step] = tok;
+    state[ST_TOK] = tok;
+    state[ST_STEP] = step + 1;
+    state[ST_LEN] = set_len >= 0 ? set_len : state[ST_LEN] + 1;
+}
+
+/* ---- the model on the device -------------------------------------------------------- */
+
+struct Layer {
+    float *attn_norm, *mlp_norm;
+    bf16 *wqkv, *wo, *wgu, *wd; /* [(H + 2 KV) hd, d], [d, H hd], [2 ff, d] (gate | up), [d, ff] */
+};
+
+struct Attn {
+    const kb_variant *v;
+    void *ctx;
+    kb_attention_args args;
+};
+
+struct kb_llama_gpu {
+    kb_llama_config c;
+    int max_len, max_prefill, max_tokens, sms;
+    bf16 *embed, *lm_head;
+    Layer *layers;
+    float *final_norm, *inv_freq;
+    bf16 *kcache, *vcache;                     /* [layer][KV][max_len][hd] */
+    float *x, *logits, *keep;                  /* [max_prefill, d], [V], [max_tokens, V] or NULL */
+    int keeping;                               /* launches from now on keep the logits */
+    bf16 *h, *qkv, *gu, *q, *o, *om;           /* prefill (and decode) activations */
+    int *state, *out, *ids;
+    cublasLtHandle_t lt;
+    void *workspace;
+    int planned;                               /* the n of the plans below; 0 when none */
+    kb_lt_product p_qkv, p_o, p_gu, p_d;
+    Attn decode_attn;                          /* flash_decode, set up once: Tk is the cache's length */
+    Attn prefill_attn;                         /* flash_bf16, set up per plan */
+    char why[256];
+};
+
+const char *kb_llama_gpu_unfit(const kb_llama_config *c)
+{
+    if (c->head_dim % 16 || c->head_dim > MAX_HEAD_DIM)
+        return "the GPU path needs head_dim a multiple of 16 up to 128 (flash_bf16, flash_decode)";
+    if (c->d_model % 8 || c->d_ff % 8 || ((int64_t)c->heads * c->head_dim) % 8)
+        return "the GPU path needs d_model, d_ff and heads x head_dim multiples of 8 (16-byte weight rows)";
+    return NULL;
+}
+
+/* Device copy of n floats as bf16 (dst[i] = bf16(src[i])), through a host buffer. */
+static const char *upload_bf16(bf16 *dst, const float *src, int64_t n)
+{
+    const int64_t CHUNK = 1 << 22;
+    uint16_t *tmp = (uint16_t *)malloc(sizeof(uint16_t) * CHUNK);
+    if (!tmp)
+        return "out of host memory for the weight upload";
+    cudaError_t e = cudaSuccess;
+    for (int64_t off = 0; off < n && e == cudaSuccess; off += CHUNK) {
+        const int64_t m = n - off < CHUNK ? n - off : CHUNK;
+        for (int64_t i = 0; i < m; ++i)
+            tmp[i] = kb_f32_to_bf16(src[off + i]);
+        e = cudaMemcpy(dst + off, tmp, sizeof(uint16_t) * m, cudaMemcpyHostToDevice);
+    }
+    free(tmp);
+    return kb_cuda_status(e);
+}
+
+template <class T>
+static const char *dalloc(T **p, int64_t n)
+{
+    *p = NULL;
+    cudaError_t e = cudaMalloc((void **)p, sizeof(T) * (size_t)(n > 0 ? n : 1));
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        *p = NULL;
+        return "out of device memory for the model, its KV cache and activations";
+    }
+    return NULL;
+}
+
+static const char *upload_f32(float **dst, const float *src, int64_t n)
+{
+    TRY(dalloc(dst, n));
+    CUDA_TRY(cudaMemcpy(*dst, src, sizeof(float) * n, cudaMemcpyHostToDevice));
+    return NULL;
+}
+
+static const char *upload_layer(kb_llama_gpu *g, Layer *L, const kb_llama_layer *w)
+{
+    const kb_llama_config *c = &g->c;
+    const int64_t d = c->d_model, qd = (int64_t)c->heads * c->head_dim, kvd = (int64_t)c->kv_heads * c->head_dim;
+    TRY(upload_f32(&L->attn_norm, w->attn_norm, d));
+    TRY(upload_f32(&L->mlp_norm, w->mlp_norm, d));
+    TRY(dalloc(&L->wqkv, (qd + 2 * kvd) * d));
+    TRY(upload_bf16(L->wqkv, w->wq, qd * d));
+    TRY(upload_bf16(L->wqkv + qd * d, w->wk, kvd * d));
+    TRY(upload_bf16(L->wqkv + (qd + kvd) * d, w->wv, kvd * d));
+    TRY(dalloc(&L->wo, d * qd));
+    TRY(upload_bf16(L->wo, w->wo, d * qd));
+    TRY(dalloc(&L->wgu, 2 * (int64_t)c->d_ff * d));
+    TRY(upload_bf16(L->wgu, w->w_gate, (int64_t)c->d_ff * d));
+    TRY(upload_bf16(L->wgu + (int64_t)c->d_ff * d, w->w_up, (int64_t)c->d_ff * d));
+    TRY(dalloc(&L->wd, d * c->d_ff));
+    TRY(upload_bf16(L->wd, w->w_down, d * c->d_ff));
+    return NULL;
+}
+
+/* RoPE's frequencies theta^(-2i / hd), in double on the host. */
+static const char *upload_inv_freq(kb_llama_gpu *g)
+{
+    const int half = g->c.head_dim / 2;
+    float f[MAX_HEAD_DIM / 2];
+    for (int i = 0; i < half; ++i)
+        f[i] = (float)pow(g->c.rope_theta, -2.0 * i / g->c.head_dim);
+    return upload_f32(&g->inv_freq, f, half);
+}
+
+static const char *find_attention(Attn *a, const char *name)
+{
+    const kb_op *op = kb_find_op("attention");
+    a->v = op ? kb_find_variant(op, name) : NULL;
+    return a->v ? NULL : "the attention variants flash_bf16 and flash_decode are not in this build";
+}
+
+static const char *setup_attention(kb_llama_gpu *g, Attn *a)
+{
+    const char *no = a->v->setup ? a->v->setup(&a->args, &a->ctx) : NULL;
+    if (no) {
+        snprintf(g->why, sizeof g->why, "attention %s setup: %s", a->v->name, no);
+        return g->why;
+    }
+    return NULL;
+}
+
+static void teardown_attention(Attn *a)
+{
+    if (a->v && a->v->teardown && a->ctx)
+        a->v->teardown(a->ctx);
+    a->ctx = NULL;
+}
+
+static const char *allocate(kb_llama_gpu *g)
+{
+    const kb_llama_config *c = &g->c;
+    const int64_t d = c->d_model, n = g->max_prefill, qd = (int64_t)c->heads * c->head_dim;
+    const int64_t kvd = (int64_t)c->kv_heads * c->head_dim;
+    const int64_t cache = (int64_t)c->layers * kvd * g->max_len;
+    TRY(dalloc(&g->kcache, cache));
+    TRY(dalloc(&g->vcache, cache));
+    TRY(dalloc(&g->x, n * d));
+    TRY(dalloc(&g->h, n * (c->d_ff > d ? c->d_ff : d)));
+    TRY(dalloc(&g->qkv, n * (qd + 2 * kvd)));
+    TRY(dalloc(&g->gu, n * 2 * c->d_ff));
+    TRY(dalloc(&g->q, n * qd));
+    TRY(dalloc(&g->o, n * qd));
+    TRY(dalloc(&g->om, n * qd));
+    TRY(dalloc(&g->logits, c->vocab));
+    TRY(dalloc(&g->state, ST_COUNT));
+    TRY(dalloc(&g->out, g->max_tokens));
+    TRY(dalloc(&g->ids, n));
+    if (g->keeping)
+        TRY(dalloc(&g->keep, (int64_t)g->max_tokens * c->vocab));
+    CUDA_TRY(cudaMemset(g->state, 0, sizeof(int) * ST_COUNT));
+    /* The cache past what a run has written is read by no kernel, but start it finite. */
+    CUDA_TRY(cudaMemset(g->kcache, 0, sizeof(bf16) * cache));
+    CUDA_TRY(cudaMemset(g->vcache, 0, sizeof(bf16) * cache));
+    return NULL;
+}
+
+static const char *create(kb_llama_gpu *g, const kb_llama_model *m)
+{
+    const kb_llama_config *c = &g->c;
+    const int64_t vd = (int64_t)c->vocab * c->d_model;
+    int dev = 0;
+    CUDA_TRY(cudaGetDevice(&dev));
+    CUDA_TRY(cudaDeviceGetAttribute(&g->sms, cudaDevAttrMultiProcessorCount, dev));
+    TRY(find_attention(&g->decode_attn, "flash_decode"));
+    TRY(find_attention(&g->prefill_attn, "flash_bf16"));
+    TRY(dalloc(&g->embed, vd));
+    TRY(upload_bf16(g->embed, m->embed, vd));
+    if (c->tied)
+        g->lm_head = g->embed;
+    else {
+        TRY(dalloc(&g->lm_head, vd));
+        TRY(upload_bf16(g->lm_head, m->lm_head, vd));
+    }
+    g->layers = (Layer *)calloc((size_t)c->layers, sizeof(Layer));
+    if (!g->layers)
+        return "out of host memory";
+    for (int l = 0; l < c->layers; ++l)
+        TRY(upload_layer(g, &g->layers[l], &m->layers[l]));
+    TRY(upload_f32(&g->final_norm, m->norm, c->d_model));
+    TRY(upload_inv_freq(g));
+    TRY(allocate(g));
+    if (cublasLtCreate(&g->lt) != CUBLAS_STATUS_SUCCESS)
+        return "cannot create a cuBLASLt handle";
+    CUDA_TRY(cudaMalloc(&g->workspace, KB_LT_WORKSPACE_BYTES));
+    /* Decode attention: one query per head against the whole cache, of
+     * which state[ST_LEN] keys hold data at each step. */
+    g->decode_attn.args = kb_attention_args{1, c->heads, 1, g->max_len, c->head_dim, 0,
+                                            (float)(1.0 / sqrt((double)c->head_dim)), g->q, g->kcache, g->vcache, g->o,
+                                            c->kv_heads, (int64_t)g->max_len * c->head_dim, g->state + ST_LEN};
+    const int widest = c->d_ff > c->d_model ? c->d_ff : c->d_model, qd = c->heads * c->head_dim;
+    for (int w = 0; w < 4; ++w) /* the GEMV kernels' shared memory: the input vector */
+        CUDA_TRY(cudaFuncSetAttribute((const void *)(w == 0   ? gemv_kernel<GEMV_QKV>
+                                                      : w == 1 ? gemv_kernel<GEMV_RESIDUAL>
+                                                      : w == 2 ? gemv_kernel<GEMV_SWIGLU>
+                                                               : gemv_kernel<GEMV_LOGITS>),
+                                      cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      (int)sizeof(bf16) * (widest > qd ? widest : qd)));
+    return setup_attention(g, &g->decode_attn);
+}
+
+extern "C" const char *kb_llama_gpu_create(const kb_llama_model *m, int max_len, int max_prefill, int max_tokens,
+                                           int keep_logits, kb_llama_gpu **out)
+{
+    *out = NULL;
+    TRY(kb_llama_gpu_unfit(&m->cfg));
+    kb_llama_gpu *g = (kb_llama_gpu *)calloc(1, sizeof *g);
+    if (!g)
+        return "out of host memory";
+    g->c = m->cfg;
+    g->max_len = max_len;
+    g->max_prefill = max_prefill;
+    g->max_tokens = max_tokens;
+    g->keeping = keep_logits;
+    const char *err = create(g, m);
+    if (err) {
+        static char why[256];
+        snprintf(why, sizeof why, "%s", err);
+        kb_llama_gpu_destroy(g);
+        return why;
+    }
+    *out = g;
+    return NULL;
+}
+
+static void destroy_plans(kb_llama_gpu *g)
+{
+    kb_lt_destroy(&g->p_qkv);
+    kb_lt_destroy(&g->p_o);
+    kb_lt_destroy(&g->p_gu);
+    kb_lt_destroy(&g->p_d);
+    teardown_attention(&g->prefill_attn);
+    g->planned = 0;
+}
+
+extern "C" void kb_llama_gpu_destroy(kb_llama_gpu *g)
+{
+    if (!g)
+        return;
+    destroy_plans(g);
+    teardown_attention(&g->decode_attn);
+    for (int l = 0; g->layers && l < g->c.layers; ++l) {
+        Layer *L = &g->layers[l];
+        cudaFree(L->attn_norm), cudaFree(L->mlp_norm), cudaFree(L->wqkv), cudaFree(L->wo), cudaFree(L->wgu),
+            cudaFree(L->wd);
+    }
+    free(g->layers);
+    if (g->lm_head != g->embed)
+        cudaFree(g->lm_head);
+    void *bufs[] = {g->embed, g->final_norm, g->inv_freq, g->kcache, g->vcache, g->x, g->logits, g->keep, g->h, g->qkv, g->gu, g->q, g->o, g->om, g->state,
+                    g->out, g->ids, g->workspace};
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; ++i)
+        cudaFree(bufs[i]);
+    if (g->lt)
+        cublasLtDestroy(g->lt);
+    free(g);
+}
+
+extern "C" const char *kb_llama_gpu_plan(kb_llama_gpu *g, int n)
+{
+    if (g->planned == n)
+        return NULL;
+    destroy_plans(g);
+    if (n < 1 || n > g->max_prefill || n > g->max_len)
+        return "a prefill longer than the model was set up for";
+    const kb_llama_config *c = &g->c;
+    const int d = c->d_model, qd = c->heads * c->head_dim, kvd = c->kv_heads * c->head_dim;
+    const Layer *L = &g->layers[0];
+    TRY(kb_lt_plan_linear(&g->p_qkv, g->lt, n, qd + 2 * kvd, d, 0, g->h, L->wqkv, g->qkv));
+    TRY(kb_lt_plan_linear(&g->p_o, g->lt, n, d, qd, 1, g->om, L->wo, g->x));
+    TRY(kb_lt_plan_linear(&g->p_gu, g->lt, n, 2 * c->d_ff, d, 0, g->h, L->wgu, g->gu));
+    TRY(kb_lt_plan_linear(&g->p_d, g->lt, n, d, c->d_ff, 1, g->h, L->wd, g->x));
+    g->prefill_attn.args = kb_attention_args{1, c->heads, n, n, c->head_dim, 1,
+                                             (float)(1.0 / sqrt((double)c->head_dim)), g->q, g->kcache, g->vcache,
+                                             g->o, c->kv_heads, (int64_t)g->max_len * c->head_dim, NULL};
+    TRY(setup_attention(g, &g->prefill_attn));
+    g->planned = n;
+    return NULL;
+}
+
+static unsigned blocks_for(int64_t threads, int per_block) { return (unsigned)((threads + per_block - 1) / per_block); }
+
+/* One GEMV launch: enough blocks to fill the GPU, each warp a pair at a time. */
+template <int OUT>
+static const char *gemv(const kb_llama_gpu *g, const GemvArgs &a, int64_t pairs, cudaStream_t s)
+{
+    const int64_t want = (pairs + GEMV_WARPS - 1) / GEMV_WARPS, cap = (int64_t)g->sms * 8;
+    gemv_kernel<OUT><<<(unsigned)(want < cap ? want : cap), GEMV_WARPS * 32, sizeof(bf16) * a.K, s>>>(a);
+    KB_LAUNCHED();
+}
+
+static GemvArgs gemv_args(const bf16 *w, int N, int K)
+{
+    GemvArgs a;
+    memset(&a, 0, sizeof a);
+    a.w = w, a.N = N, a.K = K;
+    return a;
+}
+
+/* Logits of the residual row x_last and the greedy pick. */
+static const char *head_and_pick(kb_llama_gpu *g, const float *x_last, int set_len, cudaStream_t s)
+{
+    const kb_llama_config *c = &g->c;
+    GemvArgs a = gemv_args(g->lm_head, c->vocab, c->d_model);
+    a.x = x_last, a.norm = g->final_norm, a.eps = (float)c->eps, a.y = g->logits;
+    TRY(gemv<GEMV_LOGITS>(g, a, (c->vocab + 1) / 2, s));
+    pick_kernel<<<1, 1024, 0, s>>>(g->logits, c->vocab, g->state, g->out, g->max_tokens,
+                                   g->keeping ? g->keep : NULL, set_len);
+    KB_LAUNCHED();
+}
+
+static const char *lt(const kb_llama_gpu *g, const kb_lt_product *p, const void *X, const void *W, void *Y,
+                      cudaStream_t s)
+{
+    return kb_lt_run(p, g->lt, NULL, X, W, Y, g->workspace, s);
+}
+
+extern "C" const char *kb_llama_gpu_prefill(kb_llama_gpu *g, const int *ids, int n, cudaStream_t s)
+{
+    if (g->planned != n)
+        return "kb_llama_gpu_prefill: not planned for this length";
+    const kb_llama_config *c = &g->c;
+    const int d = c->d_model, H = c->heads, KV = c->kv_heads, hd = c->head_dim;
+    const int64_t kv_layer = (int64_t)KV * g->max_len * hd;
+    CUDA_TRY(cudaMemcpyAsync(g->ids, ids, sizeof(int) * n, cudaMemcpyHostToDevice, s));
+    CUDA_TRY(cudaMemsetAsync(g->state + ST_STEP, 0, sizeof(int), s));
+    embed_kernel<<<n, 256, 0, s>>>(g->ids, g->embed, g->x, d);
+    CUDA_TRY(cudaGetLastError());
+    for (int l = 0; l < c->layers; ++l) {
+        const Layer *L = &g->layers[l];
+        rmsnorm_kernel<<<n, 256, 0, s>>>(g->x, L->attn_norm, (float)c->eps, d, g->h);
+        CUDA_TRY(cudaGetLastError());
+        TRY(lt(g, &g->p_qkv, g->h, L->wqkv, g->qkv, s));
+        rope_scatter_kernel<<<blocks_for((int64_t)n * (H + 2 * KV) * hd / 2, 256), 256, 0, s>>>(
+            g->qkv, n, H, KV, hd, g->max_len, g->inv_freq, g->q, g->kcache + l * kv_layer, g->vcache + l * kv_layer);
+        CUDA_TRY(cudaGetLastError());
+        kb_attention_args a = g->prefill_attn.args;
+        a.k = g->kcache + l * kv_layer, a.v = g->vcache + l * kv_layer;
+        TRY(g->prefill_attn.v->launch(&a, g->prefill_attn.ctx, s));
+        merge_heads_kernel<<<blocks_for((int64_t)n * H * hd, 256), 256, 0, s>>>(g->o, n, H, hd, g->om);
+        CUDA_TRY(cudaGetLastError());
+        TRY(lt(g, &g->p_o, g->om, L->wo, g->x, s));
+        rmsnorm_kernel<<<n, 256, 0, s>>>(g->x, L->mlp_norm, (float)c->eps, d, g->h);
+        CUDA_TRY(cudaGetLastError());
+        TRY(lt(g, &g->p_gu, g->h, L->wgu, g->gu, s));
+        swiglu_kernel<<<blocks_for((int64_t)n * c->d_ff, 256), 256, 0, s>>>(g->gu, n, c->d_ff, g->h);
+        CUDA_TRY(cudaGetLastError());
+        TRY(lt(g, &g->p_d, g->h, L->wd, g->x, s));
+    }
+    return head_and_pick(g, g->x + (size_t)(n - 1) * d, n + 1, s);
+}
+
+extern "C" const char *kb_llama_gpu_decode(kb_llama_gpu *g, cudaStream_t s)
+{
+    const kb_llama_config *c = &g->c;
+    const int d = c->d_model, qd = c->heads * c->head_dim;
+    const int64_t kv_layer = (int64_t)c->kv_heads * g->max_len * c->head_dim;
+    embed_kernel<<<1, 256, 0, s>>>(g->state + ST_TOK, g->embed, g->x, d);
+    CUDA_TRY(cudaGetLastError());
+    for (int l = 0; l < c->layers; ++l) {
+        const Layer *L = &g->layers[l];
+        GemvArgs a = gemv_args(L->wqkv, qd + 2 * c->kv_heads * c->head_dim, d);
+        a.x = g->x, a.norm = L->attn_norm, a.eps = (float)c->eps;
+        a.q = g->q, a.kc = g->kcache + l * kv_layer, a.vc = g->vcache + l * kv_layer;
+        a.H = c->heads, a.KV = c->kv_heads, a.hd = c->head_dim, a.max_len = g->max_len;
+        a.state = g->state, a.inv_freq = g->inv_freq;
+        TRY(gemv<GEMV_QKV>(g, a, a.N / 2, s));
+        kb_attention_args at = g->decode_attn.args;
+        at.k = a.kc, at.v = a.vc;
+        TRY(g->decode_attn.v->launch(&at, g->decode_attn.ctx, s));
+        a = gemv_args(L->wo, d, qd);
+        a.xb = g->o, a.y = g->x;
+        TRY(gemv<GEMV_RESIDUAL>(g, a, (d + 1) / 2, s));
+        a = gemv_args(L->wgu, c->d_ff, d);
+        a.x = g->x, a.norm = L->mlp_norm, a.eps = (float)c->eps, a.yb = g->h;
+        TRY(gemv<GEMV_SWIGLU>(g, a, c->d_ff, s));
+        a = gemv_args(L->wd, d, c->d_ff);
+        a.xb = g->h, a.y = g->x;
+        TRY(gemv<GEMV_RESIDUAL>(g, a, (d + 1) / 2, s));
+    }
+    return head_and_pick(g, g->x, -1, s);
+}
+
+extern "C" const char *kb_llama_gpu_results(kb_llama_gpu *g, int n, int *tokens, float *logits)
+{
+    if (n > g->max_tokens)
+        return "more tokens asked for than were set up";
+    CUDA_TRY(cudaMemcpy(tokens, g->out, sizeof(int) * n, cudaMemcpyDeviceToHost));
+    if (logits && g->keep)
+        CUDA_TRY(cudaMemcpy(logits, g->keep, sizeof(float) * n * g->c.vocab, cudaMemcpyDeviceToHost));
+    return NULL;
+}
+
+extern "C" void kb_llama_gpu_keep_logits(kb_llama_gpu *g, int on) { g->keeping = on && g->keep; }
+
+extern "C" int kb_llama_gpu_logits_finite(kb_llama_gpu *g)
+{
+    float *h = (float *)malloc(sizeof(float) * g->c.vocab);
+    int ok = h && cudaMemcpy(h, g->logits, sizeof(float) * g->c.vocab, cudaMemcpyDeviceToHost) == cudaSuccess;
+    for (int i = 0; ok && i < g->c.vocab; ++i)
+        ok = isfinite(h[i]);
+    free(h);
+    return ok;
+}
