@@ -147,6 +147,7 @@ enum GemvOut { GEMV_QKV, GEMV_RESIDUAL, GEMV_SWIGLU, GEMV_LOGITS };
 struct GemvArgs {
     const bf16 *w;      /* [rows, K] */
     int N, K;           /* outputs; K a multiple of 8 */
+    int ksplit;         /* warps that share one pair of rows, each a slice of K: 1, 2, 4 or 8 */
     const float *x;     /* fp32 input, RMSNorm'd with norm (when norm is set) */
     const float *norm;
     float eps;
@@ -156,142 +157,207 @@ struct GemvArgs {
     /* GEMV_QKV: q (H, 1, hd), and k, v at position len - 1 of this layer's cache */
     bf16 *q, *kc, *vc;
     int H, KV, hd, max_len;
-    const int *state;
+    int *state;
     const float *inv_freq;
+    /* GEMV_LOGITS: the greedy pick (see pick_finish) */
+    unsigned long long *best; /* the largest (logit, -index) so far, packed; 0 between steps */
+    unsigned *done;           /* blocks finished; 0 between steps */
+    int *out, max_tokens, set_len;
+    float *keep;              /* the logits of each step, when kept */
 };
 
-/* Dot products of rows r0 and r1 with the staged input, summed over the warp. */
-__device__ __forceinline__ void dot2(const bf16 *__restrict__ w, int K, int r0, int r1, const bf16 *xs, int lane,
-                                     float &s0, float &s1)
+/* Rows (r0, r1) of output pair p: a RoPE pair of one head, a SwiGLU pair
+ * (gate, up), or neighbours (the last one twice when N is odd). */
+template <int OUT>
+__device__ __forceinline__ void pair_rows(const GemvArgs &a, int p, int &r0, int &r1)
 {
-    const uint4 *a = reinterpret_cast<const uint4 *>(w + (size_t)r0 * K);
-    const uint4 *b = reinterpret_cast<const uint4 *>(w + (size_t)r1 * K);
-    const uint4 *xv = reinterpret_cast<const uint4 *>(xs);
-    const int chunks = K / 8;
-    s0 = s1 = 0;
-    for (int c0 = lane; c0 < chunks; c0 += 32 * 4) {
-        uint4 wa[4], wb[4];
-#pragma unroll
-        for (int u = 0; u < 4; ++u) {
-            const int c = c0 + u * 32;
-            wa[u] = c < chunks ? __ldcs(a + c) : make_uint4(0, 0, 0, 0);
-            wb[u] = c < chunks ? __ldcs(b + c) : make_uint4(0, 0, 0, 0);
-        }
-#pragma unroll
-        for (int u = 0; u < 4; ++u) {
-            const int c = c0 + u * 32;
-            if (c >= chunks)
-                break;
-            const uint4 xx = xv[c];
-            const __nv_bfloat162 *pa = reinterpret_cast<const __nv_bfloat162 *>(&wa[u]);
-            const __nv_bfloat162 *pb = reinterpret_cast<const __nv_bfloat162 *>(&wb[u]);
-            const __nv_bfloat162 *px = reinterpret_cast<const __nv_bfloat162 *>(&xx);
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                const float2 fx = __bfloat1622float2(px[e]), fa = __bfloat1622float2(pa[e]),
-                             fb = __bfloat1622float2(pb[e]);
-                s0 = fmaf(fa.x, fx.x, fmaf(fa.y, fx.y, s0));
-                s1 = fmaf(fb.x, fx.x, fmaf(fb.y, fx.y, s1));
-            }
-        }
-    }
-    s0 = kb_warp_allreduce<32>(s0, KbSum{});
-    s1 = kb_warp_allreduce<32>(s1, KbSum{});
+    if (OUT == GEMV_QKV)
+        r0 = p / (a.hd / 2) * a.hd + p % (a.hd / 2), r1 = r0 + a.hd / 2;
+    else if (OUT == GEMV_SWIGLU)
+        r0 = p, r1 = a.N + p;
+    else
+        r0 = 2 * p, r1 = min(2 * p + 1, a.N - 1);
 }
 
+template <int OUT>
+__device__ __forceinline__ int pair_count(const GemvArgs &a)
+{
+    return OUT == GEMV_QKV ? (a.H + 2 * a.KV) * (a.hd / 2) : OUT == GEMV_SWIGLU ? a.N : (a.N + 1) / 2;
+}
+
+/* Four 16-byte chunks of each row from chunk c on (32 apart: one per lane). */
+__device__ __forceinline__ void load4(const uint4 *a, const uint4 *b, int c, int end, uint4 (&wa)[4], uint4 (&wb)[4])
+{
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+        const bool ok = c + u * 32 < end;
+        wa[u] = ok ? __ldcs(a + c + u * 32) : make_uint4(0, 0, 0, 0);
+        wb[u] = ok ? __ldcs(b + c + u * 32) : make_uint4(0, 0, 0, 0);
+    }
+}
+
+__device__ __forceinline__ void fma4(const uint4 (&wa)[4], const uint4 (&wb)[4], const uint4 *xv, int c, int end,
+                                     float &s0, float &s1)
+{
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+        if (c + u * 32 >= end)
+            break;
+        const uint4 xx = xv[c + u * 32];
+        const __nv_bfloat162 *pa = reinterpret_cast<const __nv_bfloat162 *>(&wa[u]);
+        const __nv_bfloat162 *pb = reinterpret_cast<const __nv_bfloat162 *>(&wb[u]);
+        const __nv_bfloat162 *px = reinterpret_cast<const __nv_bfloat162 *>(&xx);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            const float2 fx = __bfloat1622float2(px[e]), fa = __bfloat1622float2(pa[e]), fb = __bfloat1622float2(pb[e]);
+            s0 = fmaf(fa.x, fx.x, fmaf(fa.y, fx.y, s0));
+            s1 = fmaf(fb.x, fx.x, fmaf(fb.y, fx.y, s1));
+        }
+    }
+}
+
+/* A logit as a key that orders like the float, with ties to the lower index. */
+__device__ __forceinline__ unsigned long long pick_key(float v, int i)
+{
+    const unsigned u = __float_as_uint(v), ordered = u & 0x80000000u ? ~u : u | 0x80000000u;
+    return (unsigned long long)ordered << 32 | (unsigned)~i;
+}
+
+/* The epilogue of pair (s0, s1) at rows (r0, r1); lane 0 only. */
+template <int OUT>
+__device__ __forceinline__ void epilogue(const GemvArgs &a, int p, int r0, int r1, float s0, float s1, int step,
+                                         unsigned long long &best)
+{
+    if (OUT == GEMV_QKV) {
+        const int half = a.hd / 2, head = p / half, i = p % half, pos = a.state[ST_LEN] - 1;
+        bf16 *dst;
+        if (head < a.H + a.KV) {
+            rope(s0, s1, pos, a.inv_freq[i]);
+            dst = head < a.H ? a.q + (size_t)head * a.hd : a.kc + ((size_t)(head - a.H) * a.max_len + pos) * a.hd;
+        } else
+            dst = a.vc + ((size_t)(head - a.H - a.KV) * a.max_len + pos) * a.hd;
+        dst[i] = __float2bfloat16_rn(s0);
+        dst[i + half] = __float2bfloat16_rn(s1);
+    } else if (OUT == GEMV_RESIDUAL) {
+        a.y[r0] += s0;
+        if (r1 != r0)
+            a.y[r1] += s1;
+    } else if (OUT == GEMV_SWIGLU)
+        a.yb[p] = __float2bfloat16_rn(s0 / (1.0f + __expf(-s0)) * s1);
+    else {
+        a.y[r0] = s0, a.y[r1] = s1;
+        if (a.keep && step < a.max_tokens)
+            a.keep[(size_t)step * a.N + r0] = s0, a.keep[(size_t)step * a.N + r1] = s1;
+        best = max(best, max(pick_key(s0, r0), pick_key(s1, r1)));
+    }
+}
+
+/* GEMV_LOGITS, the last block to finish: the greedy pick becomes the next
+ * token and generated token `step`; set_len >= 0 (a prefill) sets the
+ * cache length for the next token, else it grows by one.  The pick's
+ * slots are left zeroed for the next step. */
+__device__ void pick_finish(const GemvArgs &a, int step)
+{
+    const int tok = (int)~(unsigned)(*a.best & 0xffffffffu);
+    if (step < a.max_tokens)
+        a.out[step] = tok;
+    a.state[ST_TOK] = tok;
+    a.state[ST_STEP] = step + 1;
+    a.state[ST_LEN] = a.set_len >= 0 ? a.set_len : a.state[ST_LEN] + 1;
+    *a.best = 0;
+    *a.done = 0;
+}
+
+/* y = W x for a batch of one.  The block stages x in shared memory (as
+ * bf16, RMSNorm'd when norm is set); ksplit warps take each pair of rows,
+ * each a slice of K, and the block's pairs advance by the grid, so a block
+ * pays for its staging once.  The first loads are issued before the
+ * staging, and each pair's before the last one's epilogue, so the memory
+ * pipe is never idle for long. */
 template <int OUT>
 __global__ void __launch_bounds__(GEMV_WARPS * 32) gemv_kernel(GemvArgs a)
 {
     extern __shared__ __align__(16) unsigned char smem_raw[];
+    __shared__ float2 part[GEMV_WARPS];
+    __shared__ unsigned long long block_best[GEMV_WARPS];
     bf16 *xs = reinterpret_cast<bf16 *>(smem_raw);
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, ks = a.ksplit, per_block = GEMV_WARPS / ks;
+    const int pairs = pair_count<OUT>(a), chunks = a.K / 8, slice = ((chunks + ks - 1) / ks + 31) / 32 * 32;
+    const int c_beg = warp % ks * slice, c_end = min(c_beg + slice, chunks);
+    const int block_iters = (pairs + per_block - 1) / per_block;
+    const int step = OUT == GEMV_LOGITS ? a.state[ST_STEP] : 0;
+    unsigned long long best = 0;
+
+    uint4 wa[4], wb[4];
+    int bp = blockIdx.x, p = bp * per_block + warp / ks, r0 = 0, r1 = 0;
+    if (bp < block_iters && p < pairs) {
+        pair_rows<OUT>(a, p, r0, r1);
+        load4(reinterpret_cast<const uint4 *>(a.w + (size_t)r0 * a.K), reinterpret_cast<const uint4 *>(a.w + (size_t)r1 * a.K),
+              c_beg + lane, c_end, wa, wb);
+    }
     if (a.norm) {
         const float r = rms_scale(a.x, a.K, a.eps);
         for (int c = threadIdx.x; c < a.K; c += blockDim.x)
             xs[c] = __float2bfloat16_rn(a.x[c] * r * a.norm[c]);
     } else
-        for (int c = threadIdx.x; c < a.K / 8; c += blockDim.x)
+        for (int c = threadIdx.x; c < chunks; c += blockDim.x)
             reinterpret_cast<uint4 *>(xs)[c] = reinterpret_cast<const uint4 *>(a.xb)[c];
     __syncthreads();
+    const uint4 *xv = reinterpret_cast<const uint4 *>(xs);
 
-    const int half = a.hd / 2;
-    const int pairs = OUT == GEMV_QKV ? (a.H + 2 * a.KV) * half : OUT == GEMV_SWIGLU ? a.N : (a.N + 1) / 2;
-    const int lane = threadIdx.x % 32;
-    for (int p = blockIdx.x * GEMV_WARPS + threadIdx.x / 32; p < pairs; p += gridDim.x * GEMV_WARPS) {
-        int r0, r1;
-        if (OUT == GEMV_QKV)
-            r0 = p / half * a.hd + p % half, r1 = r0 + half;
-        else if (OUT == GEMV_SWIGLU)
-            r0 = p, r1 = a.N + p;
-        else
-            r0 = 2 * p, r1 = min(2 * p + 1, a.N - 1);
-        float s0, s1;
-        dot2(a.w, a.K, r0, r1, xs, lane, s0, s1);
-        if (lane)
-            continue;
-        if (OUT == GEMV_QKV) {
-            const int head = p / half, i = p % half, pos = a.state[ST_LEN] - 1;
-            bf16 *dst;
-            if (head < a.H + a.KV) {
-                rope(s0, s1, pos, a.inv_freq[i]);
-                dst = head < a.H ? a.q + (size_t)head * a.hd : a.kc + ((size_t)(head - a.H) * a.max_len + pos) * a.hd;
-            } else
-                dst = a.vc + ((size_t)(head - a.H - a.KV) * a.max_len + pos) * a.hd;
-            dst[i] = __float2bfloat16_rn(s0);
-            dst[i + half] = __float2bfloat16_rn(s1);
-        } else if (OUT == GEMV_RESIDUAL) {
-            a.y[r0] += s0;
-            if (r1 != r0)
-                a.y[r1] += s1;
-        } else if (OUT == GEMV_SWIGLU)
-            a.yb[p] = __float2bfloat16_rn(s0 / (1.0f + __expf(-s0)) * s1);
-        else {
-            a.y[r0] = s0;
-            a.y[r1] = s1;
+    for (; bp < block_iters; bp += gridDim.x) {
+        p = bp * per_block + warp / ks;
+        const bool mine = p < pairs;
+        float s0 = 0, s1 = 0;
+        if (mine) {
+            pair_rows<OUT>(a, p, r0, r1);
+            const uint4 *ra = reinterpret_cast<const uint4 *>(a.w + (size_t)r0 * a.K);
+            const uint4 *rb = reinterpret_cast<const uint4 *>(a.w + (size_t)r1 * a.K);
+            for (int c = c_beg + lane;; c += 128) { /* wa, wb hold chunks c.. */
+                fma4(wa, wb, xv, c, c_end, s0, s1);
+                if (c + 128 >= c_end)
+                    break;
+                load4(ra, rb, c + 128, c_end, wa, wb);
+            }
+            /* The next pair's first loads, in flight during this one's sums. */
+            const int pn = (bp + gridDim.x) * per_block + warp / ks;
+            if (bp + gridDim.x < block_iters && pn < pairs) {
+                int n0, n1;
+                pair_rows<OUT>(a, pn, n0, n1);
+                load4(reinterpret_cast<const uint4 *>(a.w + (size_t)n0 * a.K),
+                      reinterpret_cast<const uint4 *>(a.w + (size_t)n1 * a.K), c_beg + lane, c_end, wa, wb);
+            }
+            s0 = kb_warp_allreduce<32>(s0, KbSum{});
+            s1 = kb_warp_allreduce<32>(s1, KbSum{});
         }
+        if (ks > 1) { /* the slices' sums, to the pair's first warp */
+            if (lane == 0)
+                part[warp] = make_float2(s0, s1);
+            __syncthreads();
+            if (mine && warp % ks == 0 && lane == 0)
+                for (int j = 1; j < ks; ++j)
+                    s0 += part[warp + j].x, s1 += part[warp + j].y;
+            __syncthreads();
+        }
+        if (mine && warp % ks == 0 && lane == 0)
+            epilogue<OUT>(a, p, r0, r1, s0, s1, step, best);
     }
-}
-
-/* The greedy pick (the first largest logit) becomes the next token and
- * generated token `step`; the logits are kept for step when keep is set.
- * set_len >= 0 (a prefill) sets the cache length for the next token, else
- * it grows by one.  One block. */
-__global__ void __launch_bounds__(1024) pick_kernel(const float *__restrict__ logits, int V, int *state, int *out,
-                                                    int max_tokens, float *keep, int set_len)
-{
-    __shared__ float best_v[32];
-    __shared__ int best_i[32];
-    const int step = state[ST_STEP];
-    if (step >= max_tokens) /* more steps than set up for: nothing to record */
-        keep = NULL;
-    float bv = -INFINITY;
-    int bi = 0x7fffffff;
-    for (int i = threadIdx.x; i < V; i += blockDim.x) {
-        const float v = logits[i];
-        if (keep)
-            keep[(size_t)step * V + i] = v;
-        if (v > bv || (v == bv && i < bi))
-            bv = v, bi = i;
-    }
-    for (int off = 16; off > 0; off /= 2) {
-        const float ov = __shfl_xor_sync(0xffffffffu, bv, off);
-        const int oi = __shfl_xor_sync(0xffffffffu, bi, off);
-        if (ov > bv || (ov == bv && oi < bi))
-            bv = ov, bi = oi;
-    }
-    if (threadIdx.x % 32 == 0)
-        best_v[threadIdx.x / 32] = bv, best_i[threadIdx.x / 32] = bi;
+    if (OUT != GEMV_LOGITS)
+        return;
+    /* The block's best to the grid's; the last block to finish picks. */
+    if (lane == 0)
+        block_best[warp] = best;
     __syncthreads();
     if (threadIdx.x)
         return;
-    for (int w = 1; w < (int)blockDim.x / 32; ++w)
-        if (best_v[w] > bv || (best_v[w] == bv && best_i[w] < bi))
-            bv = best_v[w], bi = best_i[w];
-    const int tok = bi == 0x7fffffff ? 0 : bi; /* all NaN: token 0, and the NaN check fails the run */
-    if (step < max_tokens)
-        out[step] = tok;
-    state[ST_TOK] = tok;
-    state[ST_STEP] = step + 1;
-    state[ST_LEN] = set_len >= 0 ? set_len : state[ST_LEN] + 1;
+    for (int w = 0; w < GEMV_WARPS; ++w)
+        best = max(best, block_best[w]);
+    atomicMax(a.best, best);
+    __threadfence();
+    if (atomicAdd(a.done, 1u) == gridDim.x - 1) {
+        __threadfence();
+        pick_finish(a, step);
+    }
 }
 
 /* ---- the model on the device -------------------------------------------------------- */
@@ -318,6 +384,9 @@ struct kb_llama_gpu {
     int keeping;                               /* launches from now on keep the logits */
     bf16 *h, *qkv, *gu, *q, *o, *om;           /* prefill (and decode) activations */
     int *state, *out, *ids;
+    unsigned long long *pick_best;             /* the LM head's greedy pick in flight (zero between steps) */
+    unsigned *pick_done;
+    int resident[4];                           /* blocks of each GEMV kernel an SM holds */
     cublasLtHandle_t lt;
     void *workspace;
     int planned;                               /* the n of the plans below; 0 when none */
@@ -447,6 +516,10 @@ static const char *allocate(kb_llama_gpu *g)
     TRY(dalloc(&g->state, ST_COUNT));
     TRY(dalloc(&g->out, g->max_tokens));
     TRY(dalloc(&g->ids, n));
+    TRY(dalloc(&g->pick_best, 1));
+    TRY(dalloc(&g->pick_done, 1));
+    CUDA_TRY(cudaMemset(g->pick_best, 0, sizeof *g->pick_best));
+    CUDA_TRY(cudaMemset(g->pick_done, 0, sizeof *g->pick_done));
     if (g->keeping)
         TRY(dalloc(&g->keep, (int64_t)g->max_tokens * c->vocab));
     CUDA_TRY(cudaMemset(g->state, 0, sizeof(int) * ST_COUNT));
@@ -490,13 +563,15 @@ static const char *create(kb_llama_gpu *g, const kb_llama_model *m)
                                             (float)(1.0 / sqrt((double)c->head_dim)), g->q, g->kcache, g->vcache, g->o,
                                             c->kv_heads, (int64_t)g->max_len * c->head_dim, g->state + ST_LEN};
     const int widest = c->d_ff > c->d_model ? c->d_ff : c->d_model, qd = c->heads * c->head_dim;
-    for (int w = 0; w < 4; ++w) /* the GEMV kernels' shared memory: the input vector */
-        CUDA_TRY(cudaFuncSetAttribute((const void *)(w == 0   ? gemv_kernel<GEMV_QKV>
-                                                      : w == 1 ? gemv_kernel<GEMV_RESIDUAL>
-                                                      : w == 2 ? gemv_kernel<GEMV_SWIGLU>
-                                                               : gemv_kernel<GEMV_LOGITS>),
-                                      cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      (int)sizeof(bf16) * (widest > qd ? widest : qd)));
+    const int smem = (int)sizeof(bf16) * (widest > qd ? widest : qd); /* the input vector */
+    const void *kernels[4] = {(const void *)gemv_kernel<GEMV_QKV>, (const void *)gemv_kernel<GEMV_RESIDUAL>,
+                              (const void *)gemv_kernel<GEMV_SWIGLU>, (const void *)gemv_kernel<GEMV_LOGITS>};
+    for (int k = 0; k < 4; ++k) {
+        CUDA_TRY(cudaFuncSetAttribute(kernels[k], cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+        CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&g->resident[k], kernels[k], GEMV_WARPS * 32, smem));
+        if (g->resident[k] < 1)
+            return "a GEMV kernel does not fit on an SM";
+    }
     return setup_attention(g, &g->decode_attn);
 }
 
@@ -549,7 +624,7 @@ extern "C" void kb_llama_gpu_destroy(kb_llama_gpu *g)
     if (g->lm_head != g->embed)
         cudaFree(g->lm_head);
     void *bufs[] = {g->embed, g->final_norm, g->inv_freq, g->kcache, g->vcache, g->x, g->logits, g->keep, g->h, g->qkv, g->gu, g->q, g->o, g->om, g->state,
-                    g->out, g->ids, g->workspace};
+                    g->out, g->ids, g->pick_best, g->pick_done, g->workspace};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; ++i)
         cudaFree(bufs[i]);
     if (g->lt)
@@ -581,12 +656,19 @@ extern "C" const char *kb_llama_gpu_plan(kb_llama_gpu *g, int n)
 
 static unsigned blocks_for(int64_t threads, int per_block) { return (unsigned)((threads + per_block - 1) / per_block); }
 
-/* One GEMV launch: enough blocks to fill the GPU, each warp a pair at a time. */
+/* One GEMV launch over `pairs` pairs of rows: at most as many blocks as
+ * the GPU holds at once; warps share a pair (ksplit) until there are
+ * enough of them to keep the memory busy, each slice at least 256 elements. */
 template <int OUT>
-static const char *gemv(const kb_llama_gpu *g, const GemvArgs &a, int64_t pairs, cudaStream_t s)
+static const char *gemv(const kb_llama_gpu *g, GemvArgs &a, int64_t pairs, cudaStream_t s)
 {
-    const int64_t want = (pairs + GEMV_WARPS - 1) / GEMV_WARPS, cap = (int64_t)g->sms * 8;
-    gemv_kernel<OUT><<<(unsigned)(want < cap ? want : cap), GEMV_WARPS * 32, sizeof(bf16) * a.K, s>>>(a);
+    const int64_t capacity = (int64_t)g->sms * g->resident[OUT], warps = capacity * GEMV_WARPS;
+    const int chunks = a.K / 8;
+    a.ksplit = 1;
+    while (a.ksplit < GEMV_WARPS && pairs * a.ksplit < warps && chunks / (2 * a.ksplit) >= 32)
+        a.ksplit *= 2;
+    const int64_t want = (pairs * a.ksplit + GEMV_WARPS - 1) / GEMV_WARPS;
+    gemv_kernel<OUT><<<(unsigned)(want < capacity ? want : capacity), GEMV_WARPS * 32, sizeof(bf16) * a.K, s>>>(a);
     KB_LAUNCHED();
 }
 
@@ -604,10 +686,9 @@ static const char *head_and_pick(kb_llama_gpu *g, const float *x_last, int set_l
     const kb_llama_config *c = &g->c;
     GemvArgs a = gemv_args(g->lm_head, c->vocab, c->d_model);
     a.x = x_last, a.norm = g->final_norm, a.eps = (float)c->eps, a.y = g->logits;
-    TRY(gemv<GEMV_LOGITS>(g, a, (c->vocab + 1) / 2, s));
-    pick_kernel<<<1, 1024, 0, s>>>(g->logits, c->vocab, g->state, g->out, g->max_tokens,
-                                   g->keeping ? g->keep : NULL, set_len);
-    KB_LAUNCHED();
+    a.state = g->state, a.best = g->pick_best, a.done = g->pick_done, a.out = g->out;
+    a.max_tokens = g->max_tokens, a.set_len = set_len, a.keep = g->keeping ? g->keep : NULL;
+    return gemv<GEMV_LOGITS>(g, a, (c->vocab + 1) / 2, s);
 }
 
 static const char *lt(const kb_llama_gpu *g, const kb_lt_product *p, const void *X, const void *W, void *Y,
