@@ -61,13 +61,10 @@ __global__ void embed_kernel(const int *__restrict__ ids, const bf16 *__restrict
         x[(size_t)blockIdx.x * d + c] = __bfloat162float(row[c]);
 }
 
-/* 1 / sqrt(mean(x^2) + eps) of one row, over the block. */
-__device__ float rms_scale(const float *__restrict__ x, int d, float eps)
+/* The sum of every thread's s, on every thread of the block. */
+__device__ float block_sum(float s)
 {
     __shared__ float part[32];
-    float s = 0;
-    for (int c = threadIdx.x; c < d; c += blockDim.x)
-        s = fmaf(x[c], x[c], s);
     s = kb_warp_allreduce<32>(s, KbSum{});
     if (threadIdx.x % 32 == 0)
         part[threadIdx.x / 32] = s;
@@ -76,7 +73,16 @@ __device__ float rms_scale(const float *__restrict__ x, int d, float eps)
     for (int w = 0; w < (int)blockDim.x / 32; ++w)
         t += part[w];
     __syncthreads(); /* part is reused by the next call */
-    return rsqrtf(t / d + eps);
+    return t;
+}
+
+/* 1 / sqrt(mean(x^2) + eps) of one row, over the block. */
+__device__ float rms_scale(const float *__restrict__ x, int d, float eps)
+{
+    float s = 0;
+    for (int c = threadIdx.x; c < d; c += blockDim.x)
+        s = fmaf(x[c], x[c], s);
+    return rsqrtf(block_sum(s) / d + eps);
 }
 
 /* h[t] = bf16(RMSNorm(x[t]) * w), one block a row. */
@@ -165,6 +171,61 @@ struct GemvArgs {
     int *out, max_tokens, set_len;
     float *keep;              /* the logits of each step, when kept */
 };
+
+#define STAGE_REGS 4 /* 16-byte loads a thread issues at once when staging a GEMV's input */
+
+/* Stage the GEMV input in shared memory as bf16: xb as it is, or x
+ * RMSNorm'd and scaled by norm.  Each thread issues all its loads (up to
+ * STAGE_REGS of x and of norm) before it uses any, so staging costs one
+ * trip to memory for K up to 4 STAGE_REGS blockDim; longer inputs loop. */
+__device__ void stage_input(const GemvArgs &a, bf16 *xs)
+{
+    const int t = threadIdx.x, nt = blockDim.x;
+    if (!a.norm) {
+        const uint4 *src = reinterpret_cast<const uint4 *>(a.xb);
+        uint4 *dst = reinterpret_cast<uint4 *>(xs);
+        for (int c0 = 0; c0 < a.K / 8; c0 += STAGE_REGS * nt) {
+            uint4 v[STAGE_REGS];
+#pragma unroll
+            for (int i = 0; i < STAGE_REGS; ++i)
+                if (c0 + t + i * nt < a.K / 8)
+                    v[i] = src[c0 + t + i * nt];
+#pragma unroll
+            for (int i = 0; i < STAGE_REGS; ++i)
+                if (c0 + t + i * nt < a.K / 8)
+                    dst[c0 + t + i * nt] = v[i];
+        }
+        return;
+    }
+    const float4 *x4 = reinterpret_cast<const float4 *>(a.x), *w4 = reinterpret_cast<const float4 *>(a.norm);
+    const int n = a.K / 4;
+    float4 xv[STAGE_REGS], wv[STAGE_REGS];
+    float ss = 0;
+#pragma unroll
+    for (int i = 0; i < STAGE_REGS; ++i)
+        if (t + i * nt < n)
+            xv[i] = x4[t + i * nt], wv[i] = w4[t + i * nt];
+#pragma unroll
+    for (int i = 0; i < STAGE_REGS; ++i)
+        if (t + i * nt < n)
+            ss += xv[i].x * xv[i].x + xv[i].y * xv[i].y + xv[i].z * xv[i].z + xv[i].w * xv[i].w;
+    for (int c = t + STAGE_REGS * nt; c < n; c += nt) {
+        const float4 v = x4[c];
+        ss += v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
+    }
+    const float r = rsqrtf(block_sum(ss) / a.K + a.eps);
+    auto put = [&](int c, float4 v, float4 w) {
+        __nv_bfloat162 *d = reinterpret_cast<__nv_bfloat162 *>(xs + 4 * c);
+        d[0] = __floats2bfloat162_rn(v.x * r * w.x, v.y * r * w.y);
+        d[1] = __floats2bfloat162_rn(v.z * r * w.z, v.w * r * w.w);
+    };
+#pragma unroll
+    for (int i = 0; i < STAGE_REGS; ++i)
+        if (t + i * nt < n)
+            put(t + i * nt, xv[i], wv[i]);
+    for (int c = t + STAGE_REGS * nt; c < n; c += nt)
+        put(c, x4[c], w4[c]);
+}
 
 /* Rows (r0, r1) of output pair p: a RoPE pair of one head, a SwiGLU pair
  * (gate, up), or neighbours (the last one twice when N is odd). */
@@ -295,13 +356,7 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32) gemv_kernel(GemvArgs a)
         load4(reinterpret_cast<const uint4 *>(a.w + (size_t)r0 * a.K), reinterpret_cast<const uint4 *>(a.w + (size_t)r1 * a.K),
               c_beg + lane, c_end, wa, wb);
     }
-    if (a.norm) {
-        const float r = rms_scale(a.x, a.K, a.eps);
-        for (int c = threadIdx.x; c < a.K; c += blockDim.x)
-            xs[c] = __float2bfloat16_rn(a.x[c] * r * a.norm[c]);
-    } else
-        for (int c = threadIdx.x; c < chunks; c += blockDim.x)
-            reinterpret_cast<uint4 *>(xs)[c] = reinterpret_cast<const uint4 *>(a.xb)[c];
+    stage_input(a, xs);
     __syncthreads();
     const uint4 *xv = reinterpret_cast<const uint4 *>(xs);
 

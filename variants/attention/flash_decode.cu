@@ -8,8 +8,9 @@
  * keys are split into chunks (FlashDecoding): block (b, kv, rows, chunk)
  * takes up to 16 of the group's query rows (rows r = head-in-group * Tq +
  * i, which are contiguous in Q and O) against its chunk, and writes each
- * row's (max, sum, unnormalized O) to a workspace; a second kernel merges
- * the chunks of each row.  Every K and V tile is loaded once for all the
+ * row's (max, sum, unnormalized O) to a workspace; the last block of a
+ * row group to finish (a counter per group) merges the chunks, so one
+ * launch does it all.  Every K and V tile is loaded once for all the
  * query heads that share it.
  *   Pass 1: 4 warps; each warp takes every fourth 32-key tile of the chunk
  *   through its own 2-stage cp.async buffer (rows padded by 16 bytes:
@@ -18,7 +19,7 @@
  *   softmax per row in exp2 with warp max; P to shared memory; O += P V with
  *   lane = D/32 consecutive output columns.  The 4 warps' states are merged
  *   in shared memory at the end.
- *   Pass 2: one block per query row merges the chunks: M = max m_s,
+ *   The merge, in the group's last block: M = max m_s,
  *   O = sum_s O_s 2^(m_s - M) / sum_s l_s 2^(m_s - M).
  * Causal (bottom-right, query i sees keys j <= i + Tk - Tq) is a per-row key
  * limit; a row that sees no key keeps m = -inf and l = 0 and is written as
@@ -32,7 +33,8 @@
  * 2536 (84%) at Tk = 131072, 2046 (68%) at 8x32x1x8192x128x8, 2826 (94%)
  * at 64x32x1x8192x128x8; PyTorch's SDPA 1512, 2530, 2008 and 2907.
  * Gap to the limit: 61% at 1x32x1x32768x128x8 against issue 16's 80%: the
- * short row pays for the L2 flush's dirty lines and a second launch. */
+ * short row pays for the L2 flush's dirty lines and (then) a second launch,
+ * since folded into the last block. */
 #include <stdint.h>
 #include <cuda_bf16.h>
 #include "kernels/attention.h"
@@ -147,6 +149,27 @@ __device__ __forceinline__ void dec_load_cols(const bf16 *src, float (&f)[NC])
     }
 }
 
+/* Column d of query row `row`, merged over the chunks: M = max m_s,
+ * O = sum_s O_s 2^(m_s - M) / sum_s l_s 2^(m_s - M).  Other blocks wrote
+ * the states, so they are read from L2 (ld.cg), never a stale L1 line. */
+__device__ __forceinline__ void dec_merge_column(int64_t row, int d, int D, int splits, int64_t nrows,
+                                                 const float *part_o, const float2 *part_ml, bf16 *o)
+{
+    float M = -INFINITY;
+    for (int s = 0; s < splits; ++s)
+        M = fmaxf(M, __ldcg(&part_ml[(size_t)s * nrows + row]).x);
+    const float m_use = M == -INFINITY ? 0.0f : M;
+    float acc = 0.0f, L = 0.0f;
+    for (int s = 0; s < splits; ++s) {
+        const float2 ml = __ldcg(&part_ml[(size_t)s * nrows + row]);
+        const float f = kb_ex2(ml.x - m_use);
+        acc = fmaf(__ldcg(&part_o[((size_t)s * nrows + row) * D + d]), f, acc);
+        L = fmaf(ml.y, f, L);
+    }
+    /* L = 0: the row sees no key (causal, Tq > Tk): zeros. */
+    o[row * D + d] = __float2bfloat16_rn(L > 0.0f ? acc / L : 0.0f);
+}
+
 /* Pass 1.  Block id -> (bkv, chunk s, row chunk rc), row chunks fastest, so
  * the blocks that share a chunk of K and V run together and share it in L2. */
 template <int DP, int RC>
@@ -155,7 +178,8 @@ attention_flash_decode_split_kernel(int Tq, int Tk, const int *tk_len, int64_t k
                                     int group, float sl2, int row_chunks, int splits, int chunk, int64_t nrows,
                                     const bf16 *__restrict__ q,
                                     const bf16 *__restrict__ k, const bf16 *__restrict__ v,
-                                    float *__restrict__ part_o, float2 *__restrict__ part_ml)
+                                    float *__restrict__ part_o, float2 *__restrict__ part_ml,
+                                    unsigned *__restrict__ arrived, bf16 *__restrict__ o)
 {
     using Cfg = DecCfg<DP, RC>;
     constexpr int NC = Cfg::kNC, LD = Cfg::kLd;
@@ -342,30 +366,26 @@ attention_flash_decode_split_kernel(int Tq, int Tk, const int *tk_len, int64_t k
         if (d == 0)
             part_ml[(size_t)s * nrows + row] = make_float2(M, L);
     }
-}
 
-/* Pass 2: one block per query row; thread d merges column d over the chunks. */
-__global__ void __launch_bounds__(DEC_MAX_D)
-attention_flash_decode_merge_kernel(int D, int splits, int64_t nrows, const float *__restrict__ part_o,
-                                    const float2 *__restrict__ part_ml, bf16 *__restrict__ o)
-{
-    const int64_t row = blockIdx.x;
-    const int d = threadIdx.x;
-    if (d >= D)
-        return;
-    float M = -INFINITY;
-    for (int s = 0; s < splits; ++s)
-        M = fmaxf(M, part_ml[(size_t)s * nrows + row].x);
-    const float m_use = M == -INFINITY ? 0.0f : M;
-    float acc = 0.0f, L = 0.0f;
-    for (int s = 0; s < splits; ++s) {
-        const float2 ml = part_ml[(size_t)s * nrows + row];
-        const float f = kb_ex2(ml.x - m_use);
-        acc = fmaf(part_o[((size_t)s * nrows + row) * D + d], f, acc);
-        L = fmaf(ml.y, f, L);
+    /* The last block of these rows to finish merges every chunk's state. */
+    __shared__ bool last;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence(); /* this block's states are visible before it counts itself */
+        unsigned *count = arrived + bkv * row_chunks + rchunk;
+        last = atomicAdd(count, 1u) == (unsigned)splits - 1;
+        if (last)
+            *count = 0; /* ready for the next launch */
     }
-    /* L = 0: the row sees no key (causal, Tq > Tk): zeros. */
-    o[row * D + d] = __float2bfloat16_rn(L > 0.0f ? acc / L : 0.0f);
+    __syncthreads();
+    if (!last)
+        return;
+    __threadfence();
+    for (int c = threadIdx.x; c < RC * DP; c += DEC_WARPS * 32) {
+        const int r = c / DP, d = c % DP;
+        if (r0 + r < R && d < D)
+            dec_merge_column(grow0 + r, d, D, splits, nrows, part_o, part_ml, o);
+    }
 }
 
 /* ---- host side ---------------------------------------------------------------- */
@@ -405,6 +425,7 @@ struct DecCtx {
     DecPlan plan;
     float *part_o;
     float2 *part_ml;
+    unsigned *arrived; /* per (b, kv, row chunk): blocks done; zero between launches */
 };
 
 /* The shared-memory opt-in and the workspace, outside the timed launches. */
@@ -418,7 +439,7 @@ static const char *setup(const void *args, void **ctx)
         e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
     if (e != cudaSuccess)
         return kb_cuda_status(e);
-    DecCtx *c = new DecCtx{dec_plan(a, sms), NULL, NULL};
+    DecCtx *c = new DecCtx{dec_plan(a, sms), NULL, NULL, NULL};
     if (!dec_dispatch(c->plan.dp, c->plan.rc, [&](auto kernel, int smem) {
             e = cudaFuncSetAttribute((const void *)kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
         })) {
@@ -430,10 +451,16 @@ static const char *setup(const void *args, void **ctx)
         e = cudaMalloc((void **)&c->part_o, n * a->D * sizeof(float));
     if (e == cudaSuccess)
         e = cudaMalloc((void **)&c->part_ml, n * sizeof(float2));
+    const size_t groups = (size_t)c->plan.blocks / c->plan.splits;
+    if (e == cudaSuccess)
+        e = cudaMalloc((void **)&c->arrived, groups * sizeof(unsigned));
+    if (e == cudaSuccess)
+        e = cudaMemset(c->arrived, 0, groups * sizeof(unsigned));
     if (e != cudaSuccess) {
         cudaGetLastError(); /* a failed allocation must not reach the next launch */
         cudaFree(c->part_o);
         cudaFree(c->part_ml);
+        cudaFree(c->arrived);
         delete c;
         return "the split workspace does not fit";
     }
@@ -448,6 +475,7 @@ static void teardown(void *ctx)
         return;
     cudaFree(c->part_o);
     cudaFree(c->part_ml);
+    cudaFree(c->arrived);
     delete c;
 }
 
@@ -464,17 +492,16 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
             kernel<<<(unsigned)p.blocks, DEC_WARPS * 32, smem, stream>>>(
                 a->Tq, a->Tk, a->tk_len, a->kv_stride ? a->kv_stride : (int64_t)a->Tk * a->D, a->D, a->causal,
                 group, sl2, p.row_chunks, p.splits, p.chunk, p.rows,
-                (const bf16 *)a->q, (const bf16 *)a->k, (const bf16 *)a->v, c->part_o, c->part_ml);
+                (const bf16 *)a->q, (const bf16 *)a->k, (const bf16 *)a->v, c->part_o, c->part_ml, c->arrived,
+                (bf16 *)a->o);
         }))
         return "no kernel for this D";
-    attention_flash_decode_merge_kernel<<<(unsigned)p.rows, DEC_MAX_D, 0, stream>>>(
-        a->D, p.splits, p.rows, c->part_o, c->part_ml, (bf16 *)a->o);
     KB_LAUNCHED();
 }
 
 extern "C" const kb_variant attention_flash_decode = {
     .name = "flash_decode",
-    .summary = "split-KV decoding, Tq <= 16: KV chunks per block for all query heads of a KV head, then a merge",
+    .summary = "split-KV decoding, Tq <= 16: KV chunks per block for all query heads of a KV head, the last block merges",
     .dtype = KB_BF16,
     .math = KB_MATH_BF16,
     .min_cc = 80,
