@@ -51,11 +51,33 @@ enum { ST_LEN, ST_STEP, ST_TOK, ST_COUNT }; /* device state: keys in the cache a
 #define GEMV_WARPS 8
 #define MAX_HEAD_DIM 128
 
+/* Programmatic dependent launch (Hopper): a kernel launched with the
+ * attribute may start while the one before it finishes; it reads nothing
+ * that kernel writes, and writes nothing, before pdl_wait().  Each kernel
+ * lets its successor start at once (pdl_release), so the successor's
+ * launch, and the weight loads it issues before waiting, overlap the
+ * predecessor's tail.  No-ops before sm_90 and without the attribute. */
+__device__ __forceinline__ void pdl_release()
+{
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;");
+#endif
+}
+
+__device__ __forceinline__ void pdl_wait()
+{
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
 /* ---- kernels ---------------------------------------------------------------------- */
 
 /* Rows of the embedding as fp32: x[t] = embed[ids[t]]. */
 __global__ void embed_kernel(const int *__restrict__ ids, const bf16 *__restrict__ embed, float *__restrict__ x, int d)
 {
+    pdl_release();
+    pdl_wait();
     const bf16 *row = embed + (size_t)ids[blockIdx.x] * d;
     for (int c = threadIdx.x; c < d; c += blockDim.x)
         x[(size_t)blockIdx.x * d + c] = __bfloat162float(row[c]);
@@ -346,8 +368,8 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32) gemv_kernel(GemvArgs a)
     const int pairs = pair_count<OUT>(a), chunks = a.K / 8, slice = ((chunks + ks - 1) / ks + 31) / 32 * 32;
     const int c_beg = warp % ks * slice, c_end = min(c_beg + slice, chunks);
     const int block_iters = (pairs + per_block - 1) / per_block;
-    const int step = OUT == GEMV_LOGITS ? a.state[ST_STEP] : 0;
     unsigned long long best = 0;
+    pdl_release();
 
     uint4 wa[4], wb[4];
     int bp = blockIdx.x, p = bp * per_block + warp / ks, r0 = 0, r1 = 0;
@@ -356,6 +378,8 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32) gemv_kernel(GemvArgs a)
         load4(reinterpret_cast<const uint4 *>(a.w + (size_t)r0 * a.K), reinterpret_cast<const uint4 *>(a.w + (size_t)r1 * a.K),
               c_beg + lane, c_end, wa, wb);
     }
+    pdl_wait(); /* the input, the state and every output are the previous kernels' */
+    const int step = OUT == GEMV_LOGITS ? a.state[ST_STEP] : 0;
     stage_input(a, xs);
     __syncthreads();
     const uint4 *xv = reinterpret_cast<const uint4 *>(xs);
@@ -442,6 +466,7 @@ struct kb_llama_gpu {
     unsigned long long *pick_best;             /* the LM head's greedy pick in flight (zero between steps) */
     unsigned *pick_done;
     int resident[4];                           /* blocks of each GEMV kernel an SM holds */
+    int pdl;                                   /* programmatic dependent launch (sm_90 on) */
     cublasLtHandle_t lt;
     void *workspace;
     int planned;                               /* the n of the plans below; 0 when none */
@@ -591,6 +616,9 @@ static const char *create(kb_llama_gpu *g, const kb_llama_model *m)
     int dev = 0;
     CUDA_TRY(cudaGetDevice(&dev));
     CUDA_TRY(cudaDeviceGetAttribute(&g->sms, cudaDevAttrMultiProcessorCount, dev));
+    int major = 0;
+    CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+    g->pdl = major >= 9;
     TRY(find_attention(&g->decode_attn, "flash_decode"));
     TRY(find_attention(&g->prefill_attn, "flash_bf16"));
     TRY(dalloc(&g->embed, vd));
@@ -711,6 +739,25 @@ extern "C" const char *kb_llama_gpu_plan(kb_llama_gpu *g, int n)
 
 static unsigned blocks_for(int64_t threads, int per_block) { return (unsigned)((threads + per_block - 1) / per_block); }
 
+/* Launch kernel(*arg) with programmatic dependent launch where the GPU
+ * has it (sm_90 on). */
+static const char *launch_pdl(const kb_llama_gpu *g, const void *kernel, unsigned grid, size_t smem, cudaStream_t s,
+                              void *arg)
+{
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(grid);
+    cfg.blockDim = dim3(GEMV_WARPS * 32);
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = s;
+    cfg.attrs = &attr;
+    cfg.numAttrs = g->pdl ? 1 : 0;
+    void *args[] = {arg};
+    return kb_cuda_status(cudaLaunchKernelExC(&cfg, kernel, args));
+}
+
 /* One GEMV launch over `pairs` pairs of rows: at most as many blocks as
  * the GPU holds at once; warps share a pair (ksplit) until there are
  * enough of them to keep the memory busy, each slice at least 256 elements. */
@@ -723,8 +770,8 @@ static const char *gemv(const kb_llama_gpu *g, GemvArgs &a, int64_t pairs, cudaS
     while (a.ksplit < GEMV_WARPS && pairs * a.ksplit < warps && chunks / (2 * a.ksplit) >= 32)
         a.ksplit *= 2;
     const int64_t want = (pairs * a.ksplit + GEMV_WARPS - 1) / GEMV_WARPS;
-    gemv_kernel<OUT><<<(unsigned)(want < capacity ? want : capacity), GEMV_WARPS * 32, sizeof(bf16) * a.K, s>>>(a);
-    KB_LAUNCHED();
+    return launch_pdl(g, (const void *)gemv_kernel<OUT>, (unsigned)(want < capacity ? want : capacity),
+                      sizeof(bf16) * a.K, s, &a);
 }
 
 static GemvArgs gemv_args(const bf16 *w, int N, int K)
