@@ -95,6 +95,9 @@ def build(case, seed):
 
 
 def save(model, path, dtype):
+    # .to(dtype) also rounds the RoPE frequency buffers, which no checkpoint
+    # holds (transformers recomputes them in fp32 on load): keep them.
+    buffers = {name: b.clone() for name, b in model.named_buffers()}
     m = model.to(getattr(torch, dtype))
     try:
         m.save_pretrained(path, safe_serialization=True)
@@ -104,7 +107,11 @@ def save(model, path, dtype):
         raise RuntimeError(f"save_pretrained wrote no model.safetensors in {path}: {os.listdir(path)}")
     # The reference runs the weights as kbench holds them: rounded to the
     # storage dtype, widened to fp32.
-    return m.to(torch.float32)
+    m = m.to(torch.float32)
+    with torch.no_grad():
+        for name, b in m.named_buffers():
+            b.copy_(buffers[name])
+    return m
 
 
 @torch.no_grad()
