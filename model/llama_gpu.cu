@@ -194,7 +194,7 @@ struct GemvArgs {
     float *keep;              /* the logits of each step, when kept */
 };
 
-#define STAGE_REGS 4 /* 16-byte loads a thread issues at once when staging a GEMV's input */
+#define STAGE_REGS 2 /* 16-byte loads a thread issues at once when staging a GEMV's input */
 
 /* Stage the GEMV input in shared memory as bf16: xb as it is, or x
  * RMSNorm'd and scaled by norm.  Each thread issues all its loads (up to
@@ -358,7 +358,7 @@ __device__ void pick_finish(const GemvArgs &a, int step)
  * staging, and each pair's before the last one's epilogue, so the memory
  * pipe is never idle for long. */
 template <int OUT>
-__global__ void __launch_bounds__(GEMV_WARPS * 32) gemv_kernel(GemvArgs a)
+__global__ void __launch_bounds__(GEMV_WARPS * 32, 3) gemv_kernel(GemvArgs a)
 {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     __shared__ float2 part[GEMV_WARPS];

@@ -95,7 +95,11 @@ static DecPlan dec_plan(const kb_attention_args *a, int sms)
         splits = steps;
     if (splits < 1)
         splits = 1;
-    const int64_t chunk_steps = (steps + splits - 1) / splits;
+    /* at least two rounds a chunk, so each warp's 2-stage pipeline has
+     * something to overlap and fewer chunks are left to merge */
+    int64_t chunk_steps = (steps + splits - 1) / splits;
+    if (chunk_steps < 2)
+        chunk_steps = steps < 2 ? steps : 2;
     p.chunk = (int)(chunk_steps * DEC_STEP);
     p.splits = (int)((a->Tk + p.chunk - 1) / p.chunk);
     p.blocks = base * p.splits;
