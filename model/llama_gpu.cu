@@ -759,15 +759,16 @@ static const char *launch_pdl(const kb_llama_gpu *g, const void *kernel, unsigne
 }
 
 /* One GEMV launch over `pairs` pairs of rows: at most as many blocks as
- * the GPU holds at once; warps share a pair (ksplit) until there are
- * enough of them to keep the memory busy, each slice at least 256 elements. */
+ * the GPU holds at once; warps share a pair (ksplit) while all the pairs
+ * still fit in one round of the resident warps, each slice at least 256
+ * elements, so a small product takes one trip to memory per warp. */
 template <int OUT>
 static const char *gemv(const kb_llama_gpu *g, GemvArgs &a, int64_t pairs, cudaStream_t s)
 {
     const int64_t capacity = (int64_t)g->sms * g->resident[OUT], warps = capacity * GEMV_WARPS;
     const int chunks = a.K / 8;
     a.ksplit = 1;
-    while (a.ksplit < GEMV_WARPS && pairs * a.ksplit < warps && chunks / (2 * a.ksplit) >= 32)
+    while (a.ksplit < GEMV_WARPS && pairs * 2 * a.ksplit <= warps && chunks / (2 * a.ksplit) >= 32)
         a.ksplit *= 2;
     const int64_t want = (pairs * a.ksplit + GEMV_WARPS - 1) / GEMV_WARPS;
     return launch_pdl(g, (const void *)gemv_kernel<OUT>, (unsigned)(want < capacity ? want : capacity),

@@ -188,6 +188,11 @@ attention_flash_decode_split_kernel(int Tq, int Tk, const int *tk_len, int64_t k
     using Cfg = DecCfg<DP, RC>;
     constexpr int NC = Cfg::kNC, LD = Cfg::kLd;
     extern __shared__ __align__(128) unsigned char smem_raw[];
+#if __CUDA_ARCH__ >= 900
+    /* A successor launched as a programmatic dependent (a model's next
+     * product) may start now: it waits for this grid before reading. */
+    asm volatile("griddepcontrol.launch_dependents;");
+#endif
     bf16 *kv_s = reinterpret_cast<bf16 *>(smem_raw);
     float *q_s = reinterpret_cast<float *>(smem_raw + Cfg::kKVBytes);        /* [RC][DP] */
     float *p_s = reinterpret_cast<float *>(smem_raw + Cfg::kKVBytes + Cfg::kQBytes); /* [warp][RC][32] */
