@@ -84,7 +84,7 @@ static const char *baseline_of(const run_set *s, const char *op, const char *dty
  * parallelism is what they measure. */
 static int own_variant(const char *op, const char *variant, const char *baseline)
 {
-    if (!strcmp(variant, "torch") || (baseline && !strcmp(variant, baseline)))
+    if (!strncmp(variant, "torch", 5) || (baseline && !strcmp(variant, baseline)))
         return 0;
     const kb_op *o = kb_find_op(op);
     const kb_variant *v = o ? kb_find_variant(o, variant) : NULL;

@@ -26,7 +26,7 @@ void kb_generate_usage(FILE *f)
     fputs("usage: kbench model generate [--cpu-only]\n"
           "         [--weights DIR | --d-model D --layers N --heads H --kv-heads K --d-ff F --vocab V --tied]\n"
           "         [--prompt-ids ID,ID,.. | --prompt-len T] [--tokens N] [--seed N]\n"
-          "         [--logits-out FILE.npy] [--save DIR [--save-dtype f32|bf16|f16]]\n",
+          "         [--logits-out FILE.npy] [--save DIR [--save-dtype f32|bf16|f16]] [--append RUN.csv]\n",
           f);
 }
 
@@ -129,8 +129,8 @@ static int *int_slot(kb_generate_opts *o, const char *a, long *lo, long *hi)
 
 static const char **string_slot(kb_generate_opts *o, const char *a)
 {
-    static const char *names[] = {"--weights", "--logits-out", "--save"};
-    const char **slots[] = {&o->weights, &o->logits_out, &o->save_dir};
+    static const char *names[] = {"--weights", "--logits-out", "--save", "--append"};
+    const char **slots[] = {&o->weights, &o->logits_out, &o->save_dir, &o->append};
     for (size_t i = 0; i < sizeof names / sizeof *names; ++i)
         if (!strcmp(a, names[i]))
             return slots[i];
@@ -179,6 +179,8 @@ static int check_combinations(const kb_generate_opts *o, char *err, size_t errle
         return fail(err, errlen, "--save-dtype applies to --save");
     if (!o->cpu_only && o->logits_out)
         return fail(err, errlen, "--logits-out writes the C reference's logits: add --cpu-only");
+    if (o->cpu_only && o->append)
+        return fail(err, errlen, "--append adds the GPU run's rows: drop --cpu-only");
     return 0;
 }
 
@@ -290,6 +292,13 @@ static int prepare(int argc, char **argv, kb_generate_opts *o, run_setup *r, cha
     if ((o->logits_out && check_output("--logits-out", o->logits_out, 0, err, errlen) != 0) ||
         (o->save_dir && check_output("--save", o->save_dir, 1, err, errlen) != 0))
         return -1;
+    if (o->append) { /* a kbench CSV that can be rewritten */
+        char *text = check_output("--append", o->append, 0, err, errlen) == 0
+                         ? kb_csv_read_for_append(o->append, err, errlen) : NULL;
+        if (!text)
+            return -1;
+        free(text);
+    }
     r->T = prompt_tokens(o);
     const int seq = r->T + o->tokens - 1;
     if (o->weights ? kb_llama_load(&r->m, o->weights, err, errlen) != 0 : flag_config(o, seq, &c, err, errlen) != 0)
@@ -392,7 +401,7 @@ static int run(const kb_generate_opts *o, run_setup *r)
                (const char *[]){"F32", "BF16", "F16"}[o->save_dtype]);
     }
     if (!o->cpu_only)
-        return kb_generate_gpu(&r->m, r->prompt, r->T, o->tokens);
+        return kb_generate_gpu(&r->m, r->prompt, r->T, o->tokens, o->append);
     int *out = malloc(sizeof(int) * (size_t)o->tokens);
     float *all = o->logits_out ? malloc(sizeof(float) * (size_t)o->tokens * (size_t)V) : NULL;
     double prefill_ms = 0, decode_ms = 0;

@@ -28,6 +28,10 @@ typedef struct {
     cudaStream_t s;
     cudaGraphExec_t step; /* one decode step */
     cudaEvent_t t0, t1;
+    kb_check check;       /* the worst step's logits against the reference */
+    kb_stats prefill, graph, stream; /* ms; decode per token */
+    int steps;            /* decode steps timed per run (0: none) */
+    kb_ceilings ceil;
 } gpu_run;
 
 static const char *cuda(cudaError_t e) { return e == cudaSuccess ? NULL : cudaGetErrorString(e); }
@@ -135,17 +139,11 @@ static const char *check(gpu_run *r, const kb_llama_model *m, const int *prompt,
     TRY(err);
     const double tol = kb_model_bf16_rel_l2_tolerance();
     *pass = worst <= tol;
+    r->check = (kb_check){.rel_l2_err = worst, .worst_tol = tol, .pass = *pass, .nonfinite = !isfinite(worst)};
     printf("check: the first %d prompt tokens and %d generated against the C reference (bf16-rounded weights, "
            "%.1f s): worst step's logits rel. L2 %.2e (tolerance %.2e), greedy picks equal %d of %d: %s\n",
            n, steps, omp_get_wtime() - t0, worst, tol, agree, steps, *pass ? "PASS" : "FAIL");
     return NULL;
-}
-
-static double median_of(double *x, int n)
-{
-    kb_stats st;
-    kb_stats_compute(x, n, &st);
-    return st.median;
 }
 
 /* Weight bytes a decode step reads (every matrix once; a tied embedding
@@ -166,9 +164,9 @@ static double prefill_flops(const kb_llama_config *c, int n)
     return per_token * n + attn + 2.0 * d * c->vocab;
 }
 
-static const char *timed(gpu_run *r, const kb_llama_model *m, const int *prompt, int T, int tokens,
-                         const kb_ceilings *ceil, int *out)
+static const char *timed(gpu_run *r, const kb_llama_model *m, const int *prompt, int T, int tokens, int *out)
 {
+    const kb_ceilings *ceil = &r->ceil;
     const kb_llama_config *c = &m->cfg;
     const int steps = tokens - 1;
     double pre[PREFILL_RUNS], graph[DECODE_RUNS], stream[DECODE_RUNS];
@@ -184,7 +182,15 @@ static const char *timed(gpu_run *r, const kb_llama_model *m, const int *prompt,
     TRY(kb_llama_gpu_results(r->g, tokens, out, NULL));
     if (!kb_llama_gpu_logits_finite(r->g))
         return "the last logits of the timed run are not all finite";
-    const double p = median_of(pre, PREFILL_RUNS), tf = prefill_flops(c, T) / (p * 1e-3) * 1e-12;
+    for (int i = 0; steps > 0 && i < DECODE_RUNS; ++i)
+        graph[i] /= steps, stream[i] /= steps;
+    kb_stats_compute(pre, PREFILL_RUNS, &r->prefill);
+    if (steps > 0) {
+        kb_stats_compute(graph, DECODE_RUNS, &r->graph);
+        kb_stats_compute(stream, DECODE_RUNS, &r->stream);
+    }
+    r->steps = steps;
+    const double p = r->prefill.median, tf = prefill_flops(c, T) / (p * 1e-3) * 1e-12;
     printf("prefill %d tokens: %.2f ms (median of %d), %.0f tokens/s, %.0f TFLOP/s", T, p, PREFILL_RUNS,
            T / (p * 1e-3), tf);
     if (ceil->tc_gflop_s > 0)
@@ -193,7 +199,7 @@ static const char *timed(gpu_run *r, const kb_llama_model *m, const int *prompt,
     putchar('\n');
     if (steps < 1)
         return NULL;
-    const double g = median_of(graph, DECODE_RUNS) / steps, s = median_of(stream, DECODE_RUNS) / steps;
+    const double g = r->graph.median, s = r->stream.median;
     const double bytes = decode_bytes(c, T + steps / 2.0), gbs = bytes / (g * 1e-3) * 1e-9;
     printf("decode: %.3f ms/token with the step in a CUDA graph, %.3f with stream launches (median of %d runs of "
            "%d steps after the prompt), %.0f tokens/s\n",
@@ -215,10 +221,9 @@ static const char *run_all(gpu_run *r, const kb_llama_model *m, const int *promp
         return why;
     size_t flush_bytes = 0;
     void *flush = kb_alloc_flush(&info, &flush_bytes);
-    kb_ceilings ceil;
     if (!flush)
         return "out of device memory for the L2 flush buffer";
-    kb_measure_ceilings(&info, flush, flush_bytes, &ceil);
+    kb_measure_ceilings(&info, flush, flush_bytes, &r->ceil);
     cudaFree(flush);
     printf("GPU: %s (sm_%d%d, %d SMs)\n", info.name, info.cc_major, info.cc_minor, info.sm_count);
     const int check_n = T < CHECK_PROMPT ? T : CHECK_PROMPT;
@@ -228,10 +233,69 @@ static const char *run_all(gpu_run *r, const kb_llama_model *m, const int *promp
     TRY(cuda(cudaEventCreate(&r->t0)));
     TRY(cuda(cudaEventCreate(&r->t1)));
     TRY(check(r, m, prompt, T, tokens, pass));
-    return timed(r, m, prompt, T, tokens, &ceil, out);
+    return timed(r, m, prompt, T, tokens, out);
 }
 
-int kb_generate_gpu(kb_llama_model *m, const int *prompt, int T, int tokens)
+/* ---- the CSV rows ---- */
+
+static const kb_op llama_ops[] = {
+    {.name = "llama-prefill", .shape_fields = "LxDxHxKVxFxVxT", .nd = 7, .flag_suffix = "t"},
+    {.name = "llama-decode", .shape_fields = "LxDxHxKVxFxVxT", .nd = 7, .flag_suffix = "t"},
+};
+static const kb_variant llama_variants[] = {
+    {.name = "bf16", .dtype = KB_BF16, .math = KB_MATH_BF16},
+    {.name = "bf16_graph", .dtype = KB_BF16, .math = KB_MATH_BF16},
+    {.name = "bf16_stream", .dtype = KB_BF16, .math = KB_MATH_BF16},
+};
+
+/* A row: shape layers x d x heads x kv_heads x ff x vocab x prompt, "t" when tied. */
+static kb_result llama_row(const gpu_run *r, const kb_llama_config *c, int T, int op, int variant,
+                           const kb_stats *st, double flops, double bytes)
+{
+    kb_result row;
+    memset(&row, 0, sizeof row);
+    row.op = &llama_ops[op];
+    row.variant = &llama_variants[variant];
+    row.shape = (kb_shape){7, {c->layers, c->d_model, c->heads, c->kv_heads, c->d_ff, c->vocab, T}, c->tied};
+    row.family = "model";
+    row.flops = flops;
+    row.bytes = bytes;
+    row.check = r->check;
+    row.status = r->check.pass ? KB_PASS : KB_FAIL;
+    row.timed = row.status == KB_PASS;
+    row.time_ms = *st;
+    snprintf(row.devices, sizeof row.devices, "0");
+    if (!r->check.pass)
+        snprintf(row.reason, sizeof row.reason, "logits rel. L2 %.3e over the bf16 bound %.3e", r->check.rel_l2_err,
+                 r->check.worst_tol);
+    return row;
+}
+
+/* Prefill and decode rows (graph and stream launches) into the kbench CSV path. */
+static const char *append_rows(const gpu_run *r, const kb_llama_config *c, int T, const char *path)
+{
+    static char err[512];
+    kb_result rows[3];
+    int n = 0;
+    const double per_token = 2.0 * (double)kb_llama_weight_count(c) +
+                             4.0 * c->layers * c->heads * c->head_dim * (T + r->steps / 2.0);
+    rows[n++] = llama_row(r, c, T, 0, 0, &r->prefill, prefill_flops(c, T), 2.0 * (double)kb_llama_weight_count(c));
+    if (r->steps > 0) {
+        rows[n++] = llama_row(r, c, T, 1, 1, &r->graph, per_token, decode_bytes(c, T + r->steps / 2.0));
+        rows[n++] = llama_row(r, c, T, 1, 2, &r->stream, per_token, decode_bytes(c, T + r->steps / 2.0));
+    }
+    char *prefix = kb_csv_read_for_append(path, err, sizeof err);
+    if (!prefix)
+        return err;
+    const int rc = kb_csv_write_after(path, prefix, rows, n, err, sizeof err);
+    free(prefix);
+    if (rc)
+        return err;
+    printf("added %d rows to %s\n", n, path);
+    return NULL;
+}
+
+int kb_generate_gpu(kb_llama_model *m, const int *prompt, int T, int tokens, const char *append)
 {
     gpu_run r = {0};
     int pass = 0, *out = malloc(sizeof(int) * (size_t)tokens);
@@ -241,6 +305,8 @@ int kb_generate_gpu(kb_llama_model *m, const int *prompt, int T, int tokens)
     }
     kb_llama_round_bf16(m);
     const char *err = run_all(&r, m, prompt, T, tokens, out, &pass);
+    if (!err && append)
+        err = append_rows(&r, &m->cfg, T, append);
     if (!err) {
         printf("generated ids:");
         for (int i = 0; i < tokens; ++i)

@@ -28,7 +28,9 @@ attention 2 * layers * heads * head_dim * T^2.
 Bound of a decode step: every weight read once (a tied embedding once, as the
 LM head; an untied input embedding not at all, one row is looked up) plus
 the KV cache at --context, at --copy-gb-s.  --csv adds rows (llama-decode,
-llama-prefill) to that kbench CSV as torch_transformer.py adds its own.
+llama-prefill) to that kbench CSV as torch_transformer.py adds its own:
+variant `torch` for PyTorch's best of each (compiled decode, eager
+prefill), `torch_eager` for the eager decode.
 Exit status 1 when the eager decode fails or gives NaN/Inf, 2 when --csv
 names no file.
 """
@@ -315,7 +317,7 @@ def main():
                 continue
             ok &= r["finite"] or mode != "eager"
             decode.append(r)
-            results.append(dict(op="llama-decode", variant=f"torch_{mode}", shape=shape(a.context),
+            results.append(dict(op="llama-decode", variant="torch" if mode == "compile" else f"torch_{mode}", shape=shape(a.context),
                                 dims=[L, D, H, KV, F, V, a.context], flops=2 * read_params, bytes=decode_bytes,
                                 timing=stats(r["ms"]), finite=r["finite"]))
             torch.cuda.empty_cache()
@@ -324,7 +326,7 @@ def main():
     T = a.prefill_len
     linear = L * (2 * D * H * hd + 2 * D * KV * hd + 3 * D * F)  # q, o; k, v; gate, up, down
     flops = 2 * linear * T + 2 * V * D * (1 if kw else T) + 2 * L * H * hd * T * T  # causal: half of 4*..*T^2
-    results.append(dict(op="llama-prefill", variant="torch_eager", shape=shape(T), dims=[L, D, H, KV, F, V, T],
+    results.append(dict(op="llama-prefill", variant="torch", shape=shape(T), dims=[L, D, H, KV, F, V, T],
                         flops=flops, bytes=weight_bytes, timing=timing, finite=finite))
 
     print(f"\n{'mode':8s} {'cache':28s} {'ms/token':>9s} {'min':>8s} {'max':>8s} {'tokens/s':>9s} "

@@ -26,6 +26,22 @@ kb_model_rows() {
     return $rc
 }
 
+# kb_llama_rows KBENCH CSV: the Llama-style model in bf16 on the GPU
+# (`kbench model generate`), seeded, appended to a run: Llama-3.2-1B's
+# shapes (d 2048, 16 layers, 32/8 heads, ff 8192, vocab 128256, tied),
+# decoding 64 tokens after a 1024-token prompt and a 2048-token prefill;
+# and SmolLM2-135M's (d 576, 30 layers, 9/3 heads, ff 1536, vocab 49152,
+# tied), decoding after 1024.  Non-zero when any of them failed.
+KB_LLAMA_1B=(--d-model 2048 --layers 16 --heads 32 --kv-heads 8 --d-ff 8192 --vocab 128256 --tied)
+KB_SMOLLM2=(--d-model 576 --layers 30 --heads 9 --kv-heads 3 --d-ff 1536 --vocab 49152 --tied)
+kb_llama_rows() {
+    local kbench=$1 csv=$2 rc=0
+    "$kbench" model generate "${KB_LLAMA_1B[@]}" --prompt-len 1024 --tokens 64 --append "$csv" || rc=1
+    "$kbench" model generate "${KB_LLAMA_1B[@]}" --prompt-len 2048 --tokens 1 --append "$csv" || rc=1
+    "$kbench" model generate "${KB_SMOLLM2[@]}" --prompt-len 1024 --tokens 64 --append "$csv" || rc=1
+    return $rc
+}
+
 # kb_has_torch: PyTorch with a GPU, for the peer rows.
 kb_has_torch() {
     python3 -c 'import sys, torch; sys.exit(not torch.cuda.is_available())' 2>/dev/null

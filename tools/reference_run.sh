@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The reference run of this machine's GPU in one command: the default sweep
 # of every op with measured ceilings and energy windows (--energy), the
-# transformer's rows, and PyTorch's rows where PyTorch sees a GPU, into one
+# transformer's rows, the Llama-style model's (kb_llama_rows), and
+# PyTorch's rows where PyTorch sees a GPU, into one
 # CSV, results/<gpu>/kbench-<date>.csv (<gpu>-x<N> on a machine of N GPUs,
 # whose sweep is dealt over all of them and adds the collectives across
 # them and the tensor-parallel FFN at 8192 tokens, d 8192, ff 32768),
@@ -38,6 +39,7 @@ if ((gpus > 1)); then
     bash tools/merge_csv.sh "$work/merged.csv" "$csv" "$work/tp.csv" && mv "$work/merged.csv" "$csv" || rc=1
 fi
 kb_step model kb_model_rows "$kbench" "$csv" || rc=1
+kb_step "Llama model" kb_llama_rows "$kbench" "$csv" || rc=1
 if kb_has_torch; then
     kb_step "PyTorch ops" python3 peers/torch_peers.py "$csv" --max-time 0.3 || rc=1
     if ((gpus > 1)); then
@@ -45,6 +47,8 @@ if kb_has_torch; then
     fi
     PYTHONUNBUFFERED=1 kb_step "PyTorch model" python3 peers/torch_transformer.py --kbench "$kbench" \
         --work "$work" --csv "$csv" || rc=1
+    PYTHONUNBUFFERED=1 kb_step "PyTorch Llama" python3 peers/torch_llama.py --context 1024 --tokens 64 \
+        --prefill-len 2048 --csv "$csv" || rc=1
 else
     echo "== PyTorch rows: skipped (no PyTorch that sees a GPU)"
 fi
