@@ -26,7 +26,8 @@ void kb_generate_usage(FILE *f)
     fputs("usage: kbench model generate [--cpu-only]\n"
           "         [--weights DIR | --d-model D --layers N --heads H --kv-heads K --d-ff F --vocab V --tied]\n"
           "         [--prompt-ids ID,ID,.. | --prompt-len T] [--tokens N] [--seed N]\n"
-          "         [--logits-out FILE.npy] [--save DIR [--save-dtype f32|bf16|f16]] [--append RUN.csv]\n",
+          "         [--logits-out FILE.npy] [--save DIR [--save-dtype f32|bf16|f16]]\n"
+          "         [--append RUN.csv] [--no-ceilings]\n",
           f);
 }
 
@@ -148,6 +149,8 @@ static int parse_flag(int argc, char **argv, int *i, kb_generate_opts *o, char *
         o->cpu_only = 1;
     else if (!strcmp(a, "--tied"))
         o->tied = 1;
+    else if (!strcmp(a, "--no-ceilings"))
+        o->no_ceilings = 1;
     else if (n || s || !strcmp(a, "--prompt-ids") || !strcmp(a, "--seed") || !strcmp(a, "--save-dtype")) {
         if (!val || !*val)
             return fail(err, errlen, "%s needs a value", a);
@@ -179,8 +182,8 @@ static int check_combinations(const kb_generate_opts *o, char *err, size_t errle
         return fail(err, errlen, "--save-dtype applies to --save");
     if (!o->cpu_only && o->logits_out)
         return fail(err, errlen, "--logits-out writes the C reference's logits: add --cpu-only");
-    if (o->cpu_only && o->append)
-        return fail(err, errlen, "--append adds the GPU run's rows: drop --cpu-only");
+    if (o->cpu_only && (o->append || o->no_ceilings))
+        return fail(err, errlen, "%s is for the GPU run: drop --cpu-only", o->append ? "--append" : "--no-ceilings");
     return 0;
 }
 
@@ -401,7 +404,7 @@ static int run(const kb_generate_opts *o, run_setup *r)
                (const char *[]){"F32", "BF16", "F16"}[o->save_dtype]);
     }
     if (!o->cpu_only)
-        return kb_generate_gpu(&r->m, r->prompt, r->T, o->tokens, o->append);
+        return kb_generate_gpu(&r->m, r->prompt, r->T, o);
     int *out = malloc(sizeof(int) * (size_t)o->tokens);
     float *all = o->logits_out ? malloc(sizeof(float) * (size_t)o->tokens * (size_t)V) : NULL;
     double prefill_ms = 0, decode_ms = 0;

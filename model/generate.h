@@ -28,6 +28,7 @@ typedef struct {
     const char *logits_out;    /* --logits-out FILE.npy */
     const char *save_dir;      /* --save DIR */
     const char *append;        /* --append RUN.csv: the GPU run's rows go to this kbench CSV */
+    int no_ceilings;           /* --no-ceilings: skip measuring them (and the shares of them) */
     kb_llama_dtype save_dtype; /* --save-dtype */
     int save_dtype_given;
 } kb_generate_opts;
@@ -42,7 +43,7 @@ void kb_generate_usage(FILE *f);
  * the GPU forward against the C reference, times prefill and decode, and
  * adds their rows to the kbench CSV `append` (may be NULL).
  * Returns the exit code (0, or 1 on a failed check or a GPU error). */
-int kb_generate_gpu(kb_llama_model *m, const int *prompt, int T, int tokens, const char *append);
+int kb_generate_gpu(kb_llama_model *m, const int *prompt, int T, const kb_generate_opts *o);
 
 /* The whole command; returns the process exit code (0, 1 or 2). */
 int kb_cmd_generate(int argc, char **argv);

@@ -212,8 +212,8 @@ static const char *timed(gpu_run *r, const kb_llama_model *m, const int *prompt,
     return NULL;
 }
 
-static const char *run_all(gpu_run *r, const kb_llama_model *m, const int *prompt, int T, int tokens, int *out,
-                           int *pass)
+static const char *run_all(gpu_run *r, const kb_llama_model *m, const int *prompt, int T, int tokens,
+                           int measure_ceilings, int *out, int *pass)
 {
     kb_device_info info;
     static char why[512];
@@ -223,7 +223,8 @@ static const char *run_all(gpu_run *r, const kb_llama_model *m, const int *promp
     void *flush = kb_alloc_flush(&info, &flush_bytes);
     if (!flush)
         return "out of device memory for the L2 flush buffer";
-    kb_measure_ceilings(&info, flush, flush_bytes, &r->ceil);
+    if (measure_ceilings) /* else zeros: no shares printed */
+        kb_measure_ceilings(&info, flush, flush_bytes, &r->ceil);
     cudaFree(flush);
     printf("GPU: %s (sm_%d%d, %d SMs)\n", info.name, info.cc_major, info.cc_minor, info.sm_count);
     const int check_n = T < CHECK_PROMPT ? T : CHECK_PROMPT;
@@ -295,8 +296,9 @@ static const char *append_rows(const gpu_run *r, const kb_llama_config *c, int T
     return NULL;
 }
 
-int kb_generate_gpu(kb_llama_model *m, const int *prompt, int T, int tokens, const char *append)
+int kb_generate_gpu(kb_llama_model *m, const int *prompt, int T, const kb_generate_opts *o)
 {
+    const int tokens = o->tokens;
     gpu_run r = {0};
     int pass = 0, *out = malloc(sizeof(int) * (size_t)tokens);
     if (!out) {
@@ -304,9 +306,9 @@ int kb_generate_gpu(kb_llama_model *m, const int *prompt, int T, int tokens, con
         return KB_EXIT_FAIL;
     }
     kb_llama_round_bf16(m);
-    const char *err = run_all(&r, m, prompt, T, tokens, out, &pass);
-    if (!err && append)
-        err = append_rows(&r, &m->cfg, T, append);
+    const char *err = run_all(&r, m, prompt, T, tokens, !o->no_ceilings, out, &pass);
+    if (!err && o->append)
+        err = append_rows(&r, &m->cfg, T, o->append);
     if (!err) {
         printf("generated ids:");
         for (int i = 0; i < tokens; ++i)

@@ -98,23 +98,24 @@ __device__ float block_sum(float s)
     return t;
 }
 
-/* 1 / sqrt(mean(x^2) + eps) of one row, over the block. */
-__device__ float rms_scale(const float *__restrict__ x, int d, float eps)
-{
-    float s = 0;
-    for (int c = threadIdx.x; c < d; c += blockDim.x)
-        s = fmaf(x[c], x[c], s);
-    return rsqrtf(block_sum(s) / d + eps);
-}
-
-/* h[t] = bf16(RMSNorm(x[t]) * w), one block a row. */
+/* h[t] = bf16(RMSNorm(x[t]) * w), one block a row, 4 values a load (d a multiple of 8). */
 __global__ void rmsnorm_kernel(const float *__restrict__ x, const float *__restrict__ w, float eps, int d,
                                bf16 *__restrict__ h)
 {
-    const float *row = x + (size_t)blockIdx.x * d;
-    const float r = rms_scale(row, d, eps);
-    for (int c = threadIdx.x; c < d; c += blockDim.x)
-        h[(size_t)blockIdx.x * d + c] = __float2bfloat16_rn(row[c] * r * w[c]);
+    const float4 *row = reinterpret_cast<const float4 *>(x + (size_t)blockIdx.x * d);
+    const float4 *w4 = reinterpret_cast<const float4 *>(w);
+    __nv_bfloat162 *out = reinterpret_cast<__nv_bfloat162 *>(h + (size_t)blockIdx.x * d);
+    float ss = 0;
+    for (int c = threadIdx.x; c < d / 4; c += blockDim.x) {
+        const float4 v = row[c];
+        ss += v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
+    }
+    const float r = rsqrtf(block_sum(ss) / d + eps);
+    for (int c = threadIdx.x; c < d / 4; c += blockDim.x) {
+        const float4 v = row[c], g = w4[c];
+        out[2 * c] = __floats2bfloat162_rn(v.x * r * g.x, v.y * r * g.y);
+        out[2 * c + 1] = __floats2bfloat162_rn(v.z * r * g.z, v.w * r * g.w);
+    }
 }
 
 /* The rotation of pair (a, b) = (x[i], x[i + half]) at position pos. */
@@ -149,25 +150,36 @@ __global__ void rope_scatter_kernel(const bf16 *__restrict__ qkv, int n, int H, 
     dst[i + half] = __float2bfloat16_rn(b);
 }
 
-/* Prefill: attention's (H, n, hd) -> (n, H hd), the layout of Wo's input. */
+/* Prefill: attention's (H, n, hd) -> (n, H hd), the layout of Wo's input;
+ * 8 values (16 bytes) a thread, hd being a multiple of 16. */
 __global__ void merge_heads_kernel(const bf16 *__restrict__ o, int n, int H, int hd, bf16 *__restrict__ out)
 {
-    const int64_t id = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (id >= (int64_t)n * H * hd)
+    const int64_t id = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, v = hd / 8;
+    if (id >= (int64_t)n * H * v)
         return;
-    const int c = (int)(id % hd), h = (int)(id / hd % H), t = (int)(id / hd / H);
-    out[id] = o[((size_t)h * n + t) * hd + c];
+    const int c = (int)(id % v), h = (int)(id / v % H), t = (int)(id / v / H);
+    reinterpret_cast<uint4 *>(out)[id] = reinterpret_cast<const uint4 *>(o + ((size_t)h * n + t) * hd)[c];
 }
 
-/* Prefill: gu [n, 2 ff] (gate | up) -> h [n, ff] = silu(gate) * up. */
+/* Prefill: gu [n, 2 ff] (gate | up) -> h [n, ff] = silu(gate) * up, 8
+ * values a thread (ff a multiple of 8). */
 __global__ void swiglu_kernel(const bf16 *__restrict__ gu, int n, int ff, bf16 *__restrict__ h)
 {
-    const int64_t id = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (id >= (int64_t)n * ff)
+    const int64_t id = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, v = ff / 8;
+    if (id >= (int64_t)n * v)
         return;
-    const int64_t t = id / ff, c = id % ff;
-    const float g = __bfloat162float(gu[t * 2 * ff + c]), u = __bfloat162float(gu[t * 2 * ff + ff + c]);
-    h[id] = __float2bfloat16_rn(g / (1.0f + __expf(-g)) * u);
+    const int64_t t = id / v, c = id % v;
+    const uint4 g8 = reinterpret_cast<const uint4 *>(gu + t * 2 * ff)[c];
+    const uint4 u8 = reinterpret_cast<const uint4 *>(gu + t * 2 * ff + ff)[c];
+    const __nv_bfloat162 *g = reinterpret_cast<const __nv_bfloat162 *>(&g8), *u = reinterpret_cast<const __nv_bfloat162 *>(&u8);
+    uint4 r8;
+    __nv_bfloat162 *r = reinterpret_cast<__nv_bfloat162 *>(&r8);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+        const float2 fg = __bfloat1622float2(g[e]), fu = __bfloat1622float2(u[e]);
+        r[e] = __floats2bfloat162_rn(fg.x / (1.0f + __expf(-fg.x)) * fu.x, fg.y / (1.0f + __expf(-fg.y)) * fu.y);
+    }
+    reinterpret_cast<uint4 *>(h)[id] = r8;
 }
 
 enum GemvOut { GEMV_QKV, GEMV_RESIDUAL, GEMV_SWIGLU, GEMV_LOGITS };
@@ -822,13 +834,13 @@ extern "C" const char *kb_llama_gpu_prefill(kb_llama_gpu *g, const int *ids, int
         kb_attention_args a = g->prefill_attn.args;
         a.k = g->kcache + l * kv_layer, a.v = g->vcache + l * kv_layer;
         TRY(g->prefill_attn.v->launch(&a, g->prefill_attn.ctx, s));
-        merge_heads_kernel<<<blocks_for((int64_t)n * H * hd, 256), 256, 0, s>>>(g->o, n, H, hd, g->om);
+        merge_heads_kernel<<<blocks_for((int64_t)n * H * hd / 8, 256), 256, 0, s>>>(g->o, n, H, hd, g->om);
         CUDA_TRY(cudaGetLastError());
         TRY(lt(g, &g->p_o, g->om, L->wo, g->x, s));
         rmsnorm_kernel<<<n, 256, 0, s>>>(g->x, L->mlp_norm, (float)c->eps, d, g->h);
         CUDA_TRY(cudaGetLastError());
         TRY(lt(g, &g->p_gu, g->h, L->wgu, g->gu, s));
-        swiglu_kernel<<<blocks_for((int64_t)n * c->d_ff, 256), 256, 0, s>>>(g->gu, n, c->d_ff, g->h);
+        swiglu_kernel<<<blocks_for((int64_t)n * c->d_ff / 8, 256), 256, 0, s>>>(g->gu, n, c->d_ff, g->h);
         CUDA_TRY(cudaGetLastError());
         TRY(lt(g, &g->p_d, g->h, L->wd, g->x, s));
     }
