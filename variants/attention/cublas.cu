@@ -25,9 +25,9 @@
  * sequence land it at ~15-25 TFLOP/s at T = 4096.  Causal shapes do the
  * full work and count half the FLOPs.  Shapes whose scores do not fit in
  * memory are skipped.
- * Measured (results/h100/kbench-20261123-234019.csv; % of the run's 63.5
- * TFLOP/s fp32 ceiling): 28.7 TFLOP/s at 4x16x4096x4096x64 (45.2%), 38.2 at
- * 2x16x4096x4096x128 (60.2%), 38.1 at 4x16x8192x8192x128 (59.9%), 19.9 at
+ * Measured (results/h100/kbench-20261126-075732.csv; % of the run's 63.7
+ * TFLOP/s fp32 ceiling): 28.7 TFLOP/s at 4x16x4096x4096x64 (45.1%), 38.3 at
+ * 2x16x4096x4096x128 (60.2%), 38.1 at 4x16x8192x8192x128 (59.9%), 20.0 at
  * ..128c (31.4%).
  * Gap to the limit: the score matrix round trip; a fused kernel never
  * writes it. */

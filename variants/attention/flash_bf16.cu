@@ -23,11 +23,11 @@
  * 16 up to 128; any B, H, Tq, Tk.
  *
  * Builds on flash_f32: the same algorithm on the tensor cores.
- * Measured (results/h100/kbench-20261123-234019.csv; % of the run's 779 TFLOP/s
- * bf16 ceiling): 385.0 TFLOP/s at 2x16x4096x4096x128 (49.4%), 315.1 at
- * 4x16x4096x4096x64 (40.4%), 372.9 at 4x16x8192x8192x128 (47.9%), 384.4 at
- * ..128c (49.3%); PyTorch's bf16 SDPA in the same run: 632, 435, 679 and 615
- * (ours 0.55-0.72x).
+ * Measured (results/h100/kbench-20261126-075732.csv; % of the run's 803 TFLOP/s
+ * bf16 ceiling): 381.3 TFLOP/s at 2x16x4096x4096x128 (47.5%), 312.2 at
+ * 4x16x4096x4096x64 (38.9%), 379.4 at 4x16x8192x8192x128 (47.3%), 363.7 at
+ * ..128c (45.3%); PyTorch's bf16 SDPA in the same run: 586, 479, 705 and 645
+ * (ours 0.54-0.65x).
  * Gap to the limit: mma.sync tops out near 2/3 of the wgmma rate that the
  * ceiling's cuBLAS GEMM uses, and the softmax's FP32/MUFU work and the
  * ldmatrix traffic share its issue slots.  History:

@@ -3,11 +3,11 @@
  * same function as fp32: it is checked with the tf32 tolerance.  Shows what
  * giving up fp32 products buys.
  *
- * Measured (results/h100/kbench-20261123-234019.csv, H100, cold L2): 397.0
- * TFLOP/s at 4096^3 and 369.4 at 8192^3 (that row at 1928 MHz), 101.9% and
- * 94.8% of the run's tf32 ceiling (half its 779 TFLOP/s bf16 tensor ceiling),
- * 7.68x and 7.15x cublas.
- * Gap to the limit: none at 4096^3; 5 points at 8192^3.
+ * Measured (results/h100/kbench-20261126-075732.csv, H100, cold L2): 404.7
+ * TFLOP/s at 4096^3 and 367.5 at 8192^3 (that row power-capped at 1845 MHz),
+ * 100.8% and 91.5% of the run's tf32 ceiling (half its 803 TFLOP/s bf16 tensor
+ * ceiling), 7.77x and 7.12x cublas.
+ * Gap to the limit: none at 4096^3; 8.5 points at 8192^3.
  * History: docs/notes/matmul.md. */
 #include "kernels/matmul.h"
 #include "variants/matmul/cublas_common.h"

@@ -9,12 +9,12 @@
  * operands swapped, m = N, n = M.
  *
  * Builds on cublas_bf16: the same library GEMM through cuBLASLt.
- * Measured (results/h100/kbench-20261123-234019.csv, H100, cold L2): 787.4
- * TFLOP/s at 4096^3 and 784.0 at 8192^3 (that row power-capped at 1635 MHz),
- * 101.1% and 100.6% of the run's 779 TFLOP/s bf16 tensor ceiling, 1.01x and
- * 0.99x cublas_bf16.
- * Gap to the limit: none to the measured ceiling; 73-74% of the 1071 TFLOP/s
- * datasheet figure at 1980 MHz.  History: docs/notes/matmul.md. */
+ * Measured (results/h100/kbench-20261126-075732.csv, H100, cold L2): 793.3
+ * TFLOP/s at 4096^3 and 800.7 at 8192^3 (that row power-capped at 1485 MHz),
+ * 98.8% and 99.7% of the run's 803 TFLOP/s bf16 tensor ceiling, 1.00x
+ * cublas_bf16 at both.
+ * Gap to the limit: about a point to the measured ceiling; 74-75% of the 1071
+ * TFLOP/s datasheet figure at 1980 MHz.  History: docs/notes/matmul.md. */
 #include <stdlib.h>
 #include <cublasLt.h>
 #include "kernels/lt_gemm.h"
