@@ -7,6 +7,8 @@
 #ifndef KBENCH_CP_ASYNC_CUH
 #define KBENCH_CP_ASYNC_CUH
 
+#include <stdint.h>
+
 /* Copy 16 bytes global -> shared; src_bytes (0 or 16) are read, the rest of
  * the destination is zero-filled.  .cg: cached in L2 only. */
 __device__ __forceinline__ void kb_cp_async16(void *dst, const void *src, int src_bytes)
@@ -14,6 +16,26 @@ __device__ __forceinline__ void kb_cp_async16(void *dst, const void *src, int sr
     const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src),
                  "r"(src_bytes)
+                 : "memory");
+}
+
+/* An L2 policy that marks the lines it fills as the first to evict: for
+ * data read once (a KV cache, streamed weights), so that it replaces its own
+ * lines instead of what L2 holds, dirty lines included, whose write-back
+ * the stream would otherwise pay for. */
+__device__ __forceinline__ uint64_t kb_l2_evict_first_policy()
+{
+    uint64_t policy;
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
+    return policy;
+}
+
+/* kb_cp_async16 with an L2 cache policy (kb_l2_evict_first_policy). */
+__device__ __forceinline__ void kb_cp_async16_policy(void *dst, const void *src, int src_bytes, uint64_t policy)
+{
+    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;\n" ::"r"(d), "l"(src),
+                 "r"(src_bytes), "l"(policy)
                  : "memory");
 }
 

@@ -28,11 +28,11 @@
  *
  * Builds on flash_bf16 (the online softmax), with the split over keys in
  * place of the split over query rows, which decoding does not have.
- * Measured (results/h100/kbench-20261123-234019.csv, cold L2, % of the
- * run's 3006 GB/s copy ceiling): 1843 GB/s (61%) at 1x32x1x32768x128x8,
- * 2536 (84%) at Tk = 131072, 2046 (68%) at 8x32x1x8192x128x8, 2826 (94%)
- * at 64x32x1x8192x128x8; PyTorch's SDPA 1512, 2530, 2008 and 2907.
- * Gap to the limit: 61% at 1x32x1x32768x128x8 against issue 16's 80%: the
+ * Measured (results/h100/kbench-20261126-075732.csv, cold L2, % of the
+ * run's 3009 GB/s copy ceiling): 1814 GB/s (60%) at 1x32x1x32768x128x8,
+ * 2545 (85%) at Tk = 131072, 2051 (68%) at 8x32x1x8192x128x8, 2807 (93%)
+ * at 64x32x1x8192x128x8; PyTorch's SDPA 1928, 2772, 2479 and 2993.
+ * Gap to the limit: 60% at 1x32x1x32768x128x8 against issue 16's 80%: the
  * short row pays for the L2 flush's dirty lines and (then) a second launch,
  * since folded into the last block. */
 #include <stdint.h>
@@ -50,6 +50,9 @@ typedef __nv_bfloat16 bf16;
 #define DEC_KEYS 32                     /* keys per warp tile: one per lane */
 #define DEC_STEP (DEC_WARPS * DEC_KEYS) /* keys a block takes per round; chunks are multiples */
 #define DEC_MAX_D 128
+/* The most key chunks: the merge keeps RC x splits weights (and RC more) in
+ * the K/V space, whose smallest (DP = 32) holds 10240 floats. */
+#define DEC_MAX_SPLITS 512
 
 template <int DP, int RC>
 struct DecCfg {
@@ -64,6 +67,7 @@ struct DecCfg {
     /* the warps' final states reuse the K/V space */
     static constexpr int kMergeBytes = DEC_WARPS * RC * (DP + 2) * (int)sizeof(float);
     static_assert(kMergeBytes <= kKVBytes, "merge space fits in the K/V space");
+    static_assert(RC * (DEC_MAX_SPLITS + 1) * (int)sizeof(float) <= kKVBytes, "chunk weights fit too");
     static constexpr int kSmemBytes = kKVBytes + kQBytes + kPBytes;
     static_assert(DP % 32 == 0 && DP <= DEC_MAX_D, "DP: 32, 64, 96 or 128");
 };
@@ -93,6 +97,8 @@ static DecPlan dec_plan(const kb_attention_args *a, int sms)
     int64_t splits = (target + base - 1) / base;
     if (splits > steps)
         splits = steps;
+    if (splits > DEC_MAX_SPLITS)
+        splits = DEC_MAX_SPLITS;
     if (splits < 1)
         splits = 1;
     /* at least two rounds a chunk, so each warp's 2-stage pipeline has
@@ -108,9 +114,11 @@ static DecPlan dec_plan(const kb_attention_args *a, int sms)
 }
 
 /* Copy keys j0 .. j0 + 31 of a (Tk, D) head into a warp's tile (row stride
- * kLd), zero past `end` and past D; only this warp's lanes take part. */
+ * kLd), zero past `end` and past D; only this warp's lanes take part.  K
+ * and V are read once: evict-first in L2 (policy). */
 template <int DP, int RC>
-__device__ __forceinline__ void dec_copy_tile(bf16 *dst, const bf16 *head, int j0, int end, int D, int lane)
+__device__ __forceinline__ void dec_copy_tile(bf16 *dst, const bf16 *head, int j0, int end, int D, int lane,
+                                              uint64_t policy)
 {
     using Cfg = DecCfg<DP, RC>;
 #pragma unroll
@@ -118,7 +126,8 @@ __device__ __forceinline__ void dec_copy_tile(bf16 *dst, const bf16 *head, int j
         const int c = lane + it * 32;
         const int r = c / Cfg::kChunks, ch = c % Cfg::kChunks;
         const bool ok = j0 + r < end && ch * 8 < D;
-        kb_cp_async16(dst + r * Cfg::kLd + ch * 8, ok ? head + (size_t)(j0 + r) * D + ch * 8 : head, ok ? 16 : 0);
+        kb_cp_async16_policy(dst + r * Cfg::kLd + ch * 8, ok ? head + (size_t)(j0 + r) * D + ch * 8 : head,
+                             ok ? 16 : 0, policy);
     }
 }
 
@@ -153,25 +162,68 @@ __device__ __forceinline__ void dec_load_cols(const bf16 *src, float (&f)[NC])
     }
 }
 
-/* Column d of query row `row`, merged over the chunks: M = max m_s,
- * O = sum_s O_s 2^(m_s - M) / sum_s l_s 2^(m_s - M).  Other blocks wrote
- * the states, so they are read from L2 (ld.cg), never a stale L1 line. */
-__device__ __forceinline__ void dec_merge_column(int64_t row, int d, int D, int splits, int64_t nrows,
-                                                 const float *part_o, const float2 *part_ml, bf16 *o)
+/* The last block of a row group merges every chunk's state of its RC rows:
+ * M = max m_s, O = sum_s O_s 2^(m_s - M) / sum_s l_s 2^(m_s - M).  Other
+ * blocks wrote the states, so they are read from L2 (ld.cg), never a stale
+ * L1 line.  First each row's weights 2^(m_s - M) and 1 / L go to shared
+ * memory (ws: RC x splits, then RC), a warp per row; then each thread sums
+ * its columns over the chunks, chunk-major, so that its loads of all its
+ * columns and of several chunks are in flight at once: the merge then pays
+ * L2's latency a few times instead of once per chunk and column. */
+template <int DP, int RC>
+__device__ __forceinline__ void dec_merge(float *ws, int64_t grow0, int rows_here, int D, int splits, int64_t nrows,
+                                          const float *part_o, const float2 *part_ml, bf16 *o)
 {
-    float M = -INFINITY;
-    for (int s = 0; s < splits; ++s)
-        M = fmaxf(M, __ldcg(&part_ml[(size_t)s * nrows + row]).x);
-    const float m_use = M == -INFINITY ? 0.0f : M;
-    float acc = 0.0f, L = 0.0f;
-    for (int s = 0; s < splits; ++s) {
-        const float2 ml = __ldcg(&part_ml[(size_t)s * nrows + row]);
-        const float f = kb_ex2(ml.x - m_use);
-        acc = fmaf(__ldcg(&part_o[((size_t)s * nrows + row) * D + d]), f, acc);
-        L = fmaf(ml.y, f, L);
+    constexpr int NCOL = RC * DP / (DEC_WARPS * 32); /* columns per thread */
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    float *inv_l = ws + RC * splits;
+    for (int r = warp; r < RC; r += DEC_WARPS) {
+        float M = -INFINITY;
+        for (int sp = lane; r < rows_here && sp < splits; sp += 32)
+            M = fmaxf(M, __ldcg(&part_ml[(size_t)sp * nrows + grow0 + r]).x);
+        M = kb_warp_allreduce<32>(M, KbMax{});
+        const float m_use = M == -INFINITY ? 0.0f : M;
+        float L = 0.0f;
+        for (int sp = lane; sp < splits; sp += 32) {
+            float f = 0.0f;
+            if (r < rows_here) {
+                const float2 ml = __ldcg(&part_ml[(size_t)sp * nrows + grow0 + r]);
+                f = kb_ex2(ml.x - m_use); /* a chunk with no key: 0 */
+                L = fmaf(ml.y, f, L);
+            }
+            ws[r * splits + sp] = f;
+        }
+        L = kb_warp_allreduce<32>(L, KbSum{});
+        if (lane == 0)
+            inv_l[r] = L > 0.0f ? 1.0f / L : 0.0f; /* L = 0: the row sees no key: zeros */
     }
-    /* L = 0: the row sees no key (causal, Tq > Tk): zeros. */
-    o[row * D + d] = __float2bfloat16_rn(L > 0.0f ? acc / L : 0.0f);
+    __syncthreads();
+    float acc[NCOL];
+    bool ok[NCOL];
+    size_t at[NCOL];
+#pragma unroll
+    for (int k = 0; k < NCOL; ++k) {
+        const int c = threadIdx.x + k * DEC_WARPS * 32, r = c / DP, d = c % DP;
+        acc[k] = 0.0f;
+        ok[k] = r < rows_here && d < D;
+        at[k] = (size_t)(grow0 + r) * D + d;
+    }
+#pragma unroll 4
+    for (int sp = 0; sp < splits; ++sp) {
+        const float *chunk_o = part_o + (size_t)sp * nrows * D;
+#pragma unroll
+        for (int k = 0; k < NCOL; ++k) {
+            const int r = (threadIdx.x + k * DEC_WARPS * 32) / DP;
+            if (ok[k])
+                acc[k] = fmaf(__ldcg(&chunk_o[at[k]]), ws[r * splits + sp], acc[k]);
+        }
+    }
+#pragma unroll
+    for (int k = 0; k < NCOL; ++k) {
+        const int r = (threadIdx.x + k * DEC_WARPS * 32) / DP;
+        if (ok[k])
+            o[at[k]] = __float2bfloat16_rn(acc[k] * inv_l[r]);
+    }
 }
 
 /* Pass 1.  Block id -> (bkv, chunk s, row chunk rc), row chunks fastest, so
@@ -217,10 +269,11 @@ attention_flash_decode_split_kernel(int Tq, int Tk, const int *tk_len, int64_t k
     const int mine = tiles > warp ? (tiles - warp + DEC_WARPS - 1) / DEC_WARPS : 0;
     /* Stage st of this warp: K at stage_k(st), V right after it. */
     auto stage_k = [&](int st) { return kv_s + (size_t)((warp * 2 + st) * 2) * Cfg::kTileElems; };
+    const uint64_t policy = kb_l2_evict_first_policy();
     if (mine > 0) {
         const int j0 = cbeg + warp * DEC_KEYS;
-        dec_copy_tile<DP, RC>(stage_k(0), k_head, j0, end, D, lane);
-        dec_copy_tile<DP, RC>(stage_k(0) + Cfg::kTileElems, v_head, j0, end, D, lane);
+        dec_copy_tile<DP, RC>(stage_k(0), k_head, j0, end, D, lane, policy);
+        dec_copy_tile<DP, RC>(stage_k(0) + Cfg::kTileElems, v_head, j0, end, D, lane, policy);
     }
     kb_cp_async_commit();
 
@@ -255,8 +308,8 @@ attention_flash_decode_split_kernel(int Tq, int Tk, const int *tk_len, int64_t k
         const int j0 = cbeg + (warp + u * DEC_WARPS) * DEC_KEYS;
         if (u + 1 < mine) {
             const int jn = j0 + DEC_WARPS * DEC_KEYS;
-            dec_copy_tile<DP, RC>(stage_k((u + 1) & 1), k_head, jn, end, D, lane);
-            dec_copy_tile<DP, RC>(stage_k((u + 1) & 1) + Cfg::kTileElems, v_head, jn, end, D, lane);
+            dec_copy_tile<DP, RC>(stage_k((u + 1) & 1), k_head, jn, end, D, lane, policy);
+            dec_copy_tile<DP, RC>(stage_k((u + 1) & 1) + Cfg::kTileElems, v_head, jn, end, D, lane, policy);
         }
         kb_cp_async_commit();
         kb_cp_async_wait<1>(); /* tile u is in (this lane's copies) */
@@ -390,11 +443,9 @@ attention_flash_decode_split_kernel(int Tq, int Tk, const int *tk_len, int64_t k
     if (!last)
         return;
     __threadfence();
-    for (int c = threadIdx.x; c < RC * DP; c += DEC_WARPS * 32) {
-        const int r = c / DP, d = c % DP;
-        if (r0 + r < R && d < D)
-            dec_merge_column(grow0 + r, d, D, splits, nrows, part_o, part_ml, o);
-    }
+    /* The K/V space is free again: the merge's weights go there. */
+    dec_merge<DP, RC>(reinterpret_cast<float *>(smem_raw), grow0, min(RC, R - r0), D, splits, nrows, part_o,
+                      part_ml, o);
 }
 
 /* ---- host side ---------------------------------------------------------------- */
