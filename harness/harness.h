@@ -36,6 +36,8 @@ size_t kb_dtype_size(kb_dtype t);
  * to fit len: for echoing untrusted input in a one-line message. */
 const char *kb_quote(const char *s, char *buf, size_t len);
 #define KB_QUOTE_LEN 160
+/* A refusal: the formatted line into err; returns -1, for `return kb_fail(...)`. */
+int kb_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* ---- shape.c ---- */
 /* Parse one shape; 0 on success, else -1 with a message in err. */

@@ -1,5 +1,7 @@
 /* Untrusted text in messages: control characters escaped and long text cut,
- * so an error about any input is always one readable line. */
+ * so an error about any input is always one readable line; and kb_fail, which
+ * formats such a line. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include "harness/harness.h"
@@ -25,4 +27,13 @@ const char *kb_quote(const char *s, char *buf, size_t len)
     }
     buf[used] = '\0';
     return buf;
+}
+
+int kb_fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return -1;
 }

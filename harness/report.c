@@ -19,7 +19,9 @@
 #define END_MARK "<!-- report:end -->"
 #define ACROSS_BEGIN_MARK "<!-- report-across:begin -->"
 #define ACROSS_END_MARK "<!-- report-across:end -->"
-#define USAGE "usage: kbench report RUN.csv [RUN.csv ...] [--across] [--readme FILE]"
+#define STAGES_BEGIN_MARK "<!-- report-stages:begin -->"
+#define STAGES_END_MARK "<!-- report-stages:end -->"
+#define USAGE "usage: kbench report RUN.csv [RUN.csv ...] [--across | --stages] [--readme FILE]"
 #define DASH "–" /* a cell the runs have no figure for */
 
 /* A measured row: PASS with a time, or FAIL.  rank is its file's place,
@@ -38,6 +40,8 @@ typedef struct {
     const entry *best, *baseline, *torch;
     const char *baseline_name;
 } table_line;
+
+enum { ONE_GPU, ACROSS, STAGES }; /* what the table shows */
 
 typedef struct {
     kb_run_file *files;
@@ -142,7 +146,8 @@ static int same_key(const entry *a, const entry *b)
  * ("0+1"): the table is one GPU's.  With --across every measured row
  * stays, hot ones too (collectives are timed with L2 warm, as nccl-tests
  * does), and only rows across GPUs compete for a line (fastest_own), the
- * others being their baselines. */
+ * others being their baselines.  The model's stage rows have their own
+ * table (--stages). */
 static entry *merge_rows(const run_set *s, int *n, char *err, size_t errlen)
 {
     int total = 0;
@@ -156,7 +161,7 @@ static entry *merge_rows(const run_set *s, int *n, char *err, size_t errlen)
             const kb_run_row *r = &f->rows[i];
             int measured = !strcmp(r->status, "FAIL") || (!strcmp(r->status, "PASS") && r->median_ms > 0);
             int hot = r->l2 && !strcmp(r->l2, "hot"), across = strchr(r->devices, '+') != NULL;
-            if (!measured || (!s->across && (hot || across)))
+            if (!measured || (!s->across && (hot || across)) || !strncmp(r->op, "stage-", 6))
                 continue;
             e[*n] = (entry){f, r, rank, i, 0, 0, 0, 0, 0};
             if (read_entry(&e[(*n)++], err, errlen) != 0) {
@@ -481,19 +486,26 @@ static void print_help(void)
          "(op, variant, dtype, shape) the newest run (by `# date:`) that measured the row wins.\n"
          "FAIL, SKIP and hot-L2 rows never appear, nor rows across GPUs.\n"
          "--across: the rows across GPUs instead (collectives, tensor-parallel layers).\n"
+         "--stages: the model's stage table instead (`kbench model stages` rows of the newest run).\n"
          "--readme FILE: replace the text between FILE's '" BEGIN_MARK "' and\n"
          "'" END_MARK "' lines (with --across, '" ACROSS_BEGIN_MARK "' and\n"
-         "'" ACROSS_END_MARK "') instead of printing.  Exit 0, or 2 on bad input.");
+         "'" ACROSS_END_MARK "'; with --stages, '" STAGES_BEGIN_MARK "' and\n"
+         "'" STAGES_END_MARK "') instead of printing.  Exit 0, or 2 on bad input.");
 }
 
-static int parse_args(int argc, char **argv, const char **paths, int *npaths, const char **readme, int *across,
+static int parse_args(int argc, char **argv, const char **paths, int *npaths, const char **readme, int *kind,
                       char *err, size_t errlen)
 {
     char q[KB_QUOTE_LEN];
     *npaths = 0;
     for (int i = 1; i < argc; ++i) {
-        if (!strcmp(argv[i], "--across"))
-            *across = 1;
+        if (!strcmp(argv[i], "--across") || !strcmp(argv[i], "--stages")) {
+            if (*kind) {
+                snprintf(err, errlen, "report takes one of --across and --stages");
+                return -1;
+            }
+            *kind = argv[i][2] == 'a' ? ACROSS : STAGES;
+        }
         else if (!strcmp(argv[i], "--readme")) {
             if (++i == argc) {
                 snprintf(err, errlen, "--readme needs a file");
@@ -511,10 +523,10 @@ static int parse_args(int argc, char **argv, const char **paths, int *npaths, co
     return *npaths ? 0 : -1;
 }
 
-static int report(const char **paths, int npaths, const char *readme, int across, char *err, size_t errlen)
+static int report(const char **paths, int npaths, const char *readme, int kind, char *err, size_t errlen)
 {
     run_set s = {kb_must(calloc((size_t)npaths, sizeof *s.files)), npaths,
-                 kb_must(malloc((size_t)npaths * sizeof *s.order)), across};
+                 kb_must(malloc((size_t)npaths * sizeof *s.order)), kind == ACROSS};
     char *table = NULL;
     int rc = -1, read = 0;
     while (read < npaths && kb_run_read(&s.files[read], paths[read], err, errlen) == 0)
@@ -522,11 +534,13 @@ static int report(const char **paths, int npaths, const char *readme, int across
     if (read == npaths) {
         sort_runs = &s;
         qsort(s.order, (size_t)npaths, sizeof *s.order, by_date);
-        table = render(&s, err, errlen);
+        table = kind == STAGES ? kb_report_stages(&s.files[s.order[npaths - 1]], err, errlen)
+                                 : render(&s, err, errlen);
     }
+    static const char *const marks[][2] = {{BEGIN_MARK, END_MARK}, {ACROSS_BEGIN_MARK, ACROSS_END_MARK},
+                                           {STAGES_BEGIN_MARK, STAGES_END_MARK}};
     if (table && readme)
-        rc = write_readme(readme, table, across ? ACROSS_BEGIN_MARK : BEGIN_MARK, across ? ACROSS_END_MARK : END_MARK,
-                          err, errlen);
+        rc = write_readme(readme, table, marks[kind][0], marks[kind][1], err, errlen);
     else if (table) {
         fputs(table, stdout);
         rc = 0;
@@ -543,11 +557,11 @@ int kb_cmd_report(int argc, char **argv)
 {
     const char **paths = kb_must(malloc((size_t)argc * sizeof *paths)), *readme = NULL;
     char err[512];
-    int npaths, across = 0, rc = 0;
+    int npaths, kind = ONE_GPU, rc = 0;
     if (kb_asks_help(argc, argv))
         print_help();
-    else if (parse_args(argc, argv, paths, &npaths, &readme, &across, err, sizeof err) != 0 ||
-             report(paths, npaths, readme, across, err, sizeof err) != 0) {
+    else if (parse_args(argc, argv, paths, &npaths, &readme, &kind, err, sizeof err) != 0 ||
+             report(paths, npaths, readme, kind, err, sizeof err) != 0) {
         fprintf(stderr, "kbench: %s\n", err);
         rc = KB_EXIT_USAGE;
     }

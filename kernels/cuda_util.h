@@ -14,6 +14,16 @@ static inline const char *kb_cuda_status(cudaError_t e)
     return e == cudaSuccess ? NULL : cudaGetErrorString(e);
 }
 
+/* Return the failure of a step that gives NULL or one line (a launcher, a
+ * setup, kb_cuda_status of a call), so that host code chains its steps. */
+#define KB_TRY(call)                                                                               \
+    do {                                                                                           \
+        const char *kb_try_err_ = (call);                                                          \
+        if (kb_try_err_)                                                                           \
+            return kb_try_err_;                                                                    \
+    } while (0)
+#define KB_CUDA_TRY(call) KB_TRY(kb_cuda_status(call))
+
 /* Status of the launch just made. */
 #define KB_LAUNCHED() return kb_cuda_status(cudaGetLastError())
 

@@ -9,6 +9,7 @@
 #include "harness/harness.h"
 #include "model/command.h"
 #include "model/generate.h"
+#include "model/stages.h"
 #include "model/gpu.h"
 
 void kb_model_usage(FILE *f)
@@ -23,6 +24,8 @@ void kb_model_usage(FILE *f)
           "         [--csv FILE | --out-dir DIR | --append FILE] [--device N] [--max-time SECONDS] [--hot]\n",
           f);
     kb_generate_usage(f);
+    kb_tokenize_usage(f);
+    kb_stages_usage(f);
 }
 
 static int fail(char *err, size_t errlen, const char *fmt, const char *a, const char *b)

@@ -19,6 +19,7 @@
 #include "model/generate.h"
 #include "model/gpu.h"
 #include "model/npy.h"
+#include "model/stages.h"
 #include "model/tokenizer.h"
 
 #define WARMUP_S 0.05
@@ -900,6 +901,10 @@ int kb_cmd_model(int argc, char **argv)
 {
     if (argc > 1 && !strcmp(argv[1], "generate"))
         return kb_cmd_generate(argc - 1, argv + 1);
+    if (argc > 1 && !strcmp(argv[1], "stages"))
+        return kb_cmd_stages(argc - 1, argv + 1);
+    if (argc > 1 && !strcmp(argv[1], "tokenize"))
+        return kb_cmd_tokenize(argc - 1, argv + 1);
     if (kb_asks_help(argc, argv)) {
         kb_model_usage(stdout);
         return 0;

@@ -29,11 +29,11 @@
  * bf16/2), ~0.2-0.3 ms, plus the splits' traffic (each product's input
  * written three times): ~1.5x over fp32.  CUDA graphs save the launch gaps
  * of ~15 kernels a layer: a few percent at these sizes.
- * Measured on H100 (results/h100/kbench-20261123-234019.csv, cold L2,
+ * Measured on H100 (results/h100/kbench-20261126-075732.csv, cold L2,
  * encoder and decoder phases, graph, default kernels):
- *   encoder layer  fp32 0.700 ms, 3xtf32 0.444 ms (PyTorch eager 0.712)
- *   decoder layer  fp32 0.999 ms, 3xtf32 0.665 ms (PyTorch eager 1.388)
- *   seq2seq 6+6    fp32 10.00 ms, 3xtf32 6.48 ms  (PyTorch eager 12.65)
+ *   encoder layer  fp32 0.698 ms, 3xtf32 0.450 ms (PyTorch eager 0.844)
+ *   decoder layer  fp32 0.997 ms, 3xtf32 0.669 ms (PyTorch eager 1.469)
+ *   seq2seq 6+6    fp32 10.07 ms, 3xtf32 6.58 ms  (PyTorch eager 12.70)
  * Plain stream launches are 2-5% slower than the graphs.
  * Relative L2 error against the double reference: fp32 1.7e-7 to 4.6e-7,
  * 3xtf32 5.9e-6 to 1.8e-5: larger than the dropped tail term predicts,
@@ -54,12 +54,6 @@
 #include "harness/harness.h"
 #include "model/gpu.h"
 
-#define TRY(call)                                                                                  \
-    do {                                                                                           \
-        const char *try_err_ = (call);                                                             \
-        if (try_err_)                                                                              \
-            return try_err_;                                                                       \
-    } while (0)
 
 /* ---- kernels: head layout and the tf32 split -------------------------------- */
 
@@ -166,6 +160,7 @@ struct kb_tf_gpu {
     kb_tf_mode mode;
     kb_tf_gemm gemm;
     int B, Ts, Tt;
+    int max_Ts, max_Tt; /* as created: kb_tf_gpu_set_tokens runs fewer */
     cublasLtHandle_t lt;
     void *workspace;
     float *weights;
@@ -319,24 +314,24 @@ static const char *alloc_activations(kb_tf_gpu *g)
 {
     const int64_t d = g->cfg.d_model, ff = g->cfg.d_ff, ns = (int64_t)g->B * g->Ts, nt = (int64_t)g->B * g->Tt;
     const int64_t n = ns > nt ? ns : nt, widest = ff > d ? ff : d; /* the widest linear input */
-    TRY(alloc(g, &g->src, ns * d));
-    TRY(alloc(g, &g->tgt, nt * d));
-    TRY(alloc(g, &g->out, (g->mode == KB_TF_ENCODER ? ns : nt) * d));
-    TRY(alloc(g, &g->mem, ns * d));
-    TRY(alloc(g, &g->x[0], n * d));
-    TRY(alloc(g, &g->x[1], n * d));
-    TRY(alloc(g, &g->stack, n * d));
+    KB_TRY(alloc(g, &g->src, ns * d));
+    KB_TRY(alloc(g, &g->tgt, nt * d));
+    KB_TRY(alloc(g, &g->out, (g->mode == KB_TF_ENCODER ? ns : nt) * d));
+    KB_TRY(alloc(g, &g->mem, ns * d));
+    KB_TRY(alloc(g, &g->x[0], n * d));
+    KB_TRY(alloc(g, &g->x[1], n * d));
+    KB_TRY(alloc(g, &g->stack, n * d));
     /* Self-attention's qkv (n x 3d), or cross-attention's q (nt x d) then kv (ns x 2d). */
-    TRY(alloc(g, &g->qkv, (3 * n > nt + 2 * ns ? 3 * n : nt + 2 * ns) * d));
+    KB_TRY(alloc(g, &g->qkv, (3 * n > nt + 2 * ns ? 3 * n : nt + 2 * ns) * d));
     for (int i = 0; i < 3; ++i)
-        TRY(alloc(g, &g->heads[i], n * d));
-    TRY(alloc(g, &g->o_heads, n * d));
-    TRY(alloc(g, &g->cat, n * d));
-    TRY(alloc(g, &g->proj, n * d));
-    TRY(alloc(g, &g->sum, n * d));
-    TRY(alloc(g, &g->hidden, n * ff));
+        KB_TRY(alloc(g, &g->heads[i], n * d));
+    KB_TRY(alloc(g, &g->o_heads, n * d));
+    KB_TRY(alloc(g, &g->cat, n * d));
+    KB_TRY(alloc(g, &g->proj, n * d));
+    KB_TRY(alloc(g, &g->sum, n * d));
+    KB_TRY(alloc(g, &g->hidden, n * ff));
     if (g->gemm == KB_TF_GEMM_3XTF32)
-        TRY(alloc(g, &g->split, 3 * n * widest));
+        KB_TRY(alloc(g, &g->split, 3 * n * widest));
     return NULL;
 }
 
@@ -352,8 +347,11 @@ static const char *plan_for(kb_tf_gpu *g, int M, const Linear &l, int K, cublasL
             return NULL;
         }
     }
-    if (g->nplans == kMaxPlans)
-        return "too many distinct products for the plan cache";
+    if (g->nplans == kMaxPlans) { /* many lengths (kb_tf_gpu_set_tokens): start the cache afresh */
+        for (int i = 0; i < g->nplans; ++i)
+            kb_lt_destroy(&g->plans[i].product);
+        g->nplans = 0;
+    }
     Plan &p = g->plans[g->nplans++];
     p = Plan{M, l.out, K, epi, {}};
     const cublasComputeType_t compute =
@@ -370,12 +368,12 @@ static const char *linear(kb_tf_gpu *g, const Linear &l, int M, const float *X, 
     int K = l.in;
     if (g->gemm == KB_TF_GEMM_3XTF32) {
         split_tf32_kernel<<<blocks_for((int64_t)M * K), 256, 0, s>>>(X, M, K, g->split);
-        TRY(kb_cuda_status(cudaGetLastError()));
+        KB_TRY(kb_cuda_status(cudaGetLastError()));
         A = g->split;
         K *= 3;
     }
     const kb_lt_product *p;
-    TRY(plan_for(g, M, l, K, epi, A, Y, &p));
+    KB_TRY(plan_for(g, M, l, K, epi, A, Y, &p));
     return kb_lt_run(p, g->lt, l.b, A, l.w, Y, g->workspace, s);
 }
 
@@ -391,7 +389,7 @@ static const char *attend(kb_tf_gpu *g, const Call &c, int Tq, int Tk, int causa
 {
     const int H = g->cfg.heads, dh = g->cfg.d_model / H;
     const kb_attention_args a = attention_args(g, Tq, Tk, causal);
-    TRY(c.v->launch(&a, c.ctx, s));
+    KB_TRY(c.v->launch(&a, c.ctx, s));
     const int64_t n = (int64_t)g->B * Tq * g->cfg.d_model;
     merge_heads_kernel<<<blocks_for(n), 256, 0, s>>>(g->o_heads, g->B, Tq, H, dh, g->cat);
     KB_LAUNCHED();
@@ -411,9 +409,9 @@ static const char *self_attention(kb_tf_gpu *g, const Call &c, const Attn &a, co
                                   cudaStream_t s)
 {
     const int M = g->B * T;
-    TRY(linear(g, a.qkv, M, x, g->qkv, CUBLASLT_EPILOGUE_BIAS, s));
-    TRY(split(g, g->qkv, 3, T, g->heads[0], g->heads[1], g->heads[2], s));
-    TRY(attend(g, c, T, T, causal, s));
+    KB_TRY(linear(g, a.qkv, M, x, g->qkv, CUBLASLT_EPILOGUE_BIAS, s));
+    KB_TRY(split(g, g->qkv, 3, T, g->heads[0], g->heads[1], g->heads[2], s));
+    KB_TRY(attend(g, c, T, T, causal, s));
     return linear(g, a.out, M, g->cat, g->proj, CUBLASLT_EPILOGUE_BIAS, s);
 }
 
@@ -422,18 +420,18 @@ static const char *self_attention(kb_tf_gpu *g, const Call &c, const Attn &a, co
 static const char *cross_attention(kb_tf_gpu *g, const Attn &a, const float *y, const float *mem, cudaStream_t s)
 {
     float *q = g->qkv, *kv = g->qkv + (int64_t)g->B * g->Tt * g->cfg.d_model;
-    TRY(linear(g, a.q, g->B * g->Tt, y, q, CUBLASLT_EPILOGUE_BIAS, s));
-    TRY(linear(g, a.kv, g->B * g->Ts, mem, kv, CUBLASLT_EPILOGUE_BIAS, s));
-    TRY(split(g, q, 1, g->Tt, g->heads[0], NULL, NULL, s));
-    TRY(split(g, kv, 2, g->Ts, g->heads[1], g->heads[2], NULL, s));
-    TRY(attend(g, g->attn_cross, g->Tt, g->Ts, 0, s));
+    KB_TRY(linear(g, a.q, g->B * g->Tt, y, q, CUBLASLT_EPILOGUE_BIAS, s));
+    KB_TRY(linear(g, a.kv, g->B * g->Ts, mem, kv, CUBLASLT_EPILOGUE_BIAS, s));
+    KB_TRY(split(g, q, 1, g->Tt, g->heads[0], NULL, NULL, s));
+    KB_TRY(split(g, kv, 2, g->Ts, g->heads[1], g->heads[2], NULL, s));
+    KB_TRY(attend(g, g->attn_cross, g->Tt, g->Ts, 0, s));
     return linear(g, a.out, g->B * g->Tt, g->cat, g->proj, CUBLASLT_EPILOGUE_BIAS, s);
 }
 
 /* proj = relu(x W1 + b1) W2 + b2 */
 static const char *feed_forward(kb_tf_gpu *g, const Layer &L, const float *x, int M, cudaStream_t s)
 {
-    TRY(linear(g, L.ff1, M, x, g->hidden, CUBLASLT_EPILOGUE_RELU_BIAS, s));
+    KB_TRY(linear(g, L.ff1, M, x, g->hidden, CUBLASLT_EPILOGUE_RELU_BIAS, s));
     return linear(g, L.ff2, M, g->hidden, g->proj, CUBLASLT_EPILOGUE_BIAS, s);
 }
 
@@ -459,7 +457,7 @@ static const char *residual(kb_tf_gpu *g, const Call &c, const float **x, const 
                             float *dst, cudaStream_t s)
 {
     float *y = last ? dst : *x == g->x[0] ? g->x[1] : g->x[0];
-    TRY(add_norm(g, c, *x, n, M, y, s));
+    KB_TRY(add_norm(g, c, *x, n, M, y, s));
     *x = y;
     return NULL;
 }
@@ -471,10 +469,10 @@ static const char *encoder_stack(kb_tf_gpu *g, float *dst, cudaStream_t s)
     const float *x = g->src;
     for (int l = 0; l < layers; ++l) {
         const Layer &L = g->enc[l];
-        TRY(self_attention(g, g->attn_src, L.self, x, g->Ts, 0, s));
-        TRY(residual(g, g->add_src, &x, L.n1, M, 0, dst, s));
-        TRY(feed_forward(g, L, x, M, s));
-        TRY(residual(g, g->add_src, &x, L.n2, M, l + 1 == layers, dst, s));
+        KB_TRY(self_attention(g, g->attn_src, L.self, x, g->Ts, g->cfg.enc_causal, s));
+        KB_TRY(residual(g, g->add_src, &x, L.n1, M, 0, dst, s));
+        KB_TRY(feed_forward(g, L, x, M, s));
+        KB_TRY(residual(g, g->add_src, &x, L.n2, M, l + 1 == layers, dst, s));
     }
     return NULL;
 }
@@ -485,12 +483,12 @@ static const char *decoder_stack(kb_tf_gpu *g, const float *mem, float *dst, cud
     const float *x = g->tgt;
     for (int l = 0; l < layers; ++l) {
         const Layer &L = g->dec[l];
-        TRY(self_attention(g, g->attn_tgt, L.self, x, g->Tt, g->cfg.causal, s));
-        TRY(residual(g, g->add_tgt, &x, L.n1, M, 0, dst, s));
-        TRY(cross_attention(g, L.cross, x, mem, s));
-        TRY(residual(g, g->add_tgt, &x, L.n2, M, 0, dst, s));
-        TRY(feed_forward(g, L, x, M, s));
-        TRY(residual(g, g->add_tgt, &x, L.n3, M, l + 1 == layers, dst, s));
+        KB_TRY(self_attention(g, g->attn_tgt, L.self, x, g->Tt, g->cfg.causal, s));
+        KB_TRY(residual(g, g->add_tgt, &x, L.n1, M, 0, dst, s));
+        KB_TRY(cross_attention(g, L.cross, x, mem, s));
+        KB_TRY(residual(g, g->add_tgt, &x, L.n2, M, 0, dst, s));
+        KB_TRY(feed_forward(g, L, x, M, s));
+        KB_TRY(residual(g, g->add_tgt, &x, L.n3, M, l + 1 == layers, dst, s));
     }
     return NULL;
 }
@@ -503,7 +501,7 @@ extern "C" const char *kb_tf_gpu_encode(kb_tf_gpu *g, cudaStream_t s)
         return NULL;
     /* seq2seq: the stack's last step lands in a running buffer, and the
      * final norm writes the memory the decoder reads. */
-    TRY(encoder_stack(g, g->stack, s));
+    KB_TRY(encoder_stack(g, g->stack, s));
     return final_norm(g, g->norm_src, g->stack, g->enc_norm, g->B * g->Ts, g->mem, s);
 }
 
@@ -513,7 +511,7 @@ extern "C" const char *kb_tf_gpu_decode(kb_tf_gpu *g, cudaStream_t s)
         return NULL;
     if (g->mode == KB_TF_DECODER)
         return decoder_stack(g, g->src, g->out, s);
-    TRY(decoder_stack(g, g->mem, g->stack, s));
+    KB_TRY(decoder_stack(g, g->mem, g->stack, s));
     return final_norm(g, g->norm_tgt, g->stack, g->dec_norm, g->B * g->Tt, g->out, s);
 }
 
@@ -571,7 +569,7 @@ extern "C" const char *kb_tf_kernels_cc(const kb_tf_kernels *k, kb_tf_mode mode,
         return err;
     for (int kind = 0; kind < 3; ++kind)
         if (kind < 2 || mode == KB_TF_SEQ2SEQ) /* the final norms are seq2seq's */
-            TRY(cc_refusal(kernel_variant(k, kind), kb_tf_kernel_ops[kind], cc));
+            KB_TRY(cc_refusal(kernel_variant(k, kind), kb_tf_kernel_ops[kind], cc));
     return NULL;
 }
 
@@ -585,7 +583,7 @@ static const char *setup_call(Call *c, const kb_variant *v, const char *op, cons
     cudaGetDevice(&dev);
     cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
     cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
-    TRY(cc_refusal(v, op, major * 10 + minor));
+    KB_TRY(cc_refusal(v, op, major * 10 + minor));
     const char *no = v->setup ? v->setup(args, &c->ctx) : NULL;
     if (no) {
         snprintf(why, sizeof why, "%s %s setup: %s", op, v->name, no);
@@ -619,7 +617,7 @@ static bool site_shape(const kb_tf_config &c, kb_tf_mode mode, int B, int Ts, in
     }
     const int Tq = site == SITE_ATTN_SRC ? Ts : Tt, Tk = site == SITE_ATTN_TGT ? Tt : Ts;
     s->nd = 5, s->d[0] = B, s->d[1] = c.heads, s->d[2] = Tq, s->d[3] = Tk, s->d[4] = c.d_model / c.heads;
-    s->flags = site == SITE_ATTN_TGT && c.causal;
+    s->flags = (site == SITE_ATTN_TGT && c.causal) || (site == SITE_ATTN_SRC && c.enc_causal);
     return site == SITE_ATTN_SRC ? enc : dec;
 }
 
@@ -645,9 +643,9 @@ extern "C" const char *kb_tf_kernels_fit(const kb_tf_kernels *k, const kb_tf_con
         const int kind = site < SITE_ROWS_SRC ? 0 : 1;
         if (!site_shape(*c, mode, B, Ts, Tt, site, &shape))
             continue;
-        TRY(site_refusal(kernel_variant(k, kind), kb_tf_kernel_ops[kind], &shape));
+        KB_TRY(site_refusal(kernel_variant(k, kind), kb_tf_kernel_ops[kind], &shape));
         if (kind == 1 && mode == KB_TF_SEQ2SEQ)
-            TRY(site_refusal(kernel_variant(k, 2), kb_tf_kernel_ops[2], &shape));
+            KB_TRY(site_refusal(kernel_variant(k, 2), kb_tf_kernel_ops[2], &shape));
     }
     return NULL;
 }
@@ -656,14 +654,14 @@ extern "C" const char *kb_tf_kernels_fit(const kb_tf_kernels *k, const kb_tf_con
  * capture (setups allocate and set kernel attributes). */
 static const char *setup_kernels(kb_tf_gpu *g, const kb_tf_kernels *k)
 {
-    TRY(kb_tf_kernels_fit(k, &g->cfg, g->mode, g->B, g->Ts, g->Tt));
+    KB_TRY(kb_tf_kernels_fit(k, &g->cfg, g->mode, g->B, g->Ts, g->Tt));
     Call *attention[] = {&g->attn_src, &g->attn_tgt, &g->attn_cross};
     for (int site = SITE_ATTN_SRC; site <= SITE_ATTN_CROSS; ++site) {
         kb_shape s;
         if (!site_shape(g->cfg, g->mode, g->B, g->Ts, g->Tt, site, &s))
             continue;
         const kb_attention_args a = attention_args(g, (int)s.d[2], (int)s.d[3], s.flags);
-        TRY(setup_call(attention[site], kernel_variant(k, 0), kb_tf_kernel_ops[0], &a));
+        KB_TRY(setup_call(attention[site], kernel_variant(k, 0), kb_tf_kernel_ops[0], &a));
     }
     for (int site = SITE_ROWS_SRC; site <= SITE_ROWS_TGT; ++site) {
         kb_shape s;
@@ -671,11 +669,11 @@ static const char *setup_kernels(kb_tf_gpu *g, const kb_tf_kernels *k)
             continue;
         const int M = (int)s.d[0], d = g->cfg.d_model, src = site == SITE_ROWS_SRC;
         const kb_add_layernorm_args a = {M, d, g->cfg.eps, g->x[0], g->proj, NULL, NULL, g->x[1], g->sum};
-        TRY(setup_call(src ? &g->add_src : &g->add_tgt, kernel_variant(k, 1), kb_tf_kernel_ops[1], &a));
+        KB_TRY(setup_call(src ? &g->add_src : &g->add_tgt, kernel_variant(k, 1), kb_tf_kernel_ops[1], &a));
         if (g->mode != KB_TF_SEQ2SEQ)
             continue;
         const kb_layernorm_args n = {M, d, g->cfg.eps, g->stack, NULL, NULL, g->out};
-        TRY(setup_call(src ? &g->norm_src : &g->norm_tgt, kernel_variant(k, 2), kb_tf_kernel_ops[2], &n));
+        KB_TRY(setup_call(src ? &g->norm_src : &g->norm_tgt, kernel_variant(k, 2), kb_tf_kernel_ops[2], &n));
     }
     return NULL;
 }
@@ -686,8 +684,8 @@ static const char *create(kb_tf_gpu *g, const kb_tf_model *m, const kb_tf_kernel
     g->dec = (Layer *)calloc((size_t)m->cfg.dec_layers + 1, sizeof(Layer));
     if (!g->enc || !g->dec)
         return "out of host memory";
-    TRY(upload_weights(g, m));
-    TRY(alloc_activations(g));
+    KB_TRY(upload_weights(g, m));
+    KB_TRY(alloc_activations(g));
     cudaError_t e = cudaMalloc(&g->workspace, KB_LT_WORKSPACE_BYTES);
     if (e != cudaSuccess)
         return e == cudaErrorMemoryAllocation ? "out of device memory for the cuBLASLt workspace" : cudaGetErrorString(e);
@@ -707,8 +705,8 @@ extern "C" const char *kb_tf_gpu_create(const kb_tf_model *m, kb_tf_mode mode, i
     g->mode = mode;
     g->gemm = gemm;
     g->B = B;
-    g->Ts = Ts;
-    g->Tt = Tt;
+    g->Ts = g->max_Ts = Ts;
+    g->Tt = g->max_Tt = Tt;
     const char *err = create(g, m, k);
     if (err) {
         kb_tf_gpu_destroy(g);
@@ -742,7 +740,19 @@ extern "C" const char *kb_tf_gpu_poison(kb_tf_gpu *g)
 {
     for (int i = 0; i < g->nbuffers; ++i)
         if (g->buffers[i] != g->src && g->buffers[i] != g->tgt)
-            TRY(kb_cuda_status(cudaMemset(g->buffers[i], 0xFF, g->buffer_bytes[i])));
+            KB_TRY(kb_cuda_status(cudaMemset(g->buffers[i], 0xFF, g->buffer_bytes[i])));
+    return NULL;
+}
+
+/* Fewer tokens than created fit every buffer, and the variants were set up
+ * and checked at the created shapes, which bound these (no self-attention
+ * has Tq > Tk); only the products are new, planned on first use. */
+extern "C" const char *kb_tf_gpu_set_tokens(kb_tf_gpu *g, int Ts, int Tt)
+{
+    if (Ts < 1 || Tt < 1 || Ts > g->max_Ts || Tt > g->max_Tt)
+        return "kb_tf_gpu_set_tokens: more tokens than the forward was created for";
+    g->Ts = Ts;
+    g->Tt = Tt;
     return NULL;
 }
 

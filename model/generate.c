@@ -15,6 +15,7 @@
 #include "harness/harness.h"
 #include "kernels/kbench.h"
 #include "model/generate.h"
+#include "model/llama_gguf.h"
 #include "model/llama_gpu.h"
 #include "model/npy.h"
 #include "model/transformer.h"
@@ -24,20 +25,12 @@
 void kb_generate_usage(FILE *f)
 {
     fputs("usage: kbench model generate [--cpu-only]\n"
-          "         [--weights DIR | --d-model D --layers N --heads H --kv-heads K --d-ff F --vocab V --tied]\n"
-          "         [--prompt-ids ID,ID,.. | --prompt-len T] [--tokens N] [--seed N]\n"
+          "         [--weights DIR | --gguf FILE | --d-model D --layers N --heads H --kv-heads K --d-ff F --vocab V\n"
+          "          --tied]\n"
+          "         [--prompt-ids ID,ID,.. | --prompt-len T | --prompt TEXT] [--tokens N] [--seed N]\n"
           "         [--logits-out FILE.npy] [--save DIR [--save-dtype f32|bf16|f16]]\n"
           "         [--append RUN.csv] [--no-ceilings]\n",
           f);
-}
-
-__attribute__((format(printf, 3, 4))) static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
 }
 
 void kb_generate_opts_free(kb_generate_opts *o)
@@ -55,7 +48,7 @@ static int parse_int(const char *flag, const char *val, long lo, long hi, int *o
     errno = 0;
     const long v = strtol(val, &end, 10);
     if (errno || end == val || *end || v < lo || v > hi || !isdigit((unsigned char)*val))
-        return fail(err, errlen, "%s needs an integer from %ld to %ld, got '%s'", flag, lo, hi,
+        return kb_fail(err, errlen, "%s needs an integer from %ld to %ld, got '%s'", flag, lo, hi,
                     kb_quote(val, q, sizeof q));
     *out = (int)v;
     return 0;
@@ -70,18 +63,18 @@ static int parse_ids(kb_generate_opts *o, const char *list, char *err, size_t er
     for (const char *s = list; *s; ++s)
         n += *s == ',';
     if (n > MAX_SEQ)
-        return fail(err, errlen, "--prompt-ids holds over %d ids", MAX_SEQ);
+        return kb_fail(err, errlen, "--prompt-ids holds over %d ids", MAX_SEQ);
     free(o->prompt);
     o->n_prompt = 0;
     if (!(o->prompt = malloc(sizeof(int) * n)))
-        return fail(err, errlen, "out of memory for --prompt-ids");
+        return kb_fail(err, errlen, "out of memory for --prompt-ids");
     const char *s = list;
     for (size_t i = 0; i < n; ++i) {
         char *end;
         errno = 0;
         const long v = isdigit((unsigned char)*s) ? strtol(s, &end, 10) : -1;
         if (v < 0 || errno || v > INT_MAX || (*end != ',' && *end != '\0'))
-            return fail(err, errlen, "--prompt-ids needs token ids from 0 to 2^31-1, comma-separated, got '%s'",
+            return kb_fail(err, errlen, "--prompt-ids needs token ids from 0 to 2^31-1, comma-separated, got '%s'",
                         kb_quote(list, q, sizeof q));
         o->prompt[o->n_prompt++] = (int)v;
         s = end + (*end == ',');
@@ -95,7 +88,7 @@ static int parse_seed(kb_generate_opts *o, const char *val, char *err, size_t er
     errno = 0;
     o->seed = strtoull(val, &end, 10);
     if (!isdigit((unsigned char)*val) || errno || *end)
-        return fail(err, errlen, "--seed needs an integer from 0 to 2^64-1, got '%s'", kb_quote(val, q, sizeof q));
+        return kb_fail(err, errlen, "--seed needs an integer from 0 to 2^64-1, got '%s'", kb_quote(val, q, sizeof q));
     return 0;
 }
 
@@ -109,7 +102,7 @@ static int parse_dtype(kb_generate_opts *o, const char *val, char *err, size_t e
             o->save_dtype_given = 1;
             return 0;
         }
-    return fail(err, errlen, "unknown --save-dtype '%s' (expected f32, bf16 or f16)", kb_quote(val, q, sizeof q));
+    return kb_fail(err, errlen, "unknown --save-dtype '%s' (expected f32, bf16 or f16)", kb_quote(val, q, sizeof q));
 }
 
 static int *int_slot(kb_generate_opts *o, const char *a, long *lo, long *hi)
@@ -130,8 +123,8 @@ static int *int_slot(kb_generate_opts *o, const char *a, long *lo, long *hi)
 
 static const char **string_slot(kb_generate_opts *o, const char *a)
 {
-    static const char *names[] = {"--weights", "--logits-out", "--save", "--append"};
-    const char **slots[] = {&o->weights, &o->logits_out, &o->save_dir, &o->append};
+    static const char *names[] = {"--weights", "--logits-out", "--save", "--append", "--gguf", "--prompt"};
+    const char **slots[] = {&o->weights, &o->logits_out, &o->save_dir, &o->append, &o->gguf, &o->text};
     for (size_t i = 0; i < sizeof names / sizeof *names; ++i)
         if (!strcmp(a, names[i]))
             return slots[i];
@@ -153,7 +146,7 @@ static int parse_flag(int argc, char **argv, int *i, kb_generate_opts *o, char *
         o->no_ceilings = 1;
     else if (n || s || !strcmp(a, "--prompt-ids") || !strcmp(a, "--seed") || !strcmp(a, "--save-dtype")) {
         if (!val || !*val)
-            return fail(err, errlen, "%s needs a value", a);
+            return kb_fail(err, errlen, "%s needs a value", a);
         ++*i;
         if (n)
             return parse_int(a, val, lo, hi, n, err, errlen);
@@ -166,24 +159,28 @@ static int parse_flag(int argc, char **argv, int *i, kb_generate_opts *o, char *
         else
             return parse_dtype(o, val, err, errlen);
     } else
-        return fail(err, errlen, "unknown option '%s' for kbench model generate (see kbench help)",
+        return kb_fail(err, errlen, "unknown option '%s' for kbench model generate (see kbench help)",
                     kb_quote(a, q, sizeof q));
     return 0;
 }
 
 static int check_combinations(const kb_generate_opts *o, char *err, size_t errlen)
 {
-    if (o->weights && (o->d_model || o->layers || o->heads || o->kv_heads || o->d_ff || o->vocab || o->tied))
-        return fail(err, errlen, "the checkpoint sets the model: drop --d-model, --layers, --heads, --kv-heads, "
-                    "--d-ff, --vocab and --tied");
+    if (o->weights && o->gguf)
+        return kb_fail(err, errlen, "give the model as --weights DIR or --gguf FILE, not both");
+    if ((o->weights || o->gguf) && (o->d_model || o->layers || o->heads || o->kv_heads || o->d_ff || o->vocab || o->tied))
+        return kb_fail(err, errlen, "the %s sets the model: drop --d-model, --layers, --heads, --kv-heads, "
+                    "--d-ff, --vocab and --tied", o->gguf ? "GGUF file" : "checkpoint");
     if (o->prompt && o->prompt_len)
-        return fail(err, errlen, "give the prompt as --prompt-ids or its length as --prompt-len, not both");
+        return kb_fail(err, errlen, "give the prompt as --prompt-ids or its length as --prompt-len, not both");
+    if (o->text && (o->prompt || o->prompt_len))
+        return kb_fail(err, errlen, "give the prompt as --prompt TEXT or as ids (--prompt-ids, --prompt-len), not both");
+    if (o->text && !o->gguf)
+        return kb_fail(err, errlen, "--prompt needs a tokenizer: give the model as --gguf FILE");
     if (o->save_dtype_given && !o->save_dir)
-        return fail(err, errlen, "--save-dtype applies to --save");
-    if (!o->cpu_only && o->logits_out)
-        return fail(err, errlen, "--logits-out writes the C reference's logits: add --cpu-only");
+        return kb_fail(err, errlen, "--save-dtype applies to --save");
     if (o->cpu_only && (o->append || o->no_ceilings))
-        return fail(err, errlen, "%s is for the GPU run: drop --cpu-only", o->append ? "--append" : "--no-ceilings");
+        return kb_fail(err, errlen, "%s is for the GPU run: drop --cpu-only", o->append ? "--append" : "--no-ceilings");
     return 0;
 }
 
@@ -209,7 +206,7 @@ int kb_generate_parse(int argc, char **argv, kb_generate_opts *o, char *err, siz
 static int output_error(char *err, size_t errlen, const char *flag, const char *path, const char *why)
 {
     char q[KB_QUOTE_LEN];
-    return fail(err, errlen, "%s '%s' %s", flag, kb_quote(path, q, sizeof q), why);
+    return kb_fail(err, errlen, "%s '%s' %s", flag, kb_quote(path, q, sizeof q), why);
 }
 
 /* path's parent directory must be writable; path itself absent or of the
@@ -248,15 +245,15 @@ static int flag_config(const kb_generate_opts *o, int seq, kb_llama_config *c, c
                            .head_dim = d / heads, .vocab = o->vocab ? o->vocab : 32000,
                            .max_pos = seq > 2048 ? seq : 2048, .tied = o->tied, .eps = 1e-5, .rope_theta = 10000};
     if (ff > 1 << 30)
-        return fail(err, errlen, "--d-ff defaults to 8/3 x --d-model = %lld, over 2^30: give --d-ff", (long long)ff);
+        return kb_fail(err, errlen, "--d-ff defaults to 8/3 x --d-model = %lld, over 2^30: give --d-ff", (long long)ff);
     if (d % heads)
-        return fail(err, errlen, "--d-model %d is not a multiple of --heads %d", d, heads);
+        return kb_fail(err, errlen, "--d-model %d is not a multiple of --heads %d", d, heads);
     if (kv > heads || heads % kv)
-        return fail(err, errlen, "--heads %d is not a multiple of --kv-heads %d", heads, kv);
+        return kb_fail(err, errlen, "--heads %d is not a multiple of --kv-heads %d", heads, kv);
     if (c->head_dim % 2)
-        return fail(err, errlen, "--d-model / --heads = %d is odd; RoPE rotates pairs", c->head_dim);
+        return kb_fail(err, errlen, "--d-model / --heads = %d is odd; RoPE rotates pairs", c->head_dim);
     if (kb_llama_weight_count(c) < 0)
-        return fail(err, errlen, "--d-model %d, --layers %d, --d-ff %d and --vocab %d make over 2^40 weights, the "
+        return kb_fail(err, errlen, "--d-model %d, --layers %d, --d-ff %d and --vocab %d make over 2^40 weights, the "
                     "most kbench allocates", d, c->layers, c->d_ff, c->vocab);
     return kb_llama_config_check(c, "the flags", err, errlen);
 }
@@ -273,18 +270,47 @@ static int check_host_memory(const kb_generate_opts *o, const kb_llama_config *c
     const double scratch = 8 * ((double)T * width + (double)omp_get_max_threads() * seq + c->vocab);
     const double logits = (o->logits_out ? (double)o->tokens : 1) * c->vocab * 4;
     const double need =
-        ((o->weights ? 0 : 4.0 * (double)kb_llama_weight_count(c)) + kv + scratch + logits) / (1 << 30);
+        ((o->weights || o->gguf ? 0 : 4.0 * (double)kb_llama_weight_count(c)) + kv + scratch + logits) / (1 << 30);
     const double have = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGE_SIZE) / (1 << 30);
     if (have <= 0 || need <= have)
         return 0;
-    return fail(err, errlen, "the weights, KV cache, activations and logits need %.1f GiB of host memory; this host has %.1f GiB",
+    return kb_fail(err, errlen, "the weights, KV cache, activations and logits need %.1f GiB of host memory; this host has %.1f GiB",
                 need, have);
 }
 
 typedef struct {
     kb_llama_model m;
+    kb_bpe bpe;
+    char no_bpe[512]; /* why a GGUF's tokenizer is not used, when it is not */
     int *prompt, T;
 } run_setup;
+
+/* The model and its tokenizer; --prompt's text becomes o->prompt, the ids
+ * a --prompt-ids would give.  A tokenizer kbench cannot read is an error
+ * only for --prompt: ids still run, without the generated text. */
+static int load_gguf(kb_generate_opts *o, run_setup *r, char *err, size_t errlen)
+{
+    kb_gguf_file f;
+    if (kb_gguf_open(o->gguf, &f, err, errlen) != 0)
+        return -1;
+    int rc = kb_llama_from_gguf(&r->m, &f, err, errlen);
+    if (rc == 0 && !kb_bpe_in_gguf(&f))
+        snprintf(r->no_bpe, sizeof r->no_bpe, "%s has no tokenizer", f.path);
+    else if (rc == 0 && kb_bpe_from_gguf(&r->bpe, &f, r->no_bpe, sizeof r->no_bpe) == 0)
+        o->bpe = &r->bpe;
+    if (rc == 0 && o->text && !o->bpe)
+        rc = kb_fail(err, errlen, "--prompt needs the tokenizer: %s", r->no_bpe);
+    kb_gguf_close(&f);
+    size_t n = 0;
+    if (rc != 0 || !o->text)
+        return rc;
+    if (kb_bpe_encode(&r->bpe, o->text, strlen(o->text), &o->prompt, &n) != 0)
+        return kb_fail(err, errlen, "out of memory for the prompt's tokens");
+    if (n < 1 || n > MAX_SEQ)
+        return kb_fail(err, errlen, "--prompt gives %zu tokens (1 to %d allowed)", n, MAX_SEQ);
+    o->n_prompt = (int)n;
+    return 0;
+}
 
 /* Everything that can be refused, in order, before any work. */
 static int prepare(int argc, char **argv, kb_generate_opts *o, run_setup *r, char *err, size_t errlen)
@@ -302,28 +328,31 @@ static int prepare(int argc, char **argv, kb_generate_opts *o, run_setup *r, cha
             return -1;
         free(text);
     }
+    if (o->gguf && load_gguf(o, r, err, errlen) != 0)
+        return -1;
     r->T = prompt_tokens(o);
     const int seq = r->T + o->tokens - 1;
-    if (o->weights ? kb_llama_load(&r->m, o->weights, err, errlen) != 0 : flag_config(o, seq, &c, err, errlen) != 0)
+    if (!o->gguf &&
+        (o->weights ? kb_llama_load(&r->m, o->weights, err, errlen) != 0 : flag_config(o, seq, &c, err, errlen) != 0))
         return -1;
-    if (o->weights)
+    if (o->weights || o->gguf)
         c = r->m.cfg;
     if (seq > c.max_pos)
-        return fail(err, errlen, "the prompt (%d tokens) and --tokens %d need %d positions; the model has "
+        return kb_fail(err, errlen, "the prompt (%d tokens) and --tokens %d need %d positions; the model has "
                     "max_position_embeddings %d", r->T, o->tokens, seq, c.max_pos);
     for (int i = 0; i < o->n_prompt; ++i)
         if (o->prompt[i] >= c.vocab)
-            return fail(err, errlen, "--prompt-ids: id %d is outside the vocabulary of %d", o->prompt[i], c.vocab);
+            return kb_fail(err, errlen, "--prompt-ids: id %d is outside the vocabulary of %d", o->prompt[i], c.vocab);
     const char *unfit = o->cpu_only ? NULL : kb_llama_gpu_unfit(&c);
     if (unfit)
-        return fail(err, errlen, "%s; this model has d_model %d, d_ff %d, heads %d, head_dim %d (--cpu-only runs it)",
+        return kb_fail(err, errlen, "%s; this model has d_model %d, d_ff %d, heads %d, head_dim %d (--cpu-only runs it)",
                     unfit, c.d_model, c.d_ff, c.heads, c.head_dim);
     if (check_host_memory(o, &c, r->T, seq, err, errlen) != 0)
         return -1;
-    if (!o->weights && kb_llama_init_random(&r->m, &c, o->seed) != 0)
-        return fail(err, errlen, "out of host memory for %lld weights", (long long)kb_llama_weight_count(&c));
+    if (!o->weights && !o->gguf && kb_llama_init_random(&r->m, &c, o->seed) != 0)
+        return kb_fail(err, errlen, "out of host memory for %lld weights", (long long)kb_llama_weight_count(&c));
     if (!(r->prompt = malloc(sizeof(int) * (size_t)r->T)))
-        return fail(err, errlen, "out of host memory for the prompt");
+        return kb_fail(err, errlen, "out of host memory for the prompt");
     if (o->prompt)
         memcpy(r->prompt, o->prompt, sizeof(int) * (size_t)r->T);
     else {
@@ -355,11 +384,25 @@ static void print_setup(const kb_generate_opts *o, const run_setup *r)
            "%s, rms_norm_eps %g, rope_theta %g, %.1fM weights, ", c->d_model, c->layers, c->heads, c->kv_heads,
            c->head_dim, c->d_ff, c->vocab, c->tied ? "tied" : "untied", c->eps, c->rope_theta,
            kb_llama_weight_count(c) / 1e6);
-    if (o->weights)
-        printf("from %s\n", kb_quote(o->weights, q, sizeof q));
+    if (o->weights || o->gguf)
+        printf("from %s%s\n", kb_quote(o->weights ? o->weights : o->gguf, q, sizeof q), o->gguf ? " (GGUF)" : "");
     else
         printf("seeded (seed %llu)\n", (unsigned long long)o->seed);
-    print_ids(o->prompt ? "prompt ids:" : "prompt ids (seeded):", r->prompt, r->T);
+    if (o->gguf && !o->bpe)
+        printf("no generated text: %s\n", r->no_bpe);
+    print_ids(o->text ? "prompt ids (tokenized):" : o->prompt ? "prompt ids:" : "prompt ids (seeded):", r->prompt, r->T);
+}
+
+void kb_generate_print_text(const kb_generate_opts *o, const int *ids, int n)
+{
+    char *text;
+    size_t len;
+    if (!o->bpe || kb_bpe_decode(o->bpe, ids, (size_t)n, &text, &len) != 0)
+        return;
+    fputs("generated text: ", stdout);
+    fwrite(text, 1, len, stdout);
+    putchar('\n');
+    free(text);
 }
 
 /* Prefill, then greedy decode steps; each step's logits into all (tokens x
@@ -414,6 +457,7 @@ static int run(const kb_generate_opts *o, run_setup *r)
         rc = KB_EXIT_FAIL;
     } else {
         print_ids("generated ids:", out, o->tokens);
+        kb_generate_print_text(o, out, o->tokens);
         printf("CPU reference (double, %d threads): prefill %.3f ms (%d tokens)", omp_get_max_threads(), prefill_ms,
                r->T);
         if (o->tokens > 1)
@@ -453,6 +497,7 @@ int kb_cmd_generate(int argc, char **argv)
         rc = run(&o, &r);
     }
     kb_llama_free(&r.m);
+    kb_bpe_free(&r.bpe);
     free(r.prompt);
     kb_generate_opts_free(&o);
     return rc;

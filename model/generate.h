@@ -1,6 +1,7 @@
 /* `kbench model generate`: greedy generation with the Llama-style model
- * (reference/llama.h), from seeded weights or a Hugging Face checkpoint:
- * prefill over a prompt of token ids, then one decode step per new token
+ * (reference/llama.h), from seeded weights, a Hugging Face checkpoint or a
+ * GGUF file (whose tokenizer then also takes --prompt TEXT and decodes the
+ * output): prefill over a prompt of token ids, then one decode step per new token
  * through the KV cache.  For now only the C reference on the CPU runs it
  * (--cpu-only); the GPU forward comes with issue 17's `fast` stage. */
 #ifndef KBENCH_MODEL_GENERATE_H
@@ -9,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include "model/bpe.h"
 #include "model/llama.h"
 
 #ifdef __cplusplus
@@ -21,6 +23,9 @@ typedef struct {
     int tied;
     uint64_t seed;
     const char *weights;       /* a checkpoint directory */
+    const char *gguf;          /* --gguf FILE: the model (and its tokenizer) from a GGUF file */
+    const char *text;          /* --prompt TEXT: tokenized with the GGUF's tokenizer */
+    const kb_bpe *bpe;         /* that tokenizer once loaded, else NULL */
     int *prompt, n_prompt;     /* --prompt-ids, parsed (malloc'd; kb_generate_opts_free) */
     int prompt_len;            /* --prompt-len: a seeded random prompt */
     int tokens;                /* --tokens: how many to generate */
@@ -45,8 +50,16 @@ void kb_generate_usage(FILE *f);
  * Returns the exit code (0, or 1 on a failed check or a GPU error). */
 int kb_generate_gpu(kb_llama_model *m, const int *prompt, int T, const kb_generate_opts *o);
 
+/* "generated text: ..." with the decoded ids, when o has a tokenizer. */
+void kb_generate_print_text(const kb_generate_opts *o, const int *ids, int n);
+
 /* The whole command; returns the process exit code (0, 1 or 2). */
 int kb_cmd_generate(int argc, char **argv);
+
+/* `kbench model tokenize --gguf FILE (--text TEXT | --ids ID,..)`
+ * (model/tokenize.c): a GGUF's tokenizer on its own. */
+int kb_cmd_tokenize(int argc, char **argv);
+void kb_tokenize_usage(FILE *f);
 
 #ifdef __cplusplus
 }

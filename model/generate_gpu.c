@@ -17,6 +17,9 @@
 #include "harness/harness.h"
 #include "model/generate.h"
 #include "model/llama_gpu.h"
+#include "model/npy.h"
+#include "model/stages.h"
+#include "kernels/cuda_util.h"
 
 #define CHECK_PROMPT 32
 #define CHECK_STEPS 8
@@ -30,18 +33,12 @@ typedef struct {
     cudaEvent_t t0, t1;
     kb_check check;       /* the worst step's logits against the reference */
     kb_stats prefill, graph, stream; /* ms; decode per token */
+    kb_nvml_window clocks[3];        /* NVML readings after each timed run: prefill, graph, stream */
     int steps;            /* decode steps timed per run (0: none) */
     kb_ceilings ceil;
 } gpu_run;
 
-static const char *cuda(cudaError_t e) { return e == cudaSuccess ? NULL : cudaGetErrorString(e); }
 
-#define TRY(call)                                                                                  \
-    do {                                                                                           \
-        const char *try_err_ = (call);                                                             \
-        if (try_err_)                                                                              \
-            return try_err_;                                                                       \
-    } while (0)
 
 /* The decode step as one graph, replacing the last one. */
 static const char *capture_step(gpu_run *r)
@@ -50,14 +47,14 @@ static const char *capture_step(gpu_run *r)
     if (r->step)
         cudaGraphExecDestroy(r->step);
     r->step = NULL;
-    TRY(cuda(cudaStreamBeginCapture(r->s, cudaStreamCaptureModeThreadLocal)));
+    KB_TRY(kb_cuda_status(cudaStreamBeginCapture(r->s, cudaStreamCaptureModeThreadLocal)));
     const char *err = kb_llama_gpu_decode(r->g, r->s);
     cudaError_t e = cudaStreamEndCapture(r->s, &graph);
-    TRY(err);
-    TRY(cuda(e));
+    KB_TRY(err);
+    KB_TRY(kb_cuda_status(e));
     e = cudaGraphInstantiate(&r->step, graph, 0);
     cudaGraphDestroy(graph);
-    return cuda(e);
+    return kb_cuda_status(e);
 }
 
 /* Prefill, then steps decode steps (graph replays, or stream launches);
@@ -66,23 +63,23 @@ static const char *generate(gpu_run *r, const int *ids, int n, int steps, int gr
                             double *decode_ms)
 {
     float ms = 0;
-    TRY(kb_llama_gpu_plan(r->g, n));
-    TRY(cuda(cudaEventRecord(r->t0, r->s)));
-    TRY(kb_llama_gpu_prefill(r->g, ids, n, r->s));
-    TRY(cuda(cudaEventRecord(r->t1, r->s)));
-    TRY(cuda(cudaEventSynchronize(r->t1)));
-    TRY(cuda(cudaEventElapsedTime(&ms, r->t0, r->t1)));
+    KB_TRY(kb_llama_gpu_plan(r->g, n));
+    KB_TRY(kb_cuda_status(cudaEventRecord(r->t0, r->s)));
+    KB_TRY(kb_llama_gpu_prefill(r->g, ids, n, r->s));
+    KB_TRY(kb_cuda_status(cudaEventRecord(r->t1, r->s)));
+    KB_TRY(kb_cuda_status(cudaEventSynchronize(r->t1)));
+    KB_TRY(kb_cuda_status(cudaEventElapsedTime(&ms, r->t0, r->t1)));
     if (prefill_ms)
         *prefill_ms = ms;
-    TRY(cuda(cudaEventRecord(r->t0, r->s)));
+    KB_TRY(kb_cuda_status(cudaEventRecord(r->t0, r->s)));
     for (int k = 0; k < steps; ++k)
-        TRY(graph ? cuda(cudaGraphLaunch(r->step, r->s)) : kb_llama_gpu_decode(r->g, r->s));
-    TRY(cuda(cudaEventRecord(r->t1, r->s)));
-    TRY(cuda(cudaEventSynchronize(r->t1)));
-    TRY(cuda(cudaEventElapsedTime(&ms, r->t0, r->t1)));
+        KB_TRY(graph ? kb_cuda_status(cudaGraphLaunch(r->step, r->s)) : kb_llama_gpu_decode(r->g, r->s));
+    KB_TRY(kb_cuda_status(cudaEventRecord(r->t1, r->s)));
+    KB_TRY(kb_cuda_status(cudaEventSynchronize(r->t1)));
+    KB_TRY(kb_cuda_status(cudaEventElapsedTime(&ms, r->t0, r->t1)));
     if (decode_ms)
         *decode_ms = ms;
-    return cuda(cudaGetLastError());
+    return kb_cuda_status(cudaGetLastError());
 }
 
 /* The reference's logits at each of the steps, fed the GPU's tokens; the
@@ -136,7 +133,7 @@ static const char *check(gpu_run *r, const kb_llama_model *m, const int *prompt,
     if (!err && check_against_reference(m, prompt, n, out, logits, steps, &worst, &agree) != 0)
         err = "out of host memory for the reference's KV cache";
     free(logits);
-    TRY(err);
+    KB_TRY(err);
     const double tol = kb_model_bf16_rel_l2_tolerance();
     *pass = worst <= tol;
     r->check = (kb_check){.rel_l2_err = worst, .worst_tol = tol, .pass = *pass, .nonfinite = !isfinite(worst)};
@@ -171,15 +168,19 @@ static const char *timed(gpu_run *r, const kb_llama_model *m, const int *prompt,
     const int steps = tokens - 1;
     double pre[PREFILL_RUNS], graph[DECODE_RUNS], stream[DECODE_RUNS];
     kb_llama_gpu_keep_logits(r->g, 0); /* the timed steps, captured again, keep nothing */
-    TRY(capture_step(r));
-    TRY(generate(r, prompt, T, 0, 1, NULL, NULL)); /* warm-up */
-    for (int i = 0; i < PREFILL_RUNS; ++i)
-        TRY(generate(r, prompt, T, 0, 1, &pre[i], NULL));
-    for (int i = 0; steps > 0 && i < DECODE_RUNS; ++i) {
-        TRY(generate(r, prompt, T, steps, 0, NULL, &stream[i]));
-        TRY(generate(r, prompt, T, steps, 1, NULL, &graph[i]));
+    KB_TRY(capture_step(r));
+    KB_TRY(generate(r, prompt, T, 0, 1, NULL, NULL)); /* warm-up */
+    for (int i = 0; i < PREFILL_RUNS; ++i) {
+        KB_TRY(generate(r, prompt, T, 0, 1, &pre[i], NULL));
+        kb_nvml_sample(&r->clocks[0]);
     }
-    TRY(kb_llama_gpu_results(r->g, tokens, out, NULL));
+    for (int i = 0; steps > 0 && i < DECODE_RUNS; ++i) {
+        KB_TRY(generate(r, prompt, T, steps, 0, NULL, &stream[i]));
+        kb_nvml_sample(&r->clocks[2]);
+        KB_TRY(generate(r, prompt, T, steps, 1, NULL, &graph[i]));
+        kb_nvml_sample(&r->clocks[1]);
+    }
+    KB_TRY(kb_llama_gpu_results(r->g, tokens, out, NULL));
     if (!kb_llama_gpu_logits_finite(r->g))
         return "the last logits of the timed run are not all finite";
     for (int i = 0; steps > 0 && i < DECODE_RUNS; ++i)
@@ -212,6 +213,30 @@ static const char *timed(gpu_run *r, const kb_llama_model *m, const int *prompt,
     return NULL;
 }
 
+/* --logits-out: one more generation after the timed ones, over the whole
+ * prompt, keeping every step's logits (tokens x vocab) for the file. */
+static const char *logits_run(gpu_run *r, const int *prompt, int T, int tokens, int V, const char *path)
+{
+    static char err[512];
+    float *all = malloc(sizeof(float) * (size_t)tokens * (size_t)V);
+    int *ids = malloc(sizeof(int) * (size_t)tokens);
+    const int64_t shape[2] = {tokens, V};
+    const char *e = !all || !ids ? "out of host memory for --logits-out" : NULL;
+    if (!e) {
+        kb_llama_gpu_keep_logits(r->g, 1);
+        e = capture_step(r);
+    }
+    if (!e)
+        e = generate(r, prompt, T, tokens - 1, 1, NULL, NULL);
+    if (!e)
+        e = kb_llama_gpu_results(r->g, tokens, ids, all);
+    if (!e && kb_npy_write(path, 2, shape, all, err, sizeof err) != 0)
+        e = err;
+    free(all);
+    free(ids);
+    return e;
+}
+
 static const char *run_all(gpu_run *r, const kb_llama_model *m, const int *prompt, int T, int tokens,
                            int measure_ceilings, int *out, int *pass)
 {
@@ -228,12 +253,12 @@ static const char *run_all(gpu_run *r, const kb_llama_model *m, const int *promp
     cudaFree(flush);
     printf("GPU: %s (sm_%d%d, %d SMs)\n", info.name, info.cc_major, info.cc_minor, info.sm_count);
     const int check_n = T < CHECK_PROMPT ? T : CHECK_PROMPT;
-    TRY(kb_llama_gpu_create(m, T + tokens, T > check_n ? T : check_n, tokens > CHECK_STEPS ? tokens : CHECK_STEPS,
+    KB_TRY(kb_llama_gpu_create(m, T + tokens, T > check_n ? T : check_n, tokens > CHECK_STEPS ? tokens : CHECK_STEPS,
                             1, &r->g));
-    TRY(cuda(cudaStreamCreateWithFlags(&r->s, cudaStreamNonBlocking)));
-    TRY(cuda(cudaEventCreate(&r->t0)));
-    TRY(cuda(cudaEventCreate(&r->t1)));
-    TRY(check(r, m, prompt, T, tokens, pass));
+    KB_TRY(kb_cuda_status(cudaStreamCreateWithFlags(&r->s, cudaStreamNonBlocking)));
+    KB_TRY(kb_cuda_status(cudaEventCreate(&r->t0)));
+    KB_TRY(kb_cuda_status(cudaEventCreate(&r->t1)));
+    KB_TRY(check(r, m, prompt, T, tokens, pass));
     return timed(r, m, prompt, T, tokens, out);
 }
 
@@ -265,6 +290,7 @@ static kb_result llama_row(const gpu_run *r, const kb_llama_config *c, int T, in
     row.status = r->check.pass ? KB_PASS : KB_FAIL;
     row.timed = row.status == KB_PASS;
     row.time_ms = *st;
+    kb_nvml_summarize(&r->clocks[variant], 0, kb_nvml_max_clock_mhz(), &row);
     snprintf(row.devices, sizeof row.devices, "0");
     if (!r->check.pass)
         snprintf(row.reason, sizeof row.reason, "logits rel. L2 %.3e over the bf16 bound %.3e", r->check.rel_l2_err,
@@ -307,6 +333,8 @@ int kb_generate_gpu(kb_llama_model *m, const int *prompt, int T, const kb_genera
     }
     kb_llama_round_bf16(m);
     const char *err = run_all(&r, m, prompt, T, tokens, !o->no_ceilings, out, &pass);
+    if (!err && o->logits_out)
+        err = logits_run(&r, prompt, T, tokens, m->cfg.vocab, o->logits_out);
     if (!err && o->append)
         err = append_rows(&r, &m->cfg, T, o->append);
     if (!err) {
@@ -314,6 +342,7 @@ int kb_generate_gpu(kb_llama_model *m, const int *prompt, int T, const kb_genera
         for (int i = 0; i < tokens; ++i)
             printf(i ? ",%d" : " %d", out[i]);
         putchar('\n');
+        kb_generate_print_text(o, out, tokens);
     } else
         fprintf(stderr, "kbench: %s\n", err);
     if (r.step)
@@ -327,4 +356,70 @@ int kb_generate_gpu(kb_llama_model *m, const int *prompt, int T, const kb_genera
     kb_llama_gpu_destroy(r.g);
     free(out);
     return err || !pass ? KB_EXIT_FAIL : 0;
+}
+
+/* ---- the fast stage of `kbench model stages` ---- */
+
+static void gpu_run_free(gpu_run *r)
+{
+    if (r->step)
+        cudaGraphExecDestroy(r->step);
+    if (r->t0)
+        cudaEventDestroy(r->t0);
+    if (r->t1)
+        cudaEventDestroy(r->t1);
+    if (r->s)
+        cudaStreamDestroy(r->s);
+    kb_llama_gpu_destroy(r->g);
+}
+
+static void fast_result(const gpu_run *r, const kb_llama_config *c, int T, kb_stage_result *res)
+{
+    res->dtype = "bf16";
+    res->prefill = r->prefill;
+    res->decode = r->graph;
+    res->prefill_flops = prefill_flops(c, T);
+    res->decode_flops = 2.0 * (double)kb_llama_weight_count(c) +
+                        4.0 * c->layers * c->heads * c->head_dim * (T + r->steps / 2.0);
+    res->decode_bytes = decode_bytes(c, T + r->steps / 2.0);
+    res->rel_l2 = r->check.rel_l2_err;
+    res->tolerance = r->check.worst_tol;
+    res->pass = r->check.pass;
+    res->clocks = r->clocks[1];
+    snprintf(res->how, sizeof res->how, "KV cache; the step as one CUDA graph");
+}
+
+/* The model of `kbench model generate` at the stage's shape, seeded, without
+ * the ceilings (the stages command measures them once). */
+int kb_stage_fast(const kb_stage_shape *s, kb_stage_result *res, char *err, size_t errlen)
+{
+    const kb_llama_config c = {.d_model = s->d_model, .d_ff = s->d_ff, .layers = s->layers, .heads = s->heads,
+                               .kv_heads = s->kv_heads, .head_dim = s->d_model / s->heads, .vocab = s->vocab,
+                               .max_pos = s->prompt + s->tokens + 1, .tied = s->tied, .eps = 1e-5,
+                               .rope_theta = 10000};
+    const char *why = kb_llama_gpu_unfit(&c);
+    if (why) {
+        snprintf(err, errlen, "%s", why);
+        return -1;
+    }
+    kb_llama_model m = {0};
+    gpu_run r = {0};
+    int pass = 0, *prompt = malloc(sizeof(int) * (size_t)s->prompt);
+    int *out = malloc(sizeof(int) * (size_t)(s->tokens + 1));
+    if (!prompt || !out || kb_llama_init_random(&m, &c, s->seed) != 0)
+        why = "out of host memory";
+    else {
+        kb_stage_prompt(s, prompt, s->prompt);
+        kb_llama_round_bf16(&m);
+        why = run_all(&r, &m, prompt, s->prompt, s->tokens + 1, 0, out, &pass);
+    }
+    if (!why)
+        fast_result(&r, &c, s->prompt, res);
+    else
+        snprintf(err, errlen, "%s", why);
+    gpu_run_free(&r);
+    kb_llama_free(&m);
+    free(prompt);
+    free(out);
+    return why ? -1 : 0;
 }

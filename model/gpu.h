@@ -67,6 +67,13 @@ float *kb_tf_gpu_src(kb_tf_gpu *g);
 float *kb_tf_gpu_tgt(kb_tf_gpu *g);
 float *kb_tf_gpu_out(kb_tf_gpu *g);
 
+/* Run the next forwards over Ts source and Tt target tokens a sequence, at
+ * most those it was created for (the paper stage's decode recomputes a
+ * growing sequence on one forward); the inputs and the output keep their
+ * row strides (d), so their first B*Ts (B*Tt) rows are the ones used.
+ * Products at a new length are planned on first use.  NULL or one line. */
+const char *kb_tf_gpu_set_tokens(kb_tf_gpu *g, int Ts, int Tt);
+
 /* Set every activation and the output (not the inputs) to NaN, so an
  * element the forward never writes is caught. */
 const char *kb_tf_gpu_poison(kb_tf_gpu *g);

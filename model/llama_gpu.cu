@@ -38,13 +38,6 @@
 
 typedef __nv_bfloat16 bf16;
 
-#define TRY(call)                                                                                  \
-    do {                                                                                           \
-        const char *try_err_ = (call);                                                             \
-        if (try_err_)                                                                              \
-            return try_err_;                                                                       \
-    } while (0)
-#define CUDA_TRY(call) TRY(kb_cuda_status(call))
 
 enum { ST_LEN, ST_STEP, ST_TOK, ST_COUNT }; /* device state: keys in the cache after this token, step, token */
 
@@ -530,8 +523,8 @@ static const char *dalloc(T **p, int64_t n)
 
 static const char *upload_f32(float **dst, const float *src, int64_t n)
 {
-    TRY(dalloc(dst, n));
-    CUDA_TRY(cudaMemcpy(*dst, src, sizeof(float) * n, cudaMemcpyHostToDevice));
+    KB_TRY(dalloc(dst, n));
+    KB_CUDA_TRY(cudaMemcpy(*dst, src, sizeof(float) * n, cudaMemcpyHostToDevice));
     return NULL;
 }
 
@@ -539,19 +532,19 @@ static const char *upload_layer(kb_llama_gpu *g, Layer *L, const kb_llama_layer 
 {
     const kb_llama_config *c = &g->c;
     const int64_t d = c->d_model, qd = (int64_t)c->heads * c->head_dim, kvd = (int64_t)c->kv_heads * c->head_dim;
-    TRY(upload_f32(&L->attn_norm, w->attn_norm, d));
-    TRY(upload_f32(&L->mlp_norm, w->mlp_norm, d));
-    TRY(dalloc(&L->wqkv, (qd + 2 * kvd) * d));
-    TRY(upload_bf16(L->wqkv, w->wq, qd * d));
-    TRY(upload_bf16(L->wqkv + qd * d, w->wk, kvd * d));
-    TRY(upload_bf16(L->wqkv + (qd + kvd) * d, w->wv, kvd * d));
-    TRY(dalloc(&L->wo, d * qd));
-    TRY(upload_bf16(L->wo, w->wo, d * qd));
-    TRY(dalloc(&L->wgu, 2 * (int64_t)c->d_ff * d));
-    TRY(upload_bf16(L->wgu, w->w_gate, (int64_t)c->d_ff * d));
-    TRY(upload_bf16(L->wgu + (int64_t)c->d_ff * d, w->w_up, (int64_t)c->d_ff * d));
-    TRY(dalloc(&L->wd, d * c->d_ff));
-    TRY(upload_bf16(L->wd, w->w_down, d * c->d_ff));
+    KB_TRY(upload_f32(&L->attn_norm, w->attn_norm, d));
+    KB_TRY(upload_f32(&L->mlp_norm, w->mlp_norm, d));
+    KB_TRY(dalloc(&L->wqkv, (qd + 2 * kvd) * d));
+    KB_TRY(upload_bf16(L->wqkv, w->wq, qd * d));
+    KB_TRY(upload_bf16(L->wqkv + qd * d, w->wk, kvd * d));
+    KB_TRY(upload_bf16(L->wqkv + (qd + kvd) * d, w->wv, kvd * d));
+    KB_TRY(dalloc(&L->wo, d * qd));
+    KB_TRY(upload_bf16(L->wo, w->wo, d * qd));
+    KB_TRY(dalloc(&L->wgu, 2 * (int64_t)c->d_ff * d));
+    KB_TRY(upload_bf16(L->wgu, w->w_gate, (int64_t)c->d_ff * d));
+    KB_TRY(upload_bf16(L->wgu + (int64_t)c->d_ff * d, w->w_up, (int64_t)c->d_ff * d));
+    KB_TRY(dalloc(&L->wd, d * c->d_ff));
+    KB_TRY(upload_bf16(L->wd, w->w_down, d * c->d_ff));
     return NULL;
 }
 
@@ -595,29 +588,29 @@ static const char *allocate(kb_llama_gpu *g)
     const int64_t d = c->d_model, n = g->max_prefill, qd = (int64_t)c->heads * c->head_dim;
     const int64_t kvd = (int64_t)c->kv_heads * c->head_dim;
     const int64_t cache = (int64_t)c->layers * kvd * g->max_len;
-    TRY(dalloc(&g->kcache, cache));
-    TRY(dalloc(&g->vcache, cache));
-    TRY(dalloc(&g->x, n * d));
-    TRY(dalloc(&g->h, n * (c->d_ff > d ? c->d_ff : d)));
-    TRY(dalloc(&g->qkv, n * (qd + 2 * kvd)));
-    TRY(dalloc(&g->gu, n * 2 * c->d_ff));
-    TRY(dalloc(&g->q, n * qd));
-    TRY(dalloc(&g->o, n * qd));
-    TRY(dalloc(&g->om, n * qd));
-    TRY(dalloc(&g->logits, c->vocab));
-    TRY(dalloc(&g->state, ST_COUNT));
-    TRY(dalloc(&g->out, g->max_tokens));
-    TRY(dalloc(&g->ids, n));
-    TRY(dalloc(&g->pick_best, 1));
-    TRY(dalloc(&g->pick_done, 1));
-    CUDA_TRY(cudaMemset(g->pick_best, 0, sizeof *g->pick_best));
-    CUDA_TRY(cudaMemset(g->pick_done, 0, sizeof *g->pick_done));
+    KB_TRY(dalloc(&g->kcache, cache));
+    KB_TRY(dalloc(&g->vcache, cache));
+    KB_TRY(dalloc(&g->x, n * d));
+    KB_TRY(dalloc(&g->h, n * (c->d_ff > d ? c->d_ff : d)));
+    KB_TRY(dalloc(&g->qkv, n * (qd + 2 * kvd)));
+    KB_TRY(dalloc(&g->gu, n * 2 * c->d_ff));
+    KB_TRY(dalloc(&g->q, n * qd));
+    KB_TRY(dalloc(&g->o, n * qd));
+    KB_TRY(dalloc(&g->om, n * qd));
+    KB_TRY(dalloc(&g->logits, c->vocab));
+    KB_TRY(dalloc(&g->state, ST_COUNT));
+    KB_TRY(dalloc(&g->out, g->max_tokens));
+    KB_TRY(dalloc(&g->ids, n));
+    KB_TRY(dalloc(&g->pick_best, 1));
+    KB_TRY(dalloc(&g->pick_done, 1));
+    KB_CUDA_TRY(cudaMemset(g->pick_best, 0, sizeof *g->pick_best));
+    KB_CUDA_TRY(cudaMemset(g->pick_done, 0, sizeof *g->pick_done));
     if (g->keeping)
-        TRY(dalloc(&g->keep, (int64_t)g->max_tokens * c->vocab));
-    CUDA_TRY(cudaMemset(g->state, 0, sizeof(int) * ST_COUNT));
+        KB_TRY(dalloc(&g->keep, (int64_t)g->max_tokens * c->vocab));
+    KB_CUDA_TRY(cudaMemset(g->state, 0, sizeof(int) * ST_COUNT));
     /* The cache past what a run has written is read by no kernel, but start it finite. */
-    CUDA_TRY(cudaMemset(g->kcache, 0, sizeof(bf16) * cache));
-    CUDA_TRY(cudaMemset(g->vcache, 0, sizeof(bf16) * cache));
+    KB_CUDA_TRY(cudaMemset(g->kcache, 0, sizeof(bf16) * cache));
+    KB_CUDA_TRY(cudaMemset(g->vcache, 0, sizeof(bf16) * cache));
     return NULL;
 }
 
@@ -626,32 +619,32 @@ static const char *create(kb_llama_gpu *g, const kb_llama_model *m)
     const kb_llama_config *c = &g->c;
     const int64_t vd = (int64_t)c->vocab * c->d_model;
     int dev = 0;
-    CUDA_TRY(cudaGetDevice(&dev));
-    CUDA_TRY(cudaDeviceGetAttribute(&g->sms, cudaDevAttrMultiProcessorCount, dev));
+    KB_CUDA_TRY(cudaGetDevice(&dev));
+    KB_CUDA_TRY(cudaDeviceGetAttribute(&g->sms, cudaDevAttrMultiProcessorCount, dev));
     int major = 0;
-    CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+    KB_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
     g->pdl = major >= 9;
-    TRY(find_attention(&g->decode_attn, "flash_decode"));
-    TRY(find_attention(&g->prefill_attn, "flash_bf16"));
-    TRY(dalloc(&g->embed, vd));
-    TRY(upload_bf16(g->embed, m->embed, vd));
+    KB_TRY(find_attention(&g->decode_attn, "flash_decode"));
+    KB_TRY(find_attention(&g->prefill_attn, "flash_bf16"));
+    KB_TRY(dalloc(&g->embed, vd));
+    KB_TRY(upload_bf16(g->embed, m->embed, vd));
     if (c->tied)
         g->lm_head = g->embed;
     else {
-        TRY(dalloc(&g->lm_head, vd));
-        TRY(upload_bf16(g->lm_head, m->lm_head, vd));
+        KB_TRY(dalloc(&g->lm_head, vd));
+        KB_TRY(upload_bf16(g->lm_head, m->lm_head, vd));
     }
     g->layers = (Layer *)calloc((size_t)c->layers, sizeof(Layer));
     if (!g->layers)
         return "out of host memory";
     for (int l = 0; l < c->layers; ++l)
-        TRY(upload_layer(g, &g->layers[l], &m->layers[l]));
-    TRY(upload_f32(&g->final_norm, m->norm, c->d_model));
-    TRY(upload_inv_freq(g));
-    TRY(allocate(g));
+        KB_TRY(upload_layer(g, &g->layers[l], &m->layers[l]));
+    KB_TRY(upload_f32(&g->final_norm, m->norm, c->d_model));
+    KB_TRY(upload_inv_freq(g));
+    KB_TRY(allocate(g));
     if (cublasLtCreate(&g->lt) != CUBLAS_STATUS_SUCCESS)
         return "cannot create a cuBLASLt handle";
-    CUDA_TRY(cudaMalloc(&g->workspace, KB_LT_WORKSPACE_BYTES));
+    KB_CUDA_TRY(cudaMalloc(&g->workspace, KB_LT_WORKSPACE_BYTES));
     /* Decode attention: one query per head against the whole cache, of
      * which state[ST_LEN] keys hold data at each step. */
     g->decode_attn.args = kb_attention_args{1, c->heads, 1, g->max_len, c->head_dim, 0,
@@ -662,8 +655,8 @@ static const char *create(kb_llama_gpu *g, const kb_llama_model *m)
     const void *kernels[4] = {(const void *)gemv_kernel<GEMV_QKV>, (const void *)gemv_kernel<GEMV_RESIDUAL>,
                               (const void *)gemv_kernel<GEMV_SWIGLU>, (const void *)gemv_kernel<GEMV_LOGITS>};
     for (int k = 0; k < 4; ++k) {
-        CUDA_TRY(cudaFuncSetAttribute(kernels[k], cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-        CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&g->resident[k], kernels[k], GEMV_WARPS * 32, smem));
+        KB_CUDA_TRY(cudaFuncSetAttribute(kernels[k], cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+        KB_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&g->resident[k], kernels[k], GEMV_WARPS * 32, smem));
         if (g->resident[k] < 1)
             return "a GEMV kernel does not fit on an SM";
     }
@@ -674,7 +667,7 @@ extern "C" const char *kb_llama_gpu_create(const kb_llama_model *m, int max_len,
                                            int keep_logits, kb_llama_gpu **out)
 {
     *out = NULL;
-    TRY(kb_llama_gpu_unfit(&m->cfg));
+    KB_TRY(kb_llama_gpu_unfit(&m->cfg));
     kb_llama_gpu *g = (kb_llama_gpu *)calloc(1, sizeof *g);
     if (!g)
         return "out of host memory";
@@ -737,14 +730,14 @@ extern "C" const char *kb_llama_gpu_plan(kb_llama_gpu *g, int n)
     const kb_llama_config *c = &g->c;
     const int d = c->d_model, qd = c->heads * c->head_dim, kvd = c->kv_heads * c->head_dim;
     const Layer *L = &g->layers[0];
-    TRY(kb_lt_plan_linear(&g->p_qkv, g->lt, n, qd + 2 * kvd, d, 0, g->h, L->wqkv, g->qkv));
-    TRY(kb_lt_plan_linear(&g->p_o, g->lt, n, d, qd, 1, g->om, L->wo, g->x));
-    TRY(kb_lt_plan_linear(&g->p_gu, g->lt, n, 2 * c->d_ff, d, 0, g->h, L->wgu, g->gu));
-    TRY(kb_lt_plan_linear(&g->p_d, g->lt, n, d, c->d_ff, 1, g->h, L->wd, g->x));
+    KB_TRY(kb_lt_plan_linear(&g->p_qkv, g->lt, n, qd + 2 * kvd, d, 0, g->h, L->wqkv, g->qkv));
+    KB_TRY(kb_lt_plan_linear(&g->p_o, g->lt, n, d, qd, 1, g->om, L->wo, g->x));
+    KB_TRY(kb_lt_plan_linear(&g->p_gu, g->lt, n, 2 * c->d_ff, d, 0, g->h, L->wgu, g->gu));
+    KB_TRY(kb_lt_plan_linear(&g->p_d, g->lt, n, d, c->d_ff, 1, g->h, L->wd, g->x));
     g->prefill_attn.args = kb_attention_args{1, c->heads, n, n, c->head_dim, 1,
                                              (float)(1.0 / sqrt((double)c->head_dim)), g->q, g->kcache, g->vcache,
                                              g->o, c->kv_heads, (int64_t)g->max_len * c->head_dim, NULL};
-    TRY(setup_attention(g, &g->prefill_attn));
+    KB_TRY(setup_attention(g, &g->prefill_attn));
     g->planned = n;
     return NULL;
 }
@@ -819,30 +812,30 @@ extern "C" const char *kb_llama_gpu_prefill(kb_llama_gpu *g, const int *ids, int
     const kb_llama_config *c = &g->c;
     const int d = c->d_model, H = c->heads, KV = c->kv_heads, hd = c->head_dim;
     const int64_t kv_layer = (int64_t)KV * g->max_len * hd;
-    CUDA_TRY(cudaMemcpyAsync(g->ids, ids, sizeof(int) * n, cudaMemcpyHostToDevice, s));
-    CUDA_TRY(cudaMemsetAsync(g->state + ST_STEP, 0, sizeof(int), s));
+    KB_CUDA_TRY(cudaMemcpyAsync(g->ids, ids, sizeof(int) * n, cudaMemcpyHostToDevice, s));
+    KB_CUDA_TRY(cudaMemsetAsync(g->state + ST_STEP, 0, sizeof(int), s));
     embed_kernel<<<n, 256, 0, s>>>(g->ids, g->embed, g->x, d);
-    CUDA_TRY(cudaGetLastError());
+    KB_CUDA_TRY(cudaGetLastError());
     for (int l = 0; l < c->layers; ++l) {
         const Layer *L = &g->layers[l];
         rmsnorm_kernel<<<n, 256, 0, s>>>(g->x, L->attn_norm, (float)c->eps, d, g->h);
-        CUDA_TRY(cudaGetLastError());
-        TRY(lt(g, &g->p_qkv, g->h, L->wqkv, g->qkv, s));
+        KB_CUDA_TRY(cudaGetLastError());
+        KB_TRY(lt(g, &g->p_qkv, g->h, L->wqkv, g->qkv, s));
         rope_scatter_kernel<<<blocks_for((int64_t)n * (H + 2 * KV) * hd / 2, 256), 256, 0, s>>>(
             g->qkv, n, H, KV, hd, g->max_len, g->inv_freq, g->q, g->kcache + l * kv_layer, g->vcache + l * kv_layer);
-        CUDA_TRY(cudaGetLastError());
+        KB_CUDA_TRY(cudaGetLastError());
         kb_attention_args a = g->prefill_attn.args;
         a.k = g->kcache + l * kv_layer, a.v = g->vcache + l * kv_layer;
-        TRY(g->prefill_attn.v->launch(&a, g->prefill_attn.ctx, s));
+        KB_TRY(g->prefill_attn.v->launch(&a, g->prefill_attn.ctx, s));
         merge_heads_kernel<<<blocks_for((int64_t)n * H * hd / 8, 256), 256, 0, s>>>(g->o, n, H, hd, g->om);
-        CUDA_TRY(cudaGetLastError());
-        TRY(lt(g, &g->p_o, g->om, L->wo, g->x, s));
+        KB_CUDA_TRY(cudaGetLastError());
+        KB_TRY(lt(g, &g->p_o, g->om, L->wo, g->x, s));
         rmsnorm_kernel<<<n, 256, 0, s>>>(g->x, L->mlp_norm, (float)c->eps, d, g->h);
-        CUDA_TRY(cudaGetLastError());
-        TRY(lt(g, &g->p_gu, g->h, L->wgu, g->gu, s));
+        KB_CUDA_TRY(cudaGetLastError());
+        KB_TRY(lt(g, &g->p_gu, g->h, L->wgu, g->gu, s));
         swiglu_kernel<<<blocks_for((int64_t)n * c->d_ff / 8, 256), 256, 0, s>>>(g->gu, n, c->d_ff, g->h);
-        CUDA_TRY(cudaGetLastError());
-        TRY(lt(g, &g->p_d, g->h, L->wd, g->x, s));
+        KB_CUDA_TRY(cudaGetLastError());
+        KB_TRY(lt(g, &g->p_d, g->h, L->wd, g->x, s));
     }
     return head_and_pick(g, g->x + (size_t)(n - 1) * d, n + 1, s);
 }
@@ -853,7 +846,7 @@ extern "C" const char *kb_llama_gpu_decode(kb_llama_gpu *g, cudaStream_t s)
     const int d = c->d_model, qd = c->heads * c->head_dim;
     const int64_t kv_layer = (int64_t)c->kv_heads * g->max_len * c->head_dim;
     embed_kernel<<<1, 256, 0, s>>>(g->state + ST_TOK, g->embed, g->x, d);
-    CUDA_TRY(cudaGetLastError());
+    KB_CUDA_TRY(cudaGetLastError());
     for (int l = 0; l < c->layers; ++l) {
         const Layer *L = &g->layers[l];
         GemvArgs a = gemv_args(L->wqkv, qd + 2 * c->kv_heads * c->head_dim, d);
@@ -861,19 +854,19 @@ extern "C" const char *kb_llama_gpu_decode(kb_llama_gpu *g, cudaStream_t s)
         a.q = g->q, a.kc = g->kcache + l * kv_layer, a.vc = g->vcache + l * kv_layer;
         a.H = c->heads, a.KV = c->kv_heads, a.hd = c->head_dim, a.max_len = g->max_len;
         a.state = g->state, a.inv_freq = g->inv_freq;
-        TRY(gemv<GEMV_QKV>(g, a, a.N / 2, s));
+        KB_TRY(gemv<GEMV_QKV>(g, a, a.N / 2, s));
         kb_attention_args at = g->decode_attn.args;
         at.k = a.kc, at.v = a.vc;
-        TRY(g->decode_attn.v->launch(&at, g->decode_attn.ctx, s));
+        KB_TRY(g->decode_attn.v->launch(&at, g->decode_attn.ctx, s));
         a = gemv_args(L->wo, d, qd);
         a.xb = g->o, a.y = g->x;
-        TRY(gemv<GEMV_RESIDUAL>(g, a, (d + 1) / 2, s));
+        KB_TRY(gemv<GEMV_RESIDUAL>(g, a, (d + 1) / 2, s));
         a = gemv_args(L->wgu, c->d_ff, d);
         a.x = g->x, a.norm = L->mlp_norm, a.eps = (float)c->eps, a.yb = g->h;
-        TRY(gemv<GEMV_SWIGLU>(g, a, c->d_ff, s));
+        KB_TRY(gemv<GEMV_SWIGLU>(g, a, c->d_ff, s));
         a = gemv_args(L->wd, d, c->d_ff);
         a.xb = g->h, a.y = g->x;
-        TRY(gemv<GEMV_RESIDUAL>(g, a, (d + 1) / 2, s));
+        KB_TRY(gemv<GEMV_RESIDUAL>(g, a, (d + 1) / 2, s));
     }
     return head_and_pick(g, g->x, -1, s);
 }
@@ -882,9 +875,9 @@ extern "C" const char *kb_llama_gpu_results(kb_llama_gpu *g, int n, int *tokens,
 {
     if (n > g->max_tokens)
         return "more tokens asked for than were set up";
-    CUDA_TRY(cudaMemcpy(tokens, g->out, sizeof(int) * n, cudaMemcpyDeviceToHost));
+    KB_CUDA_TRY(cudaMemcpy(tokens, g->out, sizeof(int) * n, cudaMemcpyDeviceToHost));
     if (logits && g->keep)
-        CUDA_TRY(cudaMemcpy(logits, g->keep, sizeof(float) * n * g->c.vocab, cudaMemcpyDeviceToHost));
+        KB_CUDA_TRY(cudaMemcpy(logits, g->keep, sizeof(float) * n * g->c.vocab, cudaMemcpyDeviceToHost));
     return NULL;
 }
 

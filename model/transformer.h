@@ -30,6 +30,7 @@ typedef struct {
     int d_model, heads, d_ff, enc_layers, dec_layers;
     float eps;        /* LayerNorm epsilon (PyTorch: 1e-5) */
     int causal;       /* the decoder's self-attention is causal */
+    int enc_causal;   /* the encoder's is too: a causal LM's stack (model/stages.h's paper) */
 } kb_tf_config;
 
 typedef struct {

@@ -25,15 +25,23 @@ A bf16 case saves the weights in bfloat16; its reference is transformers'
 forward of the same bf16-rounded weights widened to float32/float64, since
 kbench converts bf16 to fp32 on load.
 
+With --gpu it checks the GPU path instead (`kbench model generate` without
+--cpu-only: bf16 weights, activations and KV cache, fp32 accumulation) on
+cases whose shapes it runs (head_dim a multiple of 16): the reference is
+transformers' forward of the weights rounded to bf16 (as kbench rounds them),
+and the logits' bound is the one kbench's own check prints (harness/
+tolerance.c's bf16 model bound), so it is written in one place.
+
 Needs torch, transformers and numpy (present on the GPU machines); no hub
 access.  Usage:
 
-    python3 peers/llama_parity.py --kbench build/harness/kbench [--work DIR] [--tokens 32]
+    python3 peers/llama_parity.py --kbench build/harness/kbench [--work DIR] [--tokens 32] [--gpu]
 
 Exit status 0 when every case passes, 1 otherwise.
 """
 import argparse
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -56,6 +64,18 @@ CASES = [
     dict(name="gqa-untied-bf16", hidden_size=64, intermediate_size=176, num_hidden_layers=2, num_attention_heads=8,
          num_key_value_heads=4, vocab_size=401, tie_word_embeddings=False, rope_theta=10000.0, rms_norm_eps=1e-5,
          dtype="bfloat16"),
+]
+
+# Shapes the GPU path runs (head_dim a multiple of 16 up to 128, d_model and
+# d_ff multiples of 8), with --gpu.
+GPU_CASES = [
+    dict(name="gpu-gqa-untied", hidden_size=256, intermediate_size=704, num_hidden_layers=3, num_attention_heads=8,
+         num_key_value_heads=2, vocab_size=1003, tie_word_embeddings=False, rope_theta=10000.0, rms_norm_eps=1e-5,
+         dtype="float32"),
+    dict(name="gpu-mha-tied-bf16", hidden_size=128, intermediate_size=352, num_hidden_layers=2,
+         num_attention_heads=2, num_key_value_heads=2, vocab_size=517, tie_word_embeddings=True,
+         rope_theta=500000.0, rms_norm_eps=1e-6, dtype="bfloat16"),
+    CASES[2],  # mqa-head-dim: head_dim 32
 ]
 
 
@@ -94,9 +114,19 @@ def build(case, seed):
     return model, None
 
 
+@torch.no_grad()
+def rounded(model, dtype):
+    """The model's weights rounded to dtype and widened back to fp32.  .to()
+    also rounds the RoPE frequency buffers, which no checkpoint holds
+    (transformers recomputes them in fp32 on load): keep those."""
+    buffers = {name: b.clone() for name, b in model.named_buffers()}
+    m = model.to(dtype).to(torch.float32)
+    for name, b in m.named_buffers():
+        b.copy_(buffers[name])
+    return m
+
+
 def save(model, path, dtype):
-    # .to(dtype) also rounds the RoPE frequency buffers, which no checkpoint
-    # holds (transformers recomputes them in fp32 on load): keep them.
     buffers = {name: b.clone() for name, b in model.named_buffers()}
     m = model.to(getattr(torch, dtype))
     try:
@@ -106,7 +136,7 @@ def save(model, path, dtype):
     if not os.path.exists(os.path.join(path, "model.safetensors")):
         raise RuntimeError(f"save_pretrained wrote no model.safetensors in {path}: {os.listdir(path)}")
     # The reference runs the weights as kbench holds them: rounded to the
-    # storage dtype, widened to fp32.
+    # storage dtype, widened to fp32, with the fp32 buffers of before.
     m = m.to(torch.float32)
     with torch.no_grad():
         for name, b in m.named_buffers():
@@ -140,9 +170,9 @@ def rel_l2(a, b):
     return float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-300))
 
 
-def run_kbench(kbench, weights, prompt, n, npy):
-    cmd = [kbench, "model", "generate", "--cpu-only", "--weights", weights, "--prompt-ids",
-           ",".join(map(str, prompt)), "--tokens", str(n), "--logits-out", npy]
+def run_kbench(kbench, weights, prompt, n, npy, gpu):
+    cmd = [kbench, "model", "generate", "--no-ceilings" if gpu else "--cpu-only", "--weights", weights,
+           "--prompt-ids", ",".join(map(str, prompt)), "--tokens", str(n), "--logits-out", npy]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} exited {r.returncode}: {r.stderr.strip()}")
@@ -150,8 +180,11 @@ def run_kbench(kbench, weights, prompt, n, npy):
     if len(line) != 1:
         raise RuntimeError(f"no 'generated ids:' line in kbench's output:\n{r.stdout}")
     tokens = [int(t) for t in line[0].split(":", 1)[1].strip().split(",")]
-    timing = [l for l in r.stdout.splitlines() if l.startswith("CPU reference")]
-    return tokens, np.load(npy).astype(np.float64), timing[0] if timing else ""
+    timing = [l for l in r.stdout.splitlines() if l.startswith("CPU reference" if not gpu else "decode:")]
+    tol = re.search(r"\(tolerance ([0-9.e+-]+)\)", r.stdout)
+    if gpu and not tol:
+        raise RuntimeError(f"no '(tolerance ...)' in kbench's check line:\n{r.stdout}")
+    return tokens, np.load(npy).astype(np.float64), timing[0] if timing else "", float(tol.group(1)) if gpu else None
 
 
 def check_case(case, args, work):
@@ -161,11 +194,15 @@ def check_case(case, args, work):
         return True
     path = os.path.join(work, case["name"])
     model = save(model, path, case["dtype"])
+    if args.gpu:  # kbench's GPU path rounds every weight to bf16
+        model = rounded(model, torch.bfloat16)
     rng = np.random.default_rng(args.seed + 1)
     prompt = [int(t) for t in rng.integers(0, case["vocab_size"], size=args.prompt_len)]
     n = args.tokens
 
-    kb_tokens, kb_logits, timing = run_kbench(args.kbench, path, prompt, n, os.path.join(work, case["name"] + ".npy"))
+    kb_tokens, kb_logits, timing, gpu_tol = run_kbench(args.kbench, path, prompt, n,
+                                                       os.path.join(work, case["name"] + ".npy"), args.gpu)
+    tol = gpu_tol if args.gpu else args.tol
     ok = True
     problems = []
     if kb_logits.shape != (n, case["vocab_size"]):
@@ -183,9 +220,9 @@ def check_case(case, args, work):
             ref = logits_at(model, seq, dt)[T - 1:T - 1 + n]
             errors[name] = rel_l2(kb_logits, ref)
             worst = max(rel_l2(kb_logits[i], ref[i]) for i in range(n))
-            if errors[name] > args.tol:
-                problems.append(f"logits vs transformers {name}: rel L2 {errors[name]:.3e} > {args.tol:g} "
-                                f"(worst step {worst:.3e})")
+            if not worst <= tol:
+                problems.append(f"logits vs transformers {name}: worst step's rel L2 {worst:.3e} > {tol:g} "
+                                f"(all steps {errors[name]:.3e})")
                 ok = False
         # Greedy tokens from transformers' own loop, in float64.
         hf_tokens = greedy(model, prompt, n, torch.float64)
@@ -210,7 +247,9 @@ def main():
     ap.add_argument("--tokens", type=int, default=32, help="tokens to generate greedily (32)")
     ap.add_argument("--prompt-len", type=int, default=7, help="random prompt length (7)")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--tol", type=float, default=1e-4, help="relative L2 bound on the logits (1e-4)")
+    ap.add_argument("--tol", type=float, default=1e-4, help="relative L2 bound on each step's logits (1e-4)")
+    ap.add_argument("--gpu", action="store_true",
+                    help="check the GPU path (bf16) on GPU_CASES, to the bound kbench's check prints")
     ap.add_argument("--case", action="append", help="run only these cases (by name)")
     args = ap.parse_args()
     torch.set_num_threads(max(1, os.cpu_count() or 1))
@@ -219,10 +258,11 @@ def main():
     if not os.access(kbench, os.X_OK):
         sys.exit(f"llama_parity: {args.kbench} is not an executable kbench")
     args.kbench = kbench
-    cases = [c for c in CASES if not args.case or c["name"] in args.case]
+    cases = [c for c in (GPU_CASES if args.gpu else CASES) if not args.case or c["name"] in args.case]
     import transformers
     print(f"transformers {transformers.__version__}, torch {torch.__version__}; {args.tokens} tokens from a "
-          f"{args.prompt_len}-token prompt; bound rel L2 <= {args.tol:g}")
+          f"{args.prompt_len}-token prompt; "
+          f"{'the GPU path (bf16), bound: what its check prints' if args.gpu else f'bound rel L2 <= {args.tol:g}'}")
     with tempfile.TemporaryDirectory() as tmp:
         work = args.work or tmp
         os.makedirs(work, exist_ok=True)

@@ -22,6 +22,8 @@
 #   speedup-OP-DTYPE  each variant's speedup over that dtype's baseline,
 #                   from the rows of that dtype only
 #   roofline        every (op, variant) under the GPU's ceilings
+#   stages          the model's stages (`kbench model stages` rows): prefill
+#                   and decode time per stage
 # With --overlay it draws two runs on one speed plot per (op, dtype) found in
 # both, to plots/<gpu of NEW>/ only:
 #   overlay-OP-DTYPE[-FAMILY]  each variant's speed in NEW (solid) and BASE
@@ -331,6 +333,30 @@ roofline_plot() {
         plot_title=$(gp_str "Roofline: $origin")"
 }
 
+# The stage chart, when the run has `kbench model stages` rows: per stage
+# that passed, prefill ms and decode ms per token, tagged with its dtype
+# and logits error.
+stages_plot() { # stages_plot CSV
+    local dat=$data/run/stages.dat
+    awk -F, '/^#/ { next }
+        !cols { for (i = 1; i <= NF; ++i) c[$i] = i; cols = 1; next }
+        ($(c["op"]) == "stage-prefill" || $(c["op"]) == "stage-decode") && $(c["status"]) == "PASS" {
+            v = $(c["variant"])
+            if (!(v in tag)) order[n++] = v
+            tag[v] = $(c["dtype"]) ", rel. L2 " sprintf("%.1e", $(c["rel_l2_err"]))
+            if ($(c["op"]) == "stage-prefill") pre[v] = $(c["median_ms"]); else dec[v] = $(c["median_ms"])
+            shape = $(c["shape"])
+        }
+        END {
+            for (i = 0; i < n; ++i)
+                if ((order[i] in pre) && (order[i] in dec)) printf "%s %s %s \"%s\"\n", order[i], pre[order[i]], dec[order[i]], tag[order[i]]
+            print shape > "/dev/stderr"
+        }' "$1" >"$dat" 2>"$dat.shape" || die 2 "cannot read the stage rows of $1"
+    [[ -s $dat ]] || return 0
+    render stages stages.gp "data=$(gp_str "$dat")
+        plot_title=$(gp_lines "The model stage by stage at $(cat "$dat.shape"), batch 1" "$origin")"
+}
+
 # One run's plots: speed, speedup and roofline.
 render_run() { # render_run CSV
     local op dtype unit date ngpus
@@ -352,6 +378,7 @@ render_run() { # render_run CSV
         speedup_plot "$op" "$dtype"
     done < <(awk '!seen[$1, $2]++ { print $1, $2 }' "$data/run/groups")
     roofline_plot
+    stages_plot "$1"
 }
 
 # "commit C, YYYY-MM-DD HH:MM" for a run's title line, to the minute: two runs

@@ -253,7 +253,8 @@ function number_shapes(    i, j, k, key, m, list, w1, w2, tmp, parts) {
 {
     if (split_csv($0, f) != ncols)
         fail("line " NR ": field count differs from the header")
-    if (f[col["status"]] == "PASS" && f[col["median_ms"]] != "")
+    # The model's stage rows have their own chart (render.sh's stages_plot).
+    if (f[col["status"]] == "PASS" && f[col["median_ms"]] != "" && f[col["op"]] !~ /^stage-/)
         keep_row(f)
 }
 

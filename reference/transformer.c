@@ -92,7 +92,7 @@ static void encode(const kb_tf_model *m, int Ts, double *x, const scratch *s)
     const int d = c->d_model;
     for (int l = 0; l < c->enc_layers; ++l) {
         const kb_tf_layer *L = &m->enc[l];
-        attention(&L->self_attn, c->heads, d, x, Ts, x, Ts, 0, s, s->delta);
+        attention(&L->self_attn, c->heads, d, x, Ts, x, Ts, c->enc_causal, s, s->delta);
         add_norm(x, s->delta, Ts, d, &L->norm1, c->eps);
         ffn(L, Ts, d, c->d_ff, x, s->hidden, s->delta);
         add_norm(x, s->delta, Ts, d, &L->norm2, c->eps);

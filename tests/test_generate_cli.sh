@@ -27,7 +27,6 @@ ids() { grep '^generated ids:' stdout; }
 small=(--d-model 32 --layers 2 --heads 4 --kv-heads 2 --d-ff 48 --vocab 97)
 expect 2 "the GPU path needs head_dim a multiple of 16 up to 128" "${small[@]}"
 expect 2 "the GPU path needs d_model, d_ff and heads x head_dim multiples of 8" --d-model 64 --heads 4 --d-ff 60
-expect 2 "--logits-out writes the C reference's logits: add --cpu-only" --logits-out x.npy
 expect 2 "--append is for the GPU run: drop --cpu-only" --cpu-only --append x.csv
 expect 2 "--no-ceilings is for the GPU run: drop --cpu-only" --cpu-only --no-ceilings
 expect 2 "cannot read missing.csv" --append missing.csv

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tools/reference_run.sh's plumbing, with a stand-in for kbench (no GPU
 # here): one CSV per GPU under results/<gpu>/ that replaces the GPU's earlier
-# runs and keeps other GPUs', the model rows (transformer and Llama)
+# runs and keeps other GPUs', the model rows (transformer, Llama, stages)
 # appended, the steps timed, and
 # a failed sweep that leaves no CSV failing the run and removing nothing.
 #   tests/test_reference_run.sh SOURCE_ROOT
@@ -40,7 +40,7 @@ runs=(repo/results/h100/*.csv)
 [[ ${#runs[@]} -eq 1 && ${runs[0]} == repo/results/h100/kbench-*.csv && ${runs[0]} != *old* ]] ||
     fail "results/h100 holds ${runs[*]}, not one new run"
 [[ -f repo/results/a100/kbench-other.csv ]] || fail "another GPU's run was removed"
-[[ $(wc -l <"${runs[0]}") -eq $(($(wc -l <"$template") + 6)) ]] || fail "the run lacks the six model rows (transformer, Llama)"
+[[ $(wc -l <"${runs[0]}") -eq $(($(wc -l <"$template") + 7)) ]] || fail "the run lacks the seven model rows (transformer, Llama, stages)"
 grep -q '^== sweep: exit 0 after [0-9]* s$' log || fail "the sweep step's time is not printed: $(cat log)"
 grep -q 'PyTorch rows: skipped' log || fail "the PyTorch step did not skip without PyTorch: $(cat log)"
 
@@ -52,7 +52,7 @@ rc=$?
 pair=(repo/results/h100-x2/*.csv)
 [[ $rc -eq 0 && ${#pair[@]} -eq 1 && -f ${pair[0]} ]] || fail "two GPUs did not make one run in results/h100-x2: $(cat log)"
 grep -q '^== tensor-parallel FFN: exit 0' log || fail "two GPUs did not run the tensor-parallel FFN: $(cat log)"
-[[ $(wc -l <"${runs[0]}") -eq $(($(wc -l <"$template") + 6)) ]] || fail "the two-GPU run replaced the one-GPU run"
+[[ $(wc -l <"${runs[0]}") -eq $(($(wc -l <"$template") + 7)) ]] || fail "the two-GPU run replaced the one-GPU run"
 rm bin/nvidia-smi
 
 FAKE_FAIL=1 PATH=$work/bin bash repo/tools/reference_run.sh "$work/fake-kbench" >log 2>&1

@@ -172,6 +172,34 @@ printf '<!-- report-across:begin -->\nold\n<!-- report-across:end -->\n' >across
 report 0 across.csv --across --readme across.md
 grep -q tp_overlap across.md && ! grep -q old across.md || fail "--across --readme: $(cat across.md)"
 
+# --stages: the model's stage table from one run's stage rows, each stage's
+# prefill and decode, the share of the copy ceiling from its bytes, its error;
+# a FAIL shows its reason; stage rows never enter the results table.
+cat >stages.csv <<EOF
+# gpu: NVIDIA H100 80GB HBM3
+# date: 2026-01-04T00:00:00Z
+# ceiling_mem_gb_s: 3000
+${header},rel_l2_err,tol_at_max_err,reason
+stage-prefill,basic,f32,f32,30x576x9x3x1536x49152x512t,1e12,6e8,40.0,0.5,,compute,cold,PASS,2e-6,1e-4,
+stage-decode,basic,f32,f32,30x576x9x3x1536x49152x512t,1e12,6e8,20.0,0.5,,compute,cold,PASS,2e-6,1e-4,
+stage-prefill,paper,f32,f32,30x576x9x3x1536x49152x512t,1e12,6e8,10.0,0.5,,compute,cold,FAIL,3e-3,1e-4,logits rel. L2 3e-3 over the bound
+stage-decode,paper,f32,f32,30x576x9x3x1536x49152x512t,1e12,6e8,,,,,cold,FAIL,3e-3,1e-4,logits rel. L2 3e-3 over the bound
+stage-prefill,fast,bf16,bf16,30x576x9x3x1536x49152x512t,1e11,3e8,2.0,0.5,,compute,cold,PASS,5e-3,6.25e-2,
+stage-decode,fast,bf16,bf16,30x576x9x3x1536x49152x512t,3e8,3e8,0.5,0.5,,memory,cold,PASS,5e-3,6.25e-2,
+matmul,warptile,f32,f32,1024x1024x1024,2147483648,12582912,0.080,0.5,50.0,compute,cold,PASS,,,
+EOF
+report 0 stages.csv --stages
+grep -q '^| basic | f32 | 40.00 ms | 20.000 ms | 50 | 1.0% | 2.0e-06 (≤ 1e-04) |$' out &&
+    grep -q '^| paper | f32 | FAIL: logits rel. L2 3e-3 over the bound |' out &&
+    grep -q '^| fast | bf16 | 2.00 ms | 0.500 ms | 2000 | 20.0% | 5.0e-03 (≤ 6e-02) |$' out &&
+    ! grep -q '^| modern' out &&
+    grep -q '^At 30 layers, d_model 576, 9 heads (3 KV heads in modern and fast), d_ff 1536, vocab 49152, tied embeddings; a 512-token prompt' out ||
+    fail "--stages: got $(cat out)"
+report 0 stages.csv
+grep -q stage- out && fail "stage rows in the results table: $(cat out)"
+bad_input "old.csv has no stage-decode row" old.csv --stages
+bad_input "report takes one of --across and --stages" stages.csv --stages --across
+
 # The committed README's tables are what the committed runs give.
 if [[ -n $root ]]; then
     report 0 "$root"/results/h100/*.csv
@@ -182,6 +210,12 @@ if [[ -n $root ]]; then
     sed -n '/<!-- report-across:begin -->/,/<!-- report-across:end -->/p' "$root/README.md" | sed '1d;$d' >committed
     diff committed out >/dev/null ||
         fail "README.md's table across GPUs is stale; regenerate it: kbench report --across results/h200-x2/*.csv --readme README.md"
+    if grep -q '<!-- report-stages:begin -->' "$root/README.md"; then
+        report 0 --stages "$root"/results/h100/*.csv
+        sed -n '/<!-- report-stages:begin -->/,/<!-- report-stages:end -->/p' "$root/README.md" | sed '1d;$d' >committed
+        diff committed out >/dev/null ||
+            fail "README.md's stage table is stale; regenerate it: kbench report --stages results/h100/*.csv --readme README.md"
+    fi
 fi
 
 [[ $failures -eq 0 ]] && echo "all report checks passed"

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # The reference run of this machine's GPU in one command: the default sweep
 # of every op with measured ceilings and energy windows (--energy), the
-# transformer's rows, the Llama-style model's (kb_llama_rows), and
-# PyTorch's rows where PyTorch sees a GPU, into one
+# transformer's rows, the Llama-style model's (kb_llama_rows), the model's
+# four stages (`kbench model stages`), and PyTorch's rows where PyTorch sees a GPU, into one
 # CSV, results/<gpu>/kbench-<date>.csv (<gpu>-x<N> on a machine of N GPUs,
 # whose sweep is dealt over all of them and adds the collectives across
 # them and the tensor-parallel FFN at 8192 tokens, d 8192, ff 32768),
 # which replaces that GPU's earlier runs (git keeps them); then its plots in
-# plots/<gpu>/ and, with --readme, the README's results table from it.
+# plots/<gpu>/ and, with --readme, the README's results and stage tables from it.
 #   bash tools/reference_run.sh [--readme] [KBENCH]   (default: build/'s, built first)
 # `ninja -C build bench` runs it.
 # Each step says how long it took.  Exit 1 when a step failed; the CSV is
@@ -40,6 +40,7 @@ if ((gpus > 1)); then
 fi
 kb_step model kb_model_rows "$kbench" "$csv" || rc=1
 kb_step "Llama model" kb_llama_rows "$kbench" "$csv" || rc=1
+kb_step "model stages" "$kbench" model stages --append "$csv" || rc=1
 if kb_has_torch; then
     kb_step "PyTorch ops" python3 peers/torch_peers.py "$csv" --max-time 0.3 || rc=1
     if ((gpus > 1)); then
@@ -65,5 +66,6 @@ echo "== wrote $dest"
 kb_step plots bash plots/render.sh --optional "$dest" || rc=1
 if ((readme)); then
     kb_step "README table" "$kbench" report "$dest" --readme README.md || rc=1
+    ((gpus > 1)) || kb_step "README stage table" "$kbench" report "$dest" --stages --readme README.md || rc=1
 fi
 exit $rc

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# kbench model stages: every refusal is one line and exit 2 before any work
+# (the GPU is never opened), help exits 0, and without a GPU it exits 1
+# with one line.  No GPU needed.
+#   bash tests/test_stages_cli.sh KBENCH
+source "$(dirname "$(realpath "$0")")/shell_test.sh" "$1"
+
+# refused PATTERN ARGS...: exit 2, exactly one stderr line matching, no stdout.
+refused() {
+    local pattern=$1
+    shift
+    expect_rc 2 model stages "$@"
+    [[ $(wc -l <err) -eq 1 && ! -s out ]] && grep -q -- "$pattern" err ||
+        fail "model stages $*: want one stderr line matching '$pattern', got: $(cat out err)"
+}
+
+refused "unknown flag '--fast' for model stages" --fast
+refused "--layers needs a value" --layers
+refused "--layers needs an integer from 1 to 65536, got '0'" --layers 0
+refused "--d-model needs an integer from 1 to 1073741824, got '5x'" --d-model 5x
+refused "--prompt-len needs an integer from 1 to 1048576" --prompt-len 99999999
+refused "--d-model 100 is not a multiple of --heads 3" --d-model 100 --heads 3
+refused "--heads 9 is not a multiple of --kv-heads 2" --kv-heads 2
+refused "--d-model / --heads = 9 is odd" --d-model 81 --heads 9
+refused "over 2^40 weights" --d-model 1073741824 --heads 1 --kv-heads 1 --vocab 1073741824
+refused "--seed needs an integer from 0 to 2^64-1, got '-1'" --seed -1
+refused "--stages takes basic, paper, modern and fast, comma-separated; got 'basic,slow'" --stages basic,slow
+refused "--stages takes basic" --stages basic,
+refused "cannot read missing.csv" --append missing.csv
+echo "not a kbench csv" >bad.csv
+refused "bad.csv" --append bad.csv
+
+expect_rc 0 model stages --help
+grep -q "^usage: kbench model stages" out || fail "--help: $(cat out)"
+CUDA_VISIBLE_DEVICES= expect_rc 1 model stages --layers 1 --d-model 64 --heads 4 --kv-heads 2 --d-ff 64 --vocab 97
+grep -q "no CUDA device found" err || fail "no GPU: $(cat err)"
+
+[[ $failures -eq 0 ]] && echo "all stages CLI checks passed"
+exit $((failures > 0))
