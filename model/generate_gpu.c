@@ -35,6 +35,7 @@ typedef struct {
     kb_stats prefill, graph, stream; /* ms; decode per token */
     kb_nvml_window clocks[3];        /* NVML readings after each timed run: prefill, graph, stream */
     int steps;            /* decode steps timed per run (0: none) */
+    int checked;          /* tokens whose logits the check compared */
     kb_ceilings ceil;
 } gpu_run;
 
@@ -137,6 +138,7 @@ static const char *check(gpu_run *r, const kb_llama_model *m, const int *prompt,
     const double tol = kb_model_bf16_rel_l2_tolerance();
     *pass = worst <= tol;
     r->check = (kb_check){.rel_l2_err = worst, .worst_tol = tol, .pass = *pass, .nonfinite = !isfinite(worst)};
+    r->checked = n + steps;
     printf("check: the first %d prompt tokens and %d generated against the C reference (bf16-rounded weights, "
            "%.1f s): worst step's logits rel. L2 %.2e (tolerance %.2e), greedy picks equal %d of %d: %s\n",
            n, steps, omp_get_wtime() - t0, worst, tol, agree, steps, *pass ? "PASS" : "FAIL");
@@ -287,6 +289,8 @@ static kb_result llama_row(const gpu_run *r, const kb_llama_config *c, int T, in
     row.flops = flops;
     row.bytes = bytes;
     row.check = r->check;
+    row.rows_checked = r->checked;
+    row.rows_total = T + r->steps + 1;
     row.status = r->check.pass ? KB_PASS : KB_FAIL;
     row.timed = row.status == KB_PASS;
     row.time_ms = *st;
@@ -385,6 +389,7 @@ static void fast_result(const gpu_run *r, const kb_llama_config *c, int T, kb_st
     res->rel_l2 = r->check.rel_l2_err;
     res->tolerance = r->check.worst_tol;
     res->pass = r->check.pass;
+    res->checked_tokens = r->checked;
     res->clocks = r->clocks[1];
     snprintf(res->how, sizeof res->how, "KV cache; the step as one CUDA graph");
 }

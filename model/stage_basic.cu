@@ -547,6 +547,7 @@ static const char *check(Basic *g, const kb_basic_model *m, const int *prompt, k
         err = "out of host memory for the reference";
     if (!err) {
         r->rel_l2 = fmax(worst_row(h.pre, h.ref, t, g->vocab), worst_row(h.dec, h.ref, last, g->vocab));
+        r->checked_tokens = last;
         r->pass = r->rel_l2 <= r->tolerance && picks_agree(h.ids, h.ref, t - 1, last, g->vocab, r->tolerance);
     }
     free(h.ids);

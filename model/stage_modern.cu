@@ -591,6 +591,7 @@ extern "C" int kb_stage_modern(const kb_stage_shape *shape, kb_stage_result *r, 
     }
     g->sh = *shape;
     const int checked = check_prompt(shape) + KB_STAGE_CHECK_STEPS;
+    r->checked_tokens = checked;
     g->max_n = shape->prompt;
     g->max_len = shape->prompt + shape->tokens > checked ? shape->prompt + shape->tokens : checked;
     cudaStream_t s = NULL;

@@ -281,6 +281,7 @@ int kb_stage_paper(const kb_stage_shape *shape, kb_stage_result *r, char *err, s
     const int checked = check_prompt(shape) + KB_STAGE_CHECK_STEPS;
     p.max_len = shape->prompt + shape->tokens > checked ? shape->prompt + shape->tokens : checked;
     memset(r, 0, sizeof *r);
+    r->checked_tokens = checked;
     cudaStream_t s = NULL;
     const char *why = refusal(shape);
     if (!why)

@@ -203,6 +203,8 @@ static kb_result stage_row(const kb_stage_shape *s, int op, int stage, const sta
     row.flops = op ? r->decode_flops : r->prefill_flops;
     row.bytes = r->decode_bytes;
     row.check = (kb_check){.rel_l2_err = r->rel_l2, .worst_tol = r->tolerance, .pass = r->pass};
+    row.rows_checked = r->checked_tokens;
+    row.rows_total = s->prompt + s->tokens;
     row.status = r->pass ? KB_PASS : KB_FAIL;
     row.timed = r->pass;
     row.time_ms = op ? r->decode : r->prefill;

@@ -47,6 +47,7 @@ typedef struct {
     double rel_l2;         /* the worst logits' rel. L2 error vs the stage's C reference */
     double tolerance;      /* the bound rel_l2 was held to (harness/tolerance.c) */
     int pass;              /* rel_l2 <= tolerance, and no NaN or Inf anywhere checked */
+    int checked_tokens;    /* the tokens whose logits the check compared */
     char how[96];          /* one line on how it decodes, e.g. "recomputes the sequence" */
     kb_nvml_window clocks; /* NVML readings after its timed runs (the command fills it) */
 } kb_stage_result;
