@@ -8,6 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "harness/harness.h"
+#include "model/bpe.h"
+#include "model/gguf.h"
 #include "model/llama.h"
 #include "model/npy.h"
 #include "model/tokenizer.h"
@@ -168,6 +170,195 @@ static void tokenizer(void)
     kb_vocab_free(&v);
 }
 
+/* ---- GGUF seeds: one-layer Llamas (tied F32, untied F32, tied with Q4_1 and Q8_0) with a
+ * SmolLM-style byte-level BPE tokenizer, each loading in full.  kbench has no GGUF writer, so
+ * this is a compact one. */
+
+static void le(FILE *f, uint64_t v, int n)
+{
+    for (int i = 0; i < n; ++i)
+        fputc((int)(v >> 8 * i & 0xFF), f);
+}
+
+static void gstr(FILE *f, const char *s)
+{
+    le(f, strlen(s), 8);
+    fputs(s, f);
+}
+
+/* A key, its value type and (bytes > 0) a number of that size; *n counts the keys. */
+static void gkey(FILE *f, int *n, const char *key, uint32_t type, uint64_t value, int bytes)
+{
+    gstr(f, key);
+    le(f, type, 4);
+    le(f, value, bytes);
+    ++*n;
+}
+
+static void gu32(FILE *f, int *n, const char *key, uint32_t v) { gkey(f, n, key, KB_GGUF_U32, v, 4); }
+
+static void gf32(FILE *f, int *n, const char *key, float v)
+{
+    uint32_t u;
+    memcpy(&u, &v, 4);
+    gkey(f, n, key, KB_GGUF_F32, u, 4);
+}
+
+static void gtext(FILE *f, int *n, const char *key, const char *v)
+{
+    gkey(f, n, key, KB_GGUF_STRING, 0, 0);
+    gstr(f, v);
+}
+
+/* An array's key, element type and count (the elements follow). */
+static void garray(FILE *f, int *n, const char *key, uint32_t elem, uint64_t count)
+{
+    gkey(f, n, key, KB_GGUF_ARRAY, elem, 4);
+    le(f, count, 8);
+}
+
+static unsigned gnext(uint32_t *s)
+{
+    *s = *s * 1664525u + 1013904223u;
+    return *s >> 24;
+}
+
+/* bytes of F32, Q8_0 or Q4_1 data: small values from s. */
+static void gdata(FILE *f, uint32_t type, uint64_t bytes, uint32_t *s)
+{
+    const int q8 = type == KB_GGML_Q8_0, q4 = type == KB_GGML_Q4_1, per = q8 ? 34 : q4 ? 20 : 4;
+    for (uint64_t b = 0; b < bytes / per; ++b) {
+        if (q8 || q4)
+            le(f, kb_f32_to_f16(q8 ? 1 / 256.0f : 1 / 64.0f), 2);
+        if (q4)
+            le(f, kb_f32_to_f16(-0.125f), 2);
+        for (int j = 0; j < per - (q8 ? 2 : q4 ? 4 : per); ++j)
+            fputc((int)gnext(s), f);
+        if (!q8 && !q4) {
+            const float v = (float)gnext(s) / 512 - 0.25f;
+            uint32_t u;
+            memcpy(&u, &v, 4);
+            le(f, u, 4);
+        }
+    }
+}
+
+/* Tokens: three specials (bos 1, eos 2), the 256 of GPT-2's byte alphabet,
+ * then what the merges make ("Hello", "Ġworld"). */
+static void gtokenizer(FILE *f, int *n)
+{
+    static const char *const specials[] = {"<|endoftext|>", "<|im_start|>", "<|im_end|>"};
+    static const char *const merges[] = {"H e", "l l", "He ll", "Hell o", "\xc4\xa0 w", "o r", "\xc4\xa0w or", "l d",
+                                         "\xc4\xa0wor ld"};
+    const int nm = sizeof merges / sizeof *merges, nt = 3 + 256 + nm;
+    gtext(f, n, "tokenizer.ggml.model", "gpt2");
+    gtext(f, n, "tokenizer.ggml.pre", "smollm");
+    garray(f, n, "tokenizer.ggml.tokens", KB_GGUF_STRING, (uint64_t)nt);
+    for (int i = 0; i < 3; ++i)
+        gstr(f, specials[i]);
+    for (unsigned b = 0, next = 256; b < 256; ++b) {
+        const unsigned cp = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174 ? b : next++;
+        const char s[3] = {(char)(cp < 128 ? cp : 0xC0 | cp >> 6), (char)(cp < 128 ? 0 : 0x80 | (cp & 0x3F)), 0};
+        gstr(f, s);
+    }
+    for (int i = 0; i < nm; ++i) {
+        char s[32];
+        const char *space = strchr(merges[i], ' ');
+        snprintf(s, sizeof s, "%.*s%s", (int)(space - merges[i]), merges[i], space + 1);
+        gstr(f, s);
+    }
+    garray(f, n, "tokenizer.ggml.merges", KB_GGUF_STRING, (uint64_t)nm);
+    for (int i = 0; i < nm; ++i)
+        gstr(f, merges[i]);
+    garray(f, n, "tokenizer.ggml.token_type", KB_GGUF_I32, (uint64_t)nt);
+    for (int i = 0; i < nt; ++i)
+        le(f, i < 3 ? KB_TOKEN_CONTROL : KB_TOKEN_NORMAL, 4);
+    gu32(f, n, "tokenizer.ggml.bos_token_id", 1);
+    gu32(f, n, "tokenizer.ggml.eos_token_id", 2);
+}
+
+/* One GGUF v3 file: F32 weights, but Q4_1 attn_output and Q8_0 ffn_down
+ * when quant; head_dim hd > 0 given as key_length (else d / heads). */
+static void gguf_seed(const char *name, int d, int ff, int heads, int kv, int hd, int untied, int quant)
+{
+    const int64_t V = 3 + 256 + 9, h = hd ? hd : d / heads, qd = heads * h, kvd = kv * h;
+    const struct {
+        const char *name;
+        int64_t ne0, ne1; /* ne1 0: a vector */
+        uint32_t quant;
+    } w[] = {{"token_embd.weight", d, V, 0},         {"blk.0.attn_norm.weight", d, 0, 0},
+             {"blk.0.attn_q.weight", d, qd, 0},      {"blk.0.attn_k.weight", d, kvd, 0},
+             {"blk.0.attn_v.weight", d, kvd, 0},     {"blk.0.attn_output.weight", qd, d, KB_GGML_Q4_1},
+             {"blk.0.ffn_norm.weight", d, 0, 0},     {"blk.0.ffn_gate.weight", d, ff, 0},
+             {"blk.0.ffn_up.weight", d, ff, 0},      {"blk.0.ffn_down.weight", ff, d, KB_GGML_Q8_0},
+             {"output_norm.weight", d, 0, 0},        {"output.weight", d, V, 0}};
+    const int nt = untied ? 12 : 11;
+    char *kvs = NULL;
+    size_t kv_len = 0;
+    int n = 0;
+    FILE *k = open_memstream(&kvs, &kv_len);
+    if (!k)
+        die("out of memory");
+    gtext(k, &n, "general.architecture", "llama");
+    gu32(k, &n, "llama.block_count", 1);
+    gu32(k, &n, "llama.context_length", 64);
+    gu32(k, &n, "llama.embedding_length", (uint32_t)d);
+    gu32(k, &n, "llama.feed_forward_length", (uint32_t)ff);
+    gu32(k, &n, "llama.attention.head_count", (uint32_t)heads);
+    gu32(k, &n, "llama.attention.head_count_kv", (uint32_t)kv);
+    gf32(k, &n, "llama.attention.layer_norm_rms_epsilon", 1e-5f);
+    if (hd) {
+        gu32(k, &n, "llama.attention.key_length", (uint32_t)hd);
+        gu32(k, &n, "llama.attention.value_length", (uint32_t)hd);
+        gu32(k, &n, "llama.rope.dimension_count", (uint32_t)hd);
+    }
+    if (untied) {
+        gf32(k, &n, "llama.rope.freq_base", 100000);
+        gu32(k, &n, "llama.vocab_size", (uint32_t)V);
+    }
+    gtokenizer(k, &n);
+    fclose(k);
+    FILE *f = fopen(path_of("gguf", name), "wb");
+    if (!f)
+        die("cannot write a seed");
+    fputs("GGUF", f);
+    le(f, 3, 4);
+    le(f, (uint64_t)nt, 8);
+    le(f, (uint64_t)n, 8);
+    fwrite(kvs, 1, kv_len, f);
+    free(kvs);
+    uint64_t bytes[12], off = 0;
+    for (int i = 0; i < nt; ++i) {
+        const uint32_t type = quant ? w[i].quant : KB_GGML_F32;
+        const uint64_t rows = w[i].ne1 ? (uint64_t)w[i].ne1 : 1;
+        bytes[i] = rows * (uint64_t)(type == KB_GGML_Q8_0 ? w[i].ne0 / 32 * 34
+                                     : type == KB_GGML_Q4_1 ? w[i].ne0 / 32 * 20 : w[i].ne0 * 4);
+        gstr(f, w[i].name);
+        le(f, w[i].ne1 ? 2 : 1, 4);
+        le(f, (uint64_t)w[i].ne0, 8);
+        if (w[i].ne1)
+            le(f, (uint64_t)w[i].ne1, 8);
+        le(f, type, 4);
+        le(f, off, 8);
+        off += (bytes[i] + 31) / 32 * 32;
+    }
+    uint32_t s = 1;
+    for (int i = 0; i < nt; ++i) {
+        while (ftell(f) % 32)
+            fputc(0, f);
+        gdata(f, quant ? w[i].quant : KB_GGML_F32, bytes[i], &s);
+    }
+    if (fclose(f) != 0)
+        die("cannot write a seed");
+}
+
+static void gguf(void)
+{
+    gguf_seed("tied.gguf", 8, 12, 2, 1, 0, 0, 0);
+    gguf_seed("untied.gguf", 8, 16, 2, 2, 0, 1, 0);
+    gguf_seed("quant.gguf", 8, 32, 2, 1, 16, 0, 1);
+}
+
 /* Command lines as the README and tests give them, NUL-separated. */
 #define LINE(text) {text, sizeof text - 1}
 static void cli(void)
@@ -210,5 +401,6 @@ int main(int argc, char **argv)
     shapes();
     tokenizer();
     cli();
+    gguf();
     return 0;
 }
