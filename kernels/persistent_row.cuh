@@ -35,7 +35,7 @@
  * only on lower rows.  Dynamic shared memory starts on a 128-byte line.
  *
  * Each variant's header has its measured line (the reference run,
- * results/h100/kbench-20261126-075732.csv) and its gap to the limit; the
+ * results/h100/kbench-20261126-084316.csv) and its gap to the limit; the
  * experiments that shaped this file are in docs/notes/softmax-layernorm.md.
  *
  * This header holds the kernel and a variant's setup; the rest is in

@@ -189,9 +189,9 @@ stage-decode,fast,bf16,bf16,30x576x9x3x1536x49152x512t,3e8,3e8,0.5,0.5,,memory,c
 matmul,warptile,f32,f32,1024x1024x1024,2147483648,12582912,0.080,0.5,50.0,compute,cold,PASS,,,
 EOF
 report 0 stages.csv --stages
-grep -q '^| basic | f32 | 40.00 ms | 20.000 ms | 50 | 1.0% | 2.0e-06 (≤ 1e-04) |$' out &&
+grep -q '^| basic | f32 | 40.00 ms | 20.000 ms | 50 | 1.0% | PASS, 2.0e-06 (≤ 1e-04) |$' out &&
     grep -q '^| paper | f32 | FAIL: logits rel. L2 3e-3 over the bound |' out &&
-    grep -q '^| fast | bf16 | 2.00 ms | 0.500 ms | 2000 | 20.0% | 5.0e-03 (≤ 6e-02) |$' out &&
+    grep -q '^| fast | bf16 | 2.00 ms | 0.500 ms | 2000 | 20.0% | PASS, 5.0e-03 (≤ 6e-02) |$' out &&
     ! grep -q '^| modern' out &&
     grep -q '^At 30 layers, d_model 576, 9 heads (3 KV heads in modern and fast), d_ff 1536, vocab 49152, tied embeddings; a 512-token prompt' out ||
     fail "--stages: got $(cat out)"

@@ -23,11 +23,11 @@
  * 16 up to 128; any B, H, Tq, Tk.
  *
  * Builds on flash_f32: the same algorithm on the tensor cores.
- * Measured (results/h100/kbench-20261126-075732.csv; % of the run's 803 TFLOP/s
- * bf16 ceiling): 381.3 TFLOP/s at 2x16x4096x4096x128 (47.5%), 312.2 at
- * 4x16x4096x4096x64 (38.9%), 379.4 at 4x16x8192x8192x128 (47.3%), 363.7 at
- * ..128c (45.3%); PyTorch's bf16 SDPA in the same run: 586, 479, 705 and 645
- * (ours 0.54-0.65x).
+ * Measured (results/h100/kbench-20261126-084316.csv; % of the run's 774 TFLOP/s
+ * bf16 ceiling): 384.5 TFLOP/s at 2x16x4096x4096x128 (49.7%), 313.2 at
+ * 4x16x4096x4096x64 (40.5%), 363.4 at 4x16x8192x8192x128 (46.9%), 345.6 at
+ * ..128c (44.6%); PyTorch's bf16 SDPA in the same run: 556, 476, 672 and 622
+ * (ours 0.54-0.69x).
  * Gap to the limit: mma.sync tops out near 2/3 of the wgmma rate that the
  * ceiling's cuBLAS GEMM uses, and the softmax's FP32/MUFU work and the
  * ldmatrix traffic share its issue slots.  History:

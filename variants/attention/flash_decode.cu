@@ -14,13 +14,16 @@
  * query heads that share it.
  *   Pass 1: 4 warps; each warp takes every fourth 32-key tile of the chunk
  *   through its own 2-stage cp.async buffer (rows padded by 16 bytes:
- *   conflict-free 16-byte reads).  Scores: lane = key, the query rows (fp32,
+ *   conflict-free 16-byte reads), evict-first in L2: K and V are read once,
+ *   so they replace their own lines rather than dirty ones whose write-back
+ *   they would pay for.  Scores: lane = key, the query rows (fp32,
  *   pre-scaled by scale * log2(e)) broadcast from shared memory.  Online
  *   softmax per row in exp2 with warp max; P to shared memory; O += P V with
  *   lane = D/32 consecutive output columns.  The 4 warps' states are merged
  *   in shared memory at the end.
  *   The merge, in the group's last block: M = max m_s,
- *   O = sum_s O_s 2^(m_s - M) / sum_s l_s 2^(m_s - M).
+ *   O = sum_s O_s 2^(m_s - M) / sum_s l_s 2^(m_s - M), with the chunks'
+ *   weights in shared memory and every column's loads in flight at once.
  * Causal (bottom-right, query i sees keys j <= i + Tk - Tq) is a per-row key
  * limit; a row that sees no key keeps m = -inf and l = 0 and is written as
  * zeros.  Shapes: Tq <= 16 (more is a prefill: SKIP), D a multiple of 8 up
@@ -28,13 +31,15 @@
  *
  * Builds on flash_bf16 (the online softmax), with the split over keys in
  * place of the split over query rows, which decoding does not have.
- * Measured (results/h100/kbench-20261126-075732.csv, cold L2, % of the
- * run's 3009 GB/s copy ceiling): 1814 GB/s (60%) at 1x32x1x32768x128x8,
- * 2545 (85%) at Tk = 131072, 2051 (68%) at 8x32x1x8192x128x8, 2807 (93%)
- * at 64x32x1x8192x128x8; PyTorch's SDPA 1928, 2772, 2479 and 2993.
- * Gap to the limit: 60% at 1x32x1x32768x128x8 against issue 16's 80%: the
- * short row pays for the L2 flush's dirty lines and (then) a second launch,
- * since folded into the last block. */
+ * Measured (results/h100/kbench-20261126-084316.csv, cold L2, % of the
+ * run's 3008 GB/s copy ceiling): 2036 GB/s (68%) at 1x32x1x32768x128x8,
+ * 2524 (84%) at Tk = 131072, 2154 (72%) at 8x32x1x8192x128x8, 2753 (92%)
+ * at 64x32x1x8192x128x8; PyTorch's SDPA in the same run 1369 (noisy: 1928
+ * the run before), 2298, 2174 and 2913.
+ * Gap to the limit: 68% at 1x32x1x32768x128x8 against issue 16's 80%: per
+ * key work, ~1300 instructions a warp per 32-key tile (counted, not
+ * profiled) at 2 warps a scheduler (docs/notes/attention.md); tensor-core
+ * tiles are the next rung. */
 #include <stdint.h>
 #include <cuda_bf16.h>
 #include "kernels/attention.h"

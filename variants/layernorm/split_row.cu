@@ -19,9 +19,9 @@
  * row, the row in its registers): no cluster to place, and six waiting
  * blocks per SM instead of two.
  * Prediction: ~85-90% of the copy ceiling from 1024x32768 to 128x262144.
- * Measured (results/h100/kbench-20261126-075732.csv, H100, cold L2): 2,469 GB/s
- * at 1024x32768, 82.1% of the run's 3009 GB/s memory ceiling, 98.25x naive;
- * 2,357 GB/s (78.3%) at 128x262144, 751.54x naive.
+ * Measured (results/h100/kbench-20261126-084316.csv, H100, cold L2): 2,463 GB/s
+ * at 1024x32768, 81.9% of the run's 3008 GB/s memory ceiling, 98.91x naive;
+ * 2,354 GB/s (78.3%) at 128x262144, 750.35x naive.
  * Gap to the limit: 18 points at 1024x32768, 22 at 128x262144: as for softmax
  * split_row (each block's chain of dependent round trips, its shared memory
  * idle while it waits), plus the second pass over the chunk and the gamma and

@@ -9,11 +9,11 @@
  * operands swapped, m = N, n = M.
  *
  * Builds on cublas_bf16: the same library GEMM through cuBLASLt.
- * Measured (results/h100/kbench-20261126-075732.csv, H100, cold L2): 793.3
- * TFLOP/s at 4096^3 and 800.7 at 8192^3 (that row power-capped at 1485 MHz),
- * 98.8% and 99.7% of the run's 803 TFLOP/s bf16 tensor ceiling, 1.00x
+ * Measured (results/h100/kbench-20261126-084316.csv, H100, cold L2): 776.3
+ * TFLOP/s at 4096^3 and 773.7 at 8192^3 (that row power-capped at 1541 MHz),
+ * 100.3% and 99.9% of the run's 774 TFLOP/s bf16 tensor ceiling, 1.00x
  * cublas_bf16 at both.
- * Gap to the limit: about a point to the measured ceiling; 74-75% of the 1071
+ * Gap to the limit: none to the measured ceiling; 72-73% of the 1071
  * TFLOP/s datasheet figure at 1980 MHz.  History: docs/notes/matmul.md. */
 #include <stdlib.h>
 #include <cublasLt.h>
