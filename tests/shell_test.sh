@@ -22,3 +22,19 @@ expect_rc() {
     local rc=$?
     [[ $rc -eq $code ]] || fail "kbench $* -> rc=$rc (want $code): $(cat out err)"
 }
+
+# expect_line CODE PATTERN ARGS...: kbench ARGS, its stdout in stdout and
+# stderr in stderr; fail unless it exits CODE with one stderr line matching
+# PATTERN and, when it refuses (2), printed nothing before.
+expect_line() {
+    local code=$1 pattern=$2
+    shift 2
+    "$kbench" "$@" >stdout 2>stderr
+    local rc=$? lines
+    lines=$(wc -l <stderr)
+    if [[ $rc -ne $code || $lines -ne 1 ]] || ! grep -q -- "$pattern" stderr; then
+        fail "kbench $* -> rc=$rc (want $code), stderr ($lines lines): $(cat stderr)"
+    fi
+    [[ $code -eq 2 && -s stdout ]] && fail "kbench $* printed before refusing: $(cat stdout)"
+    return 0
+}

@@ -6,17 +6,7 @@
 # --save loads back with --weights and generates the same ids and logits.
 source "$(dirname "$(realpath "$0")")/shell_test.sh" "$1"
 
-expect() { # expect CODE PATTERN ARGS...
-    local code=$1 pattern=$2
-    shift 2
-    "$kbench" model generate "$@" >stdout 2>stderr
-    local rc=$? lines
-    lines=$(wc -l <stderr)
-    if [[ $rc -ne $code || $lines -ne 1 ]] || ! grep -q -- "$pattern" stderr; then
-        fail "kbench model generate $* -> rc=$rc (want $code), stderr ($lines lines): $(cat stderr)"
-    fi
-    [[ $code -eq 2 && -s stdout ]] && fail "kbench model generate $* printed before refusing: $(cat stdout)"
-}
+expect() { expect_line "$1" "$2" model generate "${@:3}"; } # expect CODE PATTERN ARGS...
 
 gen() { # gen ARGS...: a --cpu-only run that must succeed
     "$kbench" model generate --cpu-only "$@" >stdout 2>stderr || fail "kbench model generate $*: $(cat stderr)"

@@ -6,17 +6,7 @@
 # tokenize's ids and decoding agree with each other.
 source "$(dirname "$(realpath "$0")")/shell_test.sh" "$1"
 
-expect() { # expect CODE PATTERN ARGS...: kbench model ARGS
-    local code=$1 pattern=$2
-    shift 2
-    "$kbench" model "$@" >stdout 2>stderr
-    local rc=$? lines
-    lines=$(wc -l <stderr)
-    if [[ $rc -ne $code || $lines -ne 1 ]] || ! grep -q -- "$pattern" stderr; then
-        fail "kbench model $* -> rc=$rc (want $code), stderr ($lines lines): $(cat stderr)"
-    fi
-    [[ $code -eq 2 && -s stdout ]] && fail "kbench model $* printed before refusing: $(cat stdout)"
-}
+expect() { expect_line "$1" "$2" model "${@:3}"; } # expect CODE PATTERN ARGS...
 
 echo "not a gguf file at all" >bad.gguf
 expect 2 "give the model as --weights DIR or --gguf FILE, not both" generate --cpu-only --gguf x.gguf --weights d

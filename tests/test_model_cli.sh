@@ -5,16 +5,7 @@
 # the output as they should; with no GPU the GPU path says so and exits 1.
 source "$(dirname "$(realpath "$0")")/shell_test.sh" "$1"
 
-expect() { # expect CODE PATTERN ARGS...
-    local code=$1 pattern=$2
-    shift 2
-    "$kbench" model "$@" >stdout 2>stderr
-    local rc=$? lines
-    lines=$(wc -l <stderr)
-    if [[ $rc -ne $code || $lines -ne 1 ]] || ! grep -q -- "$pattern" stderr; then
-        fail "kbench model $* -> rc=$rc (want $code), stderr ($lines lines): $(cat stderr)"
-    fi
-}
+expect() { expect_line "$1" "$2" model "${@:3}"; } # expect CODE PATTERN ARGS...
 
 run_cpu() { # run_cpu OUT.npy ARGS...: a --cpu-only run that must succeed
     local out=$1

@@ -6,13 +6,7 @@
 source "$(dirname "$(realpath "$0")")/shell_test.sh" "$1"
 
 # refused PATTERN ARGS...: exit 2, exactly one stderr line matching, no stdout.
-refused() {
-    local pattern=$1
-    shift
-    expect_rc 2 model stages "$@"
-    [[ $(wc -l <err) -eq 1 && ! -s out ]] && grep -q -- "$pattern" err ||
-        fail "model stages $*: want one stderr line matching '$pattern', got: $(cat out err)"
-}
+refused() { expect_line 2 "$1" model stages "${@:2}"; }
 
 refused "unknown flag '--fast' for model stages" --fast
 refused "--layers needs a value" --layers
@@ -32,8 +26,8 @@ refused "bad.csv" --append bad.csv
 
 expect_rc 0 model stages --help
 grep -q "^usage: kbench model stages" out || fail "--help: $(cat out)"
-CUDA_VISIBLE_DEVICES= expect_rc 1 model stages --layers 1 --d-model 64 --heads 4 --kv-heads 2 --d-ff 64 --vocab 97
-grep -q "no CUDA device found" err || fail "no GPU: $(cat err)"
+CUDA_VISIBLE_DEVICES= expect_line 1 "no CUDA device found" model stages --layers 1 --d-model 64 --heads 4 --kv-heads 2 \
+    --d-ff 64 --vocab 97
 
 [[ $failures -eq 0 ]] && echo "all stages CLI checks passed"
 exit $((failures > 0))
