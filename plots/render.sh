@@ -343,7 +343,8 @@ stages_plot() { # stages_plot CSV
         ($(c["op"]) == "stage-prefill" || $(c["op"]) == "stage-decode") && $(c["status"]) == "PASS" {
             v = $(c["variant"])
             if (!(v in tag)) order[n++] = v
-            tag[v] = $(c["dtype"]) ", rel. L2 " sprintf("%.1e", $(c["rel_l2_err"]))
+            e = $(c["rel_l2_err"])  # empty in runs from before the stage rows recorded it
+            tag[v] = $(c["dtype"]) (e == "" ? ", check PASS" : ", rel. L2 " sprintf("%.1e", e))
             if ($(c["op"]) == "stage-prefill") pre[v] = $(c["median_ms"]); else dec[v] = $(c["median_ms"])
             shape = $(c["shape"])
         }
