@@ -49,7 +49,7 @@ static int parse_int(const char *flag, const char *val, long lo, long hi, int *o
     const long v = strtol(val, &end, 10);
     if (errno || end == val || *end || v < lo || v > hi || !isdigit((unsigned char)*val))
         return kb_fail(err, errlen, "%s needs an integer from %ld to %ld, got '%s'", flag, lo, hi,
-                    kb_quote(val, q, sizeof q));
+                       kb_quote(val, q, sizeof q));
     *out = (int)v;
     return 0;
 }
@@ -75,7 +75,7 @@ static int parse_ids(kb_generate_opts *o, const char *list, char *err, size_t er
         const long v = isdigit((unsigned char)*s) ? strtol(s, &end, 10) : -1;
         if (v < 0 || errno || v > INT_MAX || (*end != ',' && *end != '\0'))
             return kb_fail(err, errlen, "--prompt-ids needs token ids from 0 to 2^31-1, comma-separated, got '%s'",
-                        kb_quote(list, q, sizeof q));
+                           kb_quote(list, q, sizeof q));
         o->prompt[o->n_prompt++] = (int)v;
         s = end + (*end == ',');
     }
@@ -160,7 +160,7 @@ static int parse_flag(int argc, char **argv, int *i, kb_generate_opts *o, char *
             return parse_dtype(o, val, err, errlen);
     } else
         return kb_fail(err, errlen, "unknown option '%s' for kbench model generate (see kbench help)",
-                    kb_quote(a, q, sizeof q));
+                       kb_quote(a, q, sizeof q));
     return 0;
 }
 
@@ -170,7 +170,7 @@ static int check_combinations(const kb_generate_opts *o, char *err, size_t errle
         return kb_fail(err, errlen, "give the model as --weights DIR or --gguf FILE, not both");
     if ((o->weights || o->gguf) && (o->d_model || o->layers || o->heads || o->kv_heads || o->d_ff || o->vocab || o->tied))
         return kb_fail(err, errlen, "the %s sets the model: drop --d-model, --layers, --heads, --kv-heads, "
-                    "--d-ff, --vocab and --tied", o->gguf ? "GGUF file" : "checkpoint");
+                       "--d-ff, --vocab and --tied", o->gguf ? "GGUF file" : "checkpoint");
     if (o->prompt && o->prompt_len)
         return kb_fail(err, errlen, "give the prompt as --prompt-ids or its length as --prompt-len, not both");
     if (o->text && (o->prompt || o->prompt_len))
@@ -254,7 +254,7 @@ static int flag_config(const kb_generate_opts *o, int seq, kb_llama_config *c, c
         return kb_fail(err, errlen, "--d-model / --heads = %d is odd; RoPE rotates pairs", c->head_dim);
     if (kb_llama_weight_count(c) < 0)
         return kb_fail(err, errlen, "--d-model %d, --layers %d, --d-ff %d and --vocab %d make over 2^40 weights, the "
-                    "most kbench allocates", d, c->layers, c->d_ff, c->vocab);
+                       "most kbench allocates", d, c->layers, c->d_ff, c->vocab);
     return kb_llama_config_check(c, "the flags", err, errlen);
 }
 
@@ -275,7 +275,7 @@ static int check_host_memory(const kb_generate_opts *o, const kb_llama_config *c
     if (have <= 0 || need <= have)
         return 0;
     return kb_fail(err, errlen, "the weights, KV cache, activations and logits need %.1f GiB of host memory; this host has %.1f GiB",
-                need, have);
+                   need, have);
 }
 
 typedef struct {
@@ -339,14 +339,14 @@ static int prepare(int argc, char **argv, kb_generate_opts *o, run_setup *r, cha
         c = r->m.cfg;
     if (seq > c.max_pos)
         return kb_fail(err, errlen, "the prompt (%d tokens) and --tokens %d need %d positions; the model has "
-                    "max_position_embeddings %d", r->T, o->tokens, seq, c.max_pos);
+                       "max_position_embeddings %d", r->T, o->tokens, seq, c.max_pos);
     for (int i = 0; i < o->n_prompt; ++i)
         if (o->prompt[i] >= c.vocab)
             return kb_fail(err, errlen, "--prompt-ids: id %d is outside the vocabulary of %d", o->prompt[i], c.vocab);
     const char *unfit = o->cpu_only ? NULL : kb_llama_gpu_unfit(&c);
     if (unfit)
         return kb_fail(err, errlen, "%s; this model has d_model %d, d_ff %d, heads %d, head_dim %d (--cpu-only runs it)",
-                    unfit, c.d_model, c.d_ff, c.heads, c.head_dim);
+                       unfit, c.d_model, c.d_ff, c.heads, c.head_dim);
     if (check_host_memory(o, &c, r->T, seq, err, errlen) != 0)
         return -1;
     if (!o->weights && !o->gguf && kb_llama_init_random(&r->m, &c, o->seed) != 0)

@@ -21,20 +21,20 @@
  * then the MLP, X = ReLU(X' Wup^T + b_up) Wdown^T + b_down (two matmuls,
  * each followed by a bias kernel, ReLU in the first), and the LM head
  * logits (t x vocab) = X Wout^T.  The embedding lives once on the device,
- * as Emb^T (n x vocab), the LM head's operand when tied; the gather kernel
- * reads a token's column of it.
+ * as Emb^T (n x vocab), the LM head's operand when tied; kb_stage_embed
+ * (model/stage_gpu.h, shared with the other fp32 stages) reads a token's
+ * column of it.
  *
  * The registry's variants, found by name in the op tables and set up once
  * before anything runs (as model/forward_gpu.cu does): matmul `cublas`
  * (the op's fp32 baseline, plain fp32 math, its best fp32 row; the
  * hand-written double_buffered's 128x256 tiles leave most SMs idle at
  * these t x 64 products) and softmax `vectorized` (a row in registers,
- * -inf gives 0).  No variant adds a bias across rows, masks, transposes
- * or gathers without positional encodings (embed adds them), so those are
- * the small kernels here.
+ * -inf gives 0).  No variant adds a bias across rows, masks or
+ * transposes, so those are the small kernels here.
  *
  * Decoding recomputes the sequence: step s runs the whole forward over the
- * prompt and the s + 1 tokens chosen so far, then an argmax kernel writes
+ * prompt and the s + 1 tokens chosen so far, then kb_stage_argmax writes
  * the greedy next id into the device's id buffer (no host round trip).
  *
  * The check (at a reduced length, since the reference runs in double on
@@ -59,24 +59,16 @@
 #include "kernels/cuda_util.h"
 #include "kernels/matmul.h"
 #include "kernels/softmax.h"
+#include "model/stage_gpu.h"
 #include "model/stages.h"
 #include "reference/basic.h"
 
 
 static const char *const kMatmul = "cublas", *const kSoftmax = "vectorized";
-constexpr int kCheckPrompt = 32, kCheckSteps = 3;
+constexpr int kCheckSteps = 3; /* fewer than the other stages: each step recomputes the sequence */
 constexpr int kPrefillRuns = 5, kDecodeRuns = 3;
 
 /* ---- kernels ------------------------------------------------------------------------- */
-
-/* x[p][k] = embT[k][ids[p]]: token p's column of the embedding. */
-__global__ void gather_kernel(const int *__restrict__ ids, const float *__restrict__ embT, int T, int n, int vocab,
-                              float *__restrict__ x)
-{
-    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < (int64_t)T * n)
-        x[i] = embT[(int64_t)(i % n) * vocab + ids[i / n]];
-}
 
 /* out (C x R) = in (R x C)^T. */
 __global__ void transpose_kernel(const float *__restrict__ in, int R, int C, float *__restrict__ out)
@@ -112,47 +104,12 @@ __global__ void bias_kernel(float *y, const float *__restrict__ b, int R, int C,
     y[i] = relu ? fmaxf(v, 0.0f) : v;
 }
 
-constexpr int kArgmaxThreads = 1024;
-
-/* ids[out] = the first index of row's largest value (one block). */
-__global__ void argmax_kernel(const float *__restrict__ row, int n, int *ids, int out)
-{
-    __shared__ float best_v[kArgmaxThreads / 32];
-    __shared__ int best_i[kArgmaxThreads / 32];
-    float v = -INFINITY;
-    int at = n; /* past the end: loses every tie */
-    for (int i = threadIdx.x; i < n; i += blockDim.x)
-        if (row[i] > v || at == n)
-            v = row[i], at = i;
-    for (int off = 16; off > 0; off >>= 1) {
-        const float ov = __shfl_down_sync(0xffffffffu, v, off);
-        const int oi = __shfl_down_sync(0xffffffffu, at, off);
-        if (ov > v || (ov == v && oi < at))
-            v = ov, at = oi;
-    }
-    if (threadIdx.x % 32 == 0)
-        best_v[threadIdx.x / 32] = v, best_i[threadIdx.x / 32] = at;
-    __syncthreads();
-    if (threadIdx.x != 0)
-        return;
-    for (int w = 1; w < (int)blockDim.x / 32; ++w)
-        if (best_v[w] > v || (best_v[w] == v && best_i[w] < at))
-            v = best_v[w], at = best_i[w];
-    ids[out] = at;
-}
-
 static unsigned blocks_for(int64_t n) { return (unsigned)KB_CEIL_DIV(n, 256); }
 
 /* ---- the stage's state --------------------------------------------------------------- */
 
 namespace {
 
-/* A variant of the op tables and the context its setup made. */
-struct Call {
-    const kb_variant *v;
-    void *ctx;
-    bool ready;
-};
 struct HeadW {
     const float *q, *k, *vd, *vu; /* Wq^T, Wk^T, Wvd^T (n x l), Wvu^T (l x n) */
 };
@@ -164,7 +121,7 @@ struct Basic {
     int n, l, ff, vocab, heads, layers;
     int prompt, tokens, max_t; /* max_t: the longest sequence a forward runs */
     cudaStream_t s;
-    Call mm, sm;
+    kb_stage_call mm, sm;
     float *weights, *acts;
     int *ids; /* max_t + 1: the last pick has a slot */
     HeadW *head; /* layers x heads */
@@ -235,8 +192,7 @@ static const char *mlp(Basic *g, const LayerW &w, int T)
 /* logits (T x vocab) of ids[0..T). */
 static const char *forward(Basic *g, int T)
 {
-    gather_kernel<<<blocks_for((int64_t)T * g->n), 256, 0, g->s>>>(g->ids, g->embT, T, g->n, g->vocab, g->x);
-    KB_TRY(launched());
+    KB_TRY(kb_stage_embed(g->ids, T, g->embT, g->vocab, g->n, 1.0f, NULL, g->x, g->s));
     for (int layer = 0; layer < g->layers; ++layer) {
         KB_TRY(attention(g, layer, T));
         KB_TRY(mlp(g, g->layer[layer], T));
@@ -248,8 +204,7 @@ static const char *forward(Basic *g, int T)
 static const char *step(Basic *g, int T)
 {
     KB_TRY(forward(g, T));
-    argmax_kernel<<<1, kArgmaxThreads, 0, g->s>>>(g->logits + (int64_t)(T - 1) * g->vocab, g->vocab, g->ids, T);
-    return launched();
+    return kb_stage_argmax(g->logits + (int64_t)(T - 1) * g->vocab, g->vocab, g->ids + T, g->s);
 }
 
 /* Decode steps tokens from a sequence of `from` ids: each a full recompute. */
@@ -388,29 +343,8 @@ static const char *allocate(Basic *g, int tied)
 
 /* ---- the variants ---------------------------------------------------------------------------- */
 
-/* Variant `name` of op `op_name`, refused when missing, not fp32 or too
- * new for this GPU. */
-static const char *find(const char *op_name, const char *name, const kb_variant **out)
-{
-    static char why[256];
-    const kb_op *op = kb_find_op(op_name);
-    const kb_variant *v = op ? kb_find_variant(op, name) : NULL;
-    int dev = 0, major = 0, minor = 0;
-    KB_TRY(kb_cuda_status(cudaGetDevice(&dev)));
-    KB_TRY(kb_cuda_status(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev)));
-    KB_TRY(kb_cuda_status(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev)));
-    const char *no = !v ? "not in this build" : v->dtype != KB_F32 ? "not fp32"
-                     : v->min_cc > major * 10 + minor ? "too new for this GPU" : NULL;
-    if (no) {
-        snprintf(why, sizeof why, "%s %s: %s", op_name, name, no);
-        return why;
-    }
-    *out = v;
-    return NULL;
-}
-
 /* NULL when c's variant runs shape s, else one line why not. */
-static const char *refused(const Call &c, const char *op_name, kb_shape s)
+static const char *refused(const kb_stage_call &c, const char *op_name, kb_shape s)
 {
     static char why[256];
     const char *no = c.v->unsupported ? c.v->unsupported(&s) : NULL;
@@ -433,39 +367,22 @@ static const char *fits(const Basic *g)
     return NULL;
 }
 
-static const char *setup(Call *c, const kb_variant *v, const void *args)
-{
-    static char why[256];
-    const char *no = v->setup ? v->setup(args, &c->ctx) : NULL;
-    if (no) {
-        snprintf(why, sizeof why, "%s setup: %s", v->name, no);
-        return why;
-    }
-    c->v = v;
-    c->ready = true;
-    return NULL;
-}
-
 /* Both variants' setups are shape-free (cuBLAS's handle; none for the
  * softmax), so one setup serves every length a forward runs. */
 static const char *setup_variants(Basic *g)
 {
-    const kb_variant *mv, *sv;
-    KB_TRY(find("matmul", kMatmul, &mv));
-    KB_TRY(find("softmax", kSoftmax, &sv));
     kb_matmul_args ma = {};
     ma.M = ma.N = ma.K = g->max_t, ma.A = g->x, ma.B = g->x, ma.C = g->h;
     const kb_softmax_args sa = {g->max_t, g->max_t, g->sc, g->p};
-    KB_TRY(setup(&g->mm, mv, &ma));
-    KB_TRY(setup(&g->sm, sv, &sa));
+    KB_TRY(kb_stage_call_setup(&g->mm, "matmul", kMatmul, &ma));
+    KB_TRY(kb_stage_call_setup(&g->sm, "softmax", kSoftmax, &sa));
     return fits(g);
 }
 
 static void destroy(Basic *g)
 {
-    for (Call *c : {&g->mm, &g->sm})
-        if (c->ready && c->v->teardown)
-            c->v->teardown(c->ctx);
+    kb_stage_call_teardown(&g->mm);
+    kb_stage_call_teardown(&g->sm);
     if (g->s)
         cudaStreamDestroy(g->s);
     cudaFree(g->weights);
@@ -538,7 +455,7 @@ static const char *gpu_check_run(Basic *g, const int *prompt, int t, Host *h)
 /* The check at the reduced length into r->rel_l2 and r->pass. */
 static const char *check(Basic *g, const kb_basic_model *m, const int *prompt, kb_stage_result *r)
 {
-    const int t = g->prompt < kCheckPrompt ? g->prompt : kCheckPrompt, last = t + kCheckSteps;
+    const int t = g->prompt < KB_STAGE_CHECK_PROMPT ? g->prompt : KB_STAGE_CHECK_PROMPT, last = t + kCheckSteps;
     const size_t cells = (size_t)last * g->vocab;
     Host h = {(int *)malloc(sizeof(int) * (size_t)(last + 1)), (float *)malloc(sizeof(float) * cells),
               (float *)malloc(sizeof(float) * cells), (double *)malloc(sizeof(double) * cells)};
@@ -636,7 +553,8 @@ extern "C" int kb_stage_basic(const kb_stage_shape *shape, kb_stage_result *r, c
     Basic g = {};
     g.n = shape->d_model, g.heads = shape->heads, g.l = g.n / g.heads, g.ff = shape->d_ff, g.vocab = shape->vocab;
     g.layers = shape->layers, g.prompt = shape->prompt, g.tokens = shape->tokens;
-    g.max_t = g.prompt + g.tokens > kCheckPrompt + kCheckSteps ? g.prompt + g.tokens : kCheckPrompt + kCheckSteps;
+    const int checked = KB_STAGE_CHECK_PROMPT + kCheckSteps;
+    g.max_t = g.prompt + g.tokens > checked ? g.prompt + g.tokens : checked;
     why = run(&g, shape, r);
     destroy(&g);
     if (why) {

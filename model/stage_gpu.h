@@ -1,5 +1,5 @@
-/* What the fp32 stages of model/stages.h (paper: model/stage_paper.c,
- * modern: model/stage_modern.cu) share: device memory that is counted
+/* What the fp32 stages of model/stages.h (basic: model/stage_basic.cu,
+ * paper: model/stage_paper.c, modern: model/stage_modern.cu) share: device memory that is counted
  * against the free memory before any of it is allocated and freed as one
  * list on every path, weights staged on the host in the layout the
  * cuBLASLt products read, the token embedding and the greedy pick as
@@ -21,6 +21,10 @@ extern "C" {
  * shorter prompt), then decode steps teacher-forced on the GPU's picks. */
 #define KB_STAGE_CHECK_PROMPT 32
 #define KB_STAGE_CHECK_STEPS 8
+static inline int kb_stage_check_prompt(const kb_stage_shape *sh)
+{
+    return sh->prompt < KB_STAGE_CHECK_PROMPT ? sh->prompt : KB_STAGE_CHECK_PROMPT;
+}
 /* Timed runs of the prefill and of the decode (after a warm-up). */
 #define KB_STAGE_RUNS 5
 
@@ -76,6 +80,17 @@ const char *kb_stage_embed(const int *ids, int n, const float *table_t, int voca
                            float *x, cudaStream_t s);
 /* *out = the index of the largest logit, the first on ties (greedy). */
 const char *kb_stage_argmax(const float *logits, int n, int *out, cudaStream_t s);
+
+/* A variant of the op tables, by name, and the context its setup made. */
+typedef struct {
+    const kb_variant *v;
+    void *ctx;
+    int ready; /* set up: teardown owed */
+} kb_stage_call;
+/* Find variant `name` of `op` (refused when not in this build, not fp32, or
+ * too new for this GPU) and run its setup with args.  NULL, or one line. */
+const char *kb_stage_call_setup(kb_stage_call *c, const char *op, const char *name, const void *args);
+void kb_stage_call_teardown(kb_stage_call *c);
 
 /* ||got - ref|| / ||ref||, infinite when got has a NaN or Inf. */
 double kb_stage_rel_l2(const float *got, const float *ref, int64_t n);

@@ -107,12 +107,6 @@ struct Products {
     int M;
     kb_lt_product qkv, o, gu, down;
 };
-/* A registry variant and the context its setup made. */
-struct Call {
-    const kb_variant *v;
-    void *ctx;
-    bool ready;
-};
 
 struct Modern {
     kb_stage_shape sh;
@@ -128,16 +122,11 @@ struct Modern {
     cublasLtHandle_t lt;
     Products pre, dec;
     kb_lt_product head;
-    Call attn, norm;
+    kb_stage_call attn, norm;
     kb_stage_mem mem;
 };
 
 }  // namespace
-
-static int check_prompt(const kb_stage_shape *sh)
-{
-    return sh->prompt < KB_STAGE_CHECK_PROMPT ? sh->prompt : KB_STAGE_CHECK_PROMPT;
-}
 
 /* ---- weights ------------------------------------------------------------------------- */
 
@@ -204,31 +193,6 @@ static void lay_out(void *user, kb_stage_block *b)
 
 /* ---- device set-up ------------------------------------------------------------------- */
 
-static const char *setup_call(Call *c, const char *op, const char *name, const void *args)
-{
-    static char why[192];
-    const kb_op *o = kb_find_op(op);
-    c->v = o ? kb_find_variant(o, name) : NULL;
-    if (!c->v) {
-        snprintf(why, sizeof why, "the %s variant %s is not in this build", op, name);
-        return why;
-    }
-    const char *no = c->v->setup ? c->v->setup(args, &c->ctx) : NULL;
-    if (no) {
-        snprintf(why, sizeof why, "%s %s setup: %s", op, name, no);
-        return why;
-    }
-    c->ready = true;
-    return NULL;
-}
-
-static void teardown_call(Call *c)
-{
-    if (c->ready && c->v->teardown)
-        c->v->teardown(c->ctx);
-    c->ready = false;
-}
-
 /* A launch's shape: H query heads over Hkv KV heads, causal. */
 static kb_shape attention_shape(const kb_llama_config *c, int H, int Hkv, int Tq, int Tk)
 {
@@ -294,8 +258,8 @@ static void tear_down(Modern *g)
     destroy_products(&g->pre);
     destroy_products(&g->dec);
     kb_lt_destroy(&g->head);
-    teardown_call(&g->attn);
-    teardown_call(&g->norm);
+    kb_stage_call_teardown(&g->attn);
+    kb_stage_call_teardown(&g->norm);
     if (g->lt)
         cublasLtDestroy(g->lt);
     kb_stage_free(&g->mem);
@@ -343,9 +307,9 @@ static const char *set_up(Modern *g)
         return "cannot create a cuBLASLt handle";
     kb_attention_args a = {};
     a.B = 1, a.H = c->heads / c->kv_heads, a.Tq = 1, a.Tk = 1, a.D = c->head_dim, a.Hkv = 1;
-    KB_TRY(setup_call(&g->attn, "attention", ATTENTION_VARIANT, &a));
+    KB_TRY(kb_stage_call_setup(&g->attn, "attention", ATTENTION_VARIANT, &a));
     const kb_rmsnorm_args r = {g->max_n, c->d_model, (float)c->eps, g->x, g->final_norm, g->h};
-    KB_TRY(setup_call(&g->norm, "rmsnorm", NORM_VARIANT, &r));
+    KB_TRY(kb_stage_call_setup(&g->norm, "rmsnorm", NORM_VARIANT, &r));
     KB_TRY(plan(g, &g->dec, 1));
     return kb_lt_plan(&g->head, g->lt, CUBLAS_COMPUTE_32F, CUDA_R_32F, 1, c->vocab, c->d_model,
                       CUBLASLT_EPILOGUE_DEFAULT, NULL, g->hl, g->head_t, g->logits);
@@ -492,7 +456,7 @@ static const char *reference_steps(const Modern *g, int P, const int *ids, float
 
 static const char *check(Modern *g, cudaStream_t s, double *worst)
 {
-    const int P = check_prompt(&g->sh), S = KB_STAGE_CHECK_STEPS;
+    const int P = kb_stage_check_prompt(&g->sh), S = KB_STAGE_CHECK_STEPS;
     const size_t V = (size_t)g->m.cfg.vocab;
     int *ids = (int *)malloc(sizeof(int) * (P + S));
     float *got = (float *)malloc(sizeof(float) * 2 * (S + 1) * V), *want = got ? got + (S + 1) * V : NULL;
@@ -590,7 +554,7 @@ extern "C" int kb_stage_modern(const kb_stage_shape *shape, kb_stage_result *r, 
         return -1;
     }
     g->sh = *shape;
-    const int checked = check_prompt(shape) + KB_STAGE_CHECK_STEPS;
+    const int checked = kb_stage_check_prompt(shape) + KB_STAGE_CHECK_STEPS;
     r->checked_tokens = checked;
     g->max_n = shape->prompt;
     g->max_len = shape->prompt + shape->tokens > checked ? shape->prompt + shape->tokens : checked;

@@ -43,11 +43,6 @@ typedef struct {
     kb_lt_product lm;
 } paper;
 
-static int check_prompt(const kb_stage_shape *sh)
-{
-    return sh->prompt < KB_STAGE_CHECK_PROMPT ? sh->prompt : KB_STAGE_CHECK_PROMPT;
-}
-
 /* ---- weights ------------------------------------------------------------------ */
 
 /* E with variance 1/d (uniform in +-sqrt(3/d)), so sqrt(d) E is of PE's
@@ -199,7 +194,7 @@ static const char *gpu_steps(paper *p, int P, int *ids, float *got, cudaStream_t
  * GPU's tokens: one forward over them all, causal, gives every step's. */
 static const char *check(paper *p, cudaStream_t s, double *worst)
 {
-    const int P = check_prompt(&p->sh), S = KB_STAGE_CHECK_STEPS;
+    const int P = kb_stage_check_prompt(&p->sh), S = KB_STAGE_CHECK_STEPS;
     const size_t V = (size_t)p->V;
     int *ids = malloc(sizeof(int) * (P + S));
     float *got = malloc(sizeof(float) * 2 * (S + 1) * V), *want = got ? got + (S + 1) * V : NULL;
@@ -278,7 +273,7 @@ static const char *measure(paper *p, cudaStream_t s, kb_stage_result *r)
 int kb_stage_paper(const kb_stage_shape *shape, kb_stage_result *r, char *err, size_t errlen)
 {
     paper p = {.sh = *shape, .d = shape->d_model, .V = shape->vocab};
-    const int checked = check_prompt(shape) + KB_STAGE_CHECK_STEPS;
+    const int checked = kb_stage_check_prompt(shape) + KB_STAGE_CHECK_STEPS;
     p.max_len = shape->prompt + shape->tokens > checked ? shape->prompt + shape->tokens : checked;
     memset(r, 0, sizeof *r);
     r->checked_tokens = checked;

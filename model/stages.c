@@ -66,7 +66,7 @@ static int parse_stages(const char *val, stages_opts *o, char *err, size_t errle
                 o->only[i] = found = 1;
         if (!found)
             return kb_fail(err, errlen, "--stages takes basic, paper, modern and fast, comma-separated; got '%s'",
-                        kb_quote(val, q, sizeof q));
+                           kb_quote(val, q, sizeof q));
         if (!p[n])
             return 0;
         p += n + 1;
