@@ -153,6 +153,13 @@ static double decode_bytes(const kb_llama_config *c, double ctx)
     return 2.0 * ((double)kb_llama_weight_count(c) + kv);
 }
 
+/* FLOPs of a decode step at context ctx: every weight once (2 a weight) and
+ * attention over the cache. */
+static double decode_flops(const kb_llama_config *c, double ctx)
+{
+    return 2.0 * (double)kb_llama_weight_count(c) + 4.0 * c->layers * c->heads * c->head_dim * ctx;
+}
+
 /* FLOPs of a prefill of n tokens: every product, attention under the
  * causal mask (half the square), the LM head for the last position only. */
 static double prefill_flops(const kb_llama_config *c, int n)
@@ -308,8 +315,7 @@ static const char *append_rows(const gpu_run *r, const kb_llama_config *c, int T
     static char err[512];
     kb_result rows[3];
     int n = 0;
-    const double per_token = 2.0 * (double)kb_llama_weight_count(c) +
-                             4.0 * c->layers * c->heads * c->head_dim * (T + r->steps / 2.0);
+    const double per_token = decode_flops(c, T + r->steps / 2.0);
     rows[n++] = llama_row(r, c, T, 0, 0, &r->prefill, prefill_flops(c, T), 2.0 * (double)kb_llama_weight_count(c));
     if (r->steps > 0) {
         rows[n++] = llama_row(r, c, T, 1, 1, &r->graph, per_token, decode_bytes(c, T + r->steps / 2.0));
@@ -324,6 +330,19 @@ static const char *append_rows(const gpu_run *r, const kb_llama_config *c, int T
         return err;
     printf("added %d rows to %s\n", n, path);
     return NULL;
+}
+
+static void gpu_run_free(gpu_run *r)
+{
+    if (r->step)
+        cudaGraphExecDestroy(r->step);
+    if (r->t0)
+        cudaEventDestroy(r->t0);
+    if (r->t1)
+        cudaEventDestroy(r->t1);
+    if (r->s)
+        cudaStreamDestroy(r->s);
+    kb_llama_gpu_destroy(r->g);
 }
 
 int kb_generate_gpu(kb_llama_model *m, const int *prompt, int T, const kb_generate_opts *o)
@@ -349,33 +368,12 @@ int kb_generate_gpu(kb_llama_model *m, const int *prompt, int T, const kb_genera
         kb_generate_print_text(o, out, tokens);
     } else
         fprintf(stderr, "kbench: %s\n", err);
-    if (r.step)
-        cudaGraphExecDestroy(r.step);
-    if (r.t0)
-        cudaEventDestroy(r.t0);
-    if (r.t1)
-        cudaEventDestroy(r.t1);
-    if (r.s)
-        cudaStreamDestroy(r.s);
-    kb_llama_gpu_destroy(r.g);
+    gpu_run_free(&r);
     free(out);
     return err || !pass ? KB_EXIT_FAIL : 0;
 }
 
 /* ---- the fast stage of `kbench model stages` ---- */
-
-static void gpu_run_free(gpu_run *r)
-{
-    if (r->step)
-        cudaGraphExecDestroy(r->step);
-    if (r->t0)
-        cudaEventDestroy(r->t0);
-    if (r->t1)
-        cudaEventDestroy(r->t1);
-    if (r->s)
-        cudaStreamDestroy(r->s);
-    kb_llama_gpu_destroy(r->g);
-}
 
 static void fast_result(const gpu_run *r, const kb_llama_config *c, int T, kb_stage_result *res)
 {
@@ -383,8 +381,7 @@ static void fast_result(const gpu_run *r, const kb_llama_config *c, int T, kb_st
     res->prefill = r->prefill;
     res->decode = r->graph;
     res->prefill_flops = prefill_flops(c, T);
-    res->decode_flops = 2.0 * (double)kb_llama_weight_count(c) +
-                        4.0 * c->layers * c->heads * c->head_dim * (T + r->steps / 2.0);
+    res->decode_flops = decode_flops(c, T + r->steps / 2.0);
     res->decode_bytes = decode_bytes(c, T + r->steps / 2.0);
     res->rel_l2 = r->check.rel_l2_err;
     res->tolerance = r->check.worst_tol;
