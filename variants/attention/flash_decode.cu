@@ -31,11 +31,11 @@
  *
  * Builds on flash_bf16 (the online softmax), with the split over keys in
  * place of the split over query rows, which decoding does not have.
- * Measured (results/h100/kbench-20261126-084316.csv, cold L2, % of the
- * run's 3008 GB/s copy ceiling): 2036 GB/s (68%) at 1x32x1x32768x128x8,
- * 2524 (84%) at Tk = 131072, 2154 (72%) at 8x32x1x8192x128x8, 2753 (92%)
- * at 64x32x1x8192x128x8; PyTorch's SDPA in the same run 1369 (noisy: 1928
- * the run before), 2298, 2174 and 2913.
+ * Measured (results/h100/kbench-20261126-095837.csv, cold L2, % of the
+ * run's 3007 GB/s copy ceiling): 2046 GB/s (68%) at 1x32x1x32768x128x8,
+ * 2533 (84%) at Tk = 131072, 2166 (72%) at 8x32x1x8192x128x8, 2717 (90%)
+ * at 64x32x1x8192x128x8; PyTorch's SDPA in the same run 2112, 2790,
+ * 1860 and 3022.
  * Gap to the limit: 68% at 1x32x1x32768x128x8 against issue 16's 80%: per
  * key work, ~1300 instructions a warp per 32-key tile (counted, not
  * profiled) at 2 warps a scheduler (docs/notes/attention.md); tensor-core

@@ -9,12 +9,13 @@
  * operands swapped, m = N, n = M.
  *
  * Builds on cublas_bf16: the same library GEMM through cuBLASLt.
- * Measured (results/h100/kbench-20261126-084316.csv, H100, cold L2): 776.3
- * TFLOP/s at 4096^3 and 773.7 at 8192^3 (that row power-capped at 1541 MHz),
- * 100.3% and 99.9% of the run's 774 TFLOP/s bf16 tensor ceiling, 1.00x
- * cublas_bf16 at both.
- * Gap to the limit: none to the measured ceiling; 72-73% of the 1071
- * TFLOP/s datasheet figure at 1980 MHz.  History: docs/notes/matmul.md. */
+ * Measured (results/h100/kbench-20261126-095837.csv, H100, cold L2): 787.1
+ * TFLOP/s at 4096^3 and 777.4 at 8192^3 (that row power-capped at 1541 MHz),
+ * 100.4% and 99.1% of the run's 784 TFLOP/s bf16 tensor ceiling, 1.00x and
+ * 0.99x cublas_bf16.
+ * Gap to the limit: none to the measured ceiling at 4096^3, a point at
+ * 8192^3; 73-74% of the 1071 TFLOP/s datasheet figure at 1980 MHz.  History:
+ * docs/notes/matmul.md. */
 #include <stdlib.h>
 #include <cublasLt.h>
 #include "kernels/lt_gemm.h"

@@ -18,11 +18,11 @@
  * variant.  Every shape runs.  Needs sm_90a, as wgmma.
  *
  * Builds on wgmma: TMA + an mbarrier per stage replace cp.async.
- * Measured (results/h100/kbench-20261126-084316.csv, cold L2): 684 TFLOP/s
- * at 4096^3 (0.88x cublas_bf16), 721 at 8192^3 (0.93x, sw_power_cap at
- * 1425 MHz), 0.61-0.67x at the transformer shapes.
- * Gap to the limit: cublas_bf16 (780 TFLOP/s at 4096^3), the run's bf16
- * ceiling 774, ~990 dense peak on H100 SXM.
+ * Measured (results/h100/kbench-20261126-095837.csv, cold L2): 695 TFLOP/s
+ * at 4096^3 (0.88x cublas_bf16), 735 at 8192^3 (0.94x, sw_power_cap at
+ * 1485 MHz), 0.61-0.64x at the transformer shapes.
+ * Gap to the limit: cublas_bf16 (786 TFLOP/s at 4096^3), the run's bf16
+ * ceiling 784, ~990 dense peak on H100 SXM.
  * What is left: both warpgroups still wait at one block barrier a tile
  * (a producer warp with empty/full barriers removes it: warp
  * specialization), only two tiles are in flight, and the epilogue stores C
