@@ -345,6 +345,93 @@ static size_t part_need(const kb_case *c, int r)
     return need;
 }
 
+/* Uploads.  The host's copies are pageable (malloc'd by make_ahead), and a
+ * cudaMemcpy from pageable memory goes through the driver's own staging at
+ * a few GB/s: most of a sweep's device alloc and upload phase.  So a large
+ * upload goes through two pinned buffers in turn: while the DMA engine
+ * drains one to the GPU, at the link's rate, a few CPU threads fill the
+ * other from the source.
+ *
+ * STAGE_BYTES, 32 MiB a buffer: one chunk's DMA takes some 0.6 ms at the
+ * ~50 GB/s of PCIe 5 x16, so a chunk's fixed costs (an event wait, an async
+ * copy, an OpenMP fork, some 10-20 us) stay a few percent of it, the first
+ * chunk's CPU copy (the one not overlapped) stays short, and the 64 MiB
+ * pinned are nothing next to the host's memory.  Uploads under STAGE_MIN
+ * gain nothing from staging and go straight.
+ *
+ * The buffers are made on the first large upload and freed by
+ * kb_case_release (a later upload makes them again).  They are portable, so
+ * they serve every GPU the process opens; a stream and its events belong to
+ * one GPU, so each GPU gets its own on its first upload, kept for the
+ * process's life as ranks.c keeps its streams.  No lock: uploads run only on
+ * the thread that runs rows (part_to_device), never on make_ahead. */
+#define STAGE_BYTES ((size_t)32 << 20)
+#define STAGE_MIN ((size_t)1 << 20)
+#define STAGE_THREADS 4 /* CPU copiers: make_ahead keeps all but two cores busy meanwhile */
+#define STAGE_GPUS 64   /* device ordinals with a stream; any beyond upload straight */
+
+static struct {
+    int failed; /* no pinned memory to be had: every upload goes straight */
+    char *buf;  /* 2 * STAGE_BYTES, pinned and portable */
+    cudaStream_t stream[STAGE_GPUS];
+    cudaEvent_t drained[STAGE_GPUS][2]; /* recorded after the copy that last read each half of buf */
+} stage;
+
+/* cudaMemcpy host to device, complete on return as cudaMemcpy's is. */
+static cudaError_t upload(void *dst, const void *src, size_t bytes)
+{
+    int dev = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e != cudaSuccess)
+        return e;
+    if (bytes < STAGE_MIN || stage.failed || dev >= STAGE_GPUS)
+        return cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice);
+    if (!stage.buf && cudaHostAlloc((void **)&stage.buf, 2 * STAGE_BYTES, cudaHostAllocPortable) != cudaSuccess) {
+        /* No pinnable memory (a locked-memory limit, say): the pageable
+         * path is slower but works, so take it from now on, and clear the
+         * error lest a later launch's check see it. */
+        cudaGetLastError();
+        stage.buf = NULL;
+        stage.failed = 1;
+        return cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice);
+    }
+    if (!stage.stream[dev])
+        e = cudaStreamCreateWithFlags(&stage.stream[dev], cudaStreamNonBlocking);
+    for (int b = 0; b < 2 && e == cudaSuccess; ++b)
+        if (!stage.drained[dev][b])
+            e = cudaEventCreateWithFlags(&stage.drained[dev][b], cudaEventDisableTiming);
+    if (e != cudaSuccess)
+        return e;
+    /* Chunk k goes through half k % 2, once the copy that last read that
+     * half is done (an event never recorded counts as done). */
+    for (size_t off = 0, k = 0; off < bytes && e == cudaSuccess; off += STAGE_BYTES, ++k) {
+        size_t n = bytes - off < STAGE_BYTES ? bytes - off : STAGE_BYTES;
+        char *pin = stage.buf + (k % 2) * STAGE_BYTES;
+        const char *from = (const char *)src + off;
+        if ((e = cudaEventSynchronize(stage.drained[dev][k % 2])) != cudaSuccess)
+            break;
+        int64_t blocks = (int64_t)((n + STAGE_MIN - 1) / STAGE_MIN);
+#pragma omp parallel for num_threads(STAGE_THREADS) schedule(static)
+        for (int64_t j = 0; j < blocks; ++j) {
+            size_t at = (size_t)j * STAGE_MIN;
+            memcpy(pin + at, from + at, n - at < STAGE_MIN ? n - at : STAGE_MIN);
+        }
+        e = cudaMemcpyAsync((char *)dst + off, pin, n, cudaMemcpyHostToDevice, stage.stream[dev]);
+        if (e == cudaSuccess)
+            e = cudaEventRecord(stage.drained[dev][k % 2], stage.stream[dev]);
+    }
+    /* Even after an error: no copy may still read a half the next upload fills. */
+    cudaError_t done = cudaStreamSynchronize(stage.stream[dev]);
+    return e != cudaSuccess ? e : done;
+}
+
+static void stage_free(void)
+{
+    if (stage.buf && cudaFreeHost(stage.buf) != cudaSuccess)
+        cudaGetLastError(); /* a broken context's error stays anyway; any other is not the next launch's */
+    stage.buf = NULL;
+}
+
 /* Part r's tensors, pristine inputs, rows (renumbered within the part) and
  * reference, allocated and uploaded on its GPU. */
 static cudaError_t part_to_device(kb_case *c, int r)
@@ -361,7 +448,7 @@ static cudaError_t part_to_device(kb_case *c, int r)
     if (e == cudaSuccess)
         e = cudaMalloc((void **)&c->drows[r], (size_t)(j1 - j0 + 1) * sizeof *rows);
     if (e == cudaSuccess)
-        e = cudaMemcpy(c->drows[r], rows, (size_t)(j1 - j0) * sizeof *rows, cudaMemcpyHostToDevice);
+        e = upload(c->drows[r], rows, (size_t)(j1 - j0) * sizeof *rows);
     free(rows);
     for (int i = 0; i < h->n && e == cudaSuccess; ++i) {
         int k = i * c->parts + r;
@@ -374,7 +461,7 @@ static cudaError_t part_to_device(kb_case *c, int r)
         if (e == cudaSuccess)
             e = cudaMalloc(copy, bytes);
         if (e == cudaSuccess)
-            e = cudaMemcpy(*copy, src, bytes, cudaMemcpyHostToDevice);
+            e = upload(*copy, src, bytes);
     }
     return e;
 }
@@ -454,6 +541,7 @@ void kb_case_release(kb_case *c)
 {
     stop_ahead();
     kb_case_free(c);
+    stage_free();
 }
 
 /* Poison with all-ones bytes: NaN in f32 and bf16. */

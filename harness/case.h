@@ -51,7 +51,8 @@ void kb_case_plan(const kb_job *jobs, int n);
 /* Whether two jobs share a case. */
 int kb_case_same(const kb_job *a, const kb_job *b);
 void kb_case_free(kb_case *c);
-/* kb_case_free, after stopping the plan's thread and dropping its cases. */
+/* kb_case_free, after stopping the plan's thread and dropping its cases;
+ * also frees the pinned buffers uploads go through (made again when needed). */
 void kb_case_release(kb_case *c);
 /* Restore the inputs and poison the outputs with NaN. */
 cudaError_t kb_case_reset(const kb_case *c);
