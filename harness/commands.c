@@ -41,8 +41,9 @@ int kb_cmd_list(FILE *f)
         fprintf(f, "%s (%s): %s\n  baseline: %s%s%s\n", op->name, op->shape_fields, op->summary, op->baseline,
                 op->baseline_bf16 ? ", bf16: " : "", op->baseline_bf16 ? op->baseline_bf16 : "");
         for (const kb_family *fam = op->families; fam->name; ++fam)
-            fprintf(f, "  family %s (%s%s%s): %s\n", fam->name, fam->axis ? "over " : "points",
-                    fam->axis ? fam->axis : "", fam->quick ? ", quick" : "", fam->sizes);
+            fprintf(f, "  family %s (%s%s%s%s): %s\n", fam->name, fam->axis ? "over " : "points",
+                    fam->axis ? fam->axis : "", fam->quick_sizes ? ", quick: " : fam->quick ? ", quick" : "",
+                    fam->quick_sizes ? fam->quick_sizes : "", fam->sizes);
         for (int j = 0; op->variants[j]; ++j) {
             const kb_variant *v = op->variants[j];
             char needs[64];

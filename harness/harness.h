@@ -196,6 +196,8 @@ typedef struct {
 /* Whether the job spans several GPUs (a distributed op or a variant with
  * min_devices > 1): it runs where all of the run's GPUs are open. */
 int kb_job_multi_device(const kb_job *job);
+/* Why a run of ngpus GPUs cannot hold the job (into why), or NULL. */
+const char *kb_job_too_few_gpus(const kb_job *job, int ngpus, char *why, size_t len);
 /* Whether comma-separated `list` holds `item` exactly (registry.c). */
 int kb_in_list(const char *list, const char *item);
 /* The family of `op` whose list holds shape s, or NULL. */
@@ -298,6 +300,7 @@ const char *kb_throttle_names(unsigned long long reasons, char *buf, size_t len)
 int kb_clock_throttled(double clock_mhz, double max_clock_mhz, unsigned long long reasons);
 /* Pure: the energy counter's delta (mJ) per launch; 0 when unknown, or when
  * the window was too short for the counter's 100 ms steps (under 1 s). */
+#define KB_ENERGY_MIN_S 1.0
 double kb_mj_per_launch(unsigned long long mj0, unsigned long long mj1, double window_s, int launches);
 /* Pure: GFLOP/J or GB/J from flops or bytes per launch; 0 when unknown. */
 double kb_per_joule(double per_launch, double mj_per_launch);
@@ -314,6 +317,10 @@ double kb_nvml_max_clock_mhz(void);  /* what kb_clock_throttled compares with */
 void kb_nvml_sample(kb_nvml_window *w);
 /* The total-energy counter in mJ; -1 when unavailable. */
 int kb_nvml_energy(unsigned long long *mj);
+/* The counter read on another thread: begin asks for a reading (0, or -1
+ * without NVML) and returns at once; begun waits for it (0 with mj, or -1). */
+int kb_nvml_energy_begin(void);
+int kb_nvml_energy_begun(unsigned long long *mj);
 
 /* ---- ceilings.c ---- */
 typedef struct {

@@ -5,15 +5,17 @@
  * failing.  Only the reading functions touch NVML; what a row reports is
  * derived by the pure functions at the top, which the CPU tests check. */
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include "harness/harness.h"
 
 /* Readings are means over a window, so a row must be long enough to hold
  * several: on the H100 both the power reading and the energy counter
  * advance in 100 ms steps.  The counter's delta over a window of T is off
- * by up to one step, 0.1 s / T of it: from 1 s on, by 10% at most. */
-#define ENERGY_MIN_S 1.0
+ * by up to one step, 0.1 s / T of it: from 1 s on (KB_ENERGY_MIN_S), by
+ * 10% at most. */
 #define CLOCK_DROP 0.05   /* a mean clock this far under the maximum is throttled */
 
 static const struct {
@@ -45,7 +47,7 @@ int kb_clock_throttled(double clock_mhz, double max_clock_mhz, unsigned long lon
 
 double kb_mj_per_launch(unsigned long long mj0, unsigned long long mj1, double window_s, int launches)
 {
-    if (launches <= 0 || mj1 <= mj0 || window_s < ENERGY_MIN_S)
+    if (launches <= 0 || mj1 <= mj0 || window_s < KB_ENERGY_MIN_S)
         return 0;
     return (double)(mj1 - mj0) / launches;
 }
@@ -183,8 +185,74 @@ void kb_nvml_sample(kb_nvml_window *w)
     kb_nvml_add(w, &r, nv.max_clock_mhz);
 }
 
-/* A call of some 4 ms on the H100: once at each end of a row's timing. */
+/* A call of some 4 ms on the H100. */
 int kb_nvml_energy(unsigned long long *mj)
 {
     return nv.lib && nv.energy(nv.dev, mj) == 0 ? 0 : -1;
+}
+
+/* The counter at a row's start, read on a thread of its own so that the
+ * timing thread does not stall 4 ms a row (7 ms a row with the end's read,
+ * a fifth of a --quick sweep).  The thread belongs to the process that
+ * started it: a forked worker starts its own. */
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    pid_t owner;         /* the process whose thread serves requests */
+    int asked, answered; /* requests made and read, in turn */
+    int ok;
+    unsigned long long mj;
+} reader = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+
+static void *read_energy_loop(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&reader.mu);
+    for (;;) {
+        while (reader.answered == reader.asked)
+            pthread_cond_wait(&reader.cv, &reader.mu);
+        pthread_mutex_unlock(&reader.mu);
+        unsigned long long mj = 0;
+        int ok = kb_nvml_energy(&mj) == 0;
+        pthread_mutex_lock(&reader.mu);
+        reader.mj = mj;
+        reader.ok = ok;
+        reader.answered = reader.asked;
+        pthread_cond_broadcast(&reader.cv);
+    }
+    return NULL;
+}
+
+int kb_nvml_energy_begin(void)
+{
+    if (!nv.lib)
+        return -1;
+    pthread_mutex_lock(&reader.mu);
+    if (reader.owner != getpid()) {
+        pthread_t t;
+        reader.asked = reader.answered = 0;
+        if (pthread_create(&t, NULL, read_energy_loop, NULL) != 0) {
+            pthread_mutex_unlock(&reader.mu);
+            return -1;
+        }
+        pthread_detach(t);
+        reader.owner = getpid();
+    }
+    while (reader.answered != reader.asked) /* the last request's answer is still coming */
+        pthread_cond_wait(&reader.cv, &reader.mu);
+    reader.asked++;
+    pthread_cond_broadcast(&reader.cv);
+    pthread_mutex_unlock(&reader.mu);
+    return 0;
+}
+
+int kb_nvml_energy_begun(unsigned long long *mj)
+{
+    pthread_mutex_lock(&reader.mu);
+    while (reader.answered != reader.asked)
+        pthread_cond_wait(&reader.cv, &reader.mu);
+    int ok = reader.ok;
+    *mj = reader.mj;
+    pthread_mutex_unlock(&reader.mu);
+    return ok ? 0 : -1;
 }

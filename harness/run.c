@@ -95,9 +95,11 @@ static void describe_failure(kb_result *r, const char *when)
                  when, r->check.rel_l2_err);
 }
 
-/* NVML over a row's timed phase: the energy counter at both ends, readings
- * at both ends and every NVML_EVERY_S between samples, never inside an
- * event pair.  Without NVML it costs nothing and reads nothing. */
+/* NVML over a row's timed phase: readings at both ends and every
+ * NVML_EVERY_S between samples, never inside an event pair; the energy
+ * counter at the start on nvml.c's own thread, and at the end only for a
+ * window long enough to count.  Without NVML it costs nothing and reads
+ * nothing. */
 typedef struct {
     kb_nvml_window w;
     unsigned long long mj0;
@@ -108,7 +110,9 @@ typedef struct {
 static void meter_start(power_meter *m)
 {
     memset(m, 0, sizeof *m);
-    m->have_mj0 = kb_nvml_energy(&m->mj0) == 0;
+    /* Read while the first samples run: some 4 ms late in a window that
+     * counts only from 1 s on, inside the counter's 100 ms steps. */
+    m->have_mj0 = kb_nvml_energy_begin() == 0;
     kb_nvml_sample(&m->w);
     m->t0 = m->last = kb_now_s();
 }
@@ -126,8 +130,11 @@ static void meter_stop(power_meter *m, int launches, kb_result *r)
 {
     unsigned long long mj1 = 0;
     kb_nvml_sample(&m->w);
-    double window = kb_now_s() - m->t0;
-    double mj = m->have_mj0 && kb_nvml_energy(&mj1) == 0 ? kb_mj_per_launch(m->mj0, mj1, window, launches) : 0;
+    double window = kb_now_s() - m->t0, mj = 0;
+    /* The end's reading only for a window that can give an energy figure. */
+    if (m->have_mj0 && window >= KB_ENERGY_MIN_S && kb_nvml_energy_begun(&m->mj0) == 0 &&
+        kb_nvml_energy(&mj1) == 0)
+        mj = kb_mj_per_launch(m->mj0, mj1, window, launches);
     kb_nvml_summarize(&m->w, mj, kb_nvml_max_clock_mhz(), r);
 }
 
@@ -439,12 +446,9 @@ static const char *unrunnable(const kb_job *job, char *why, size_t len)
 {
     const kb_variant *v = job->variant;
     const int *ids;
-    int dev = 0, major = 0, minor = 0, ngpus = kb_run_devices(&ids);
-    int need = job->op->distributed ? 2 : v->min_devices;
-    if (need > ngpus) {
-        snprintf(why, len, "needs %d or more GPUs, this run has %d (kbench run --devices)", need, ngpus);
+    int dev = 0, major = 0, minor = 0;
+    if (kb_job_too_few_gpus(job, kb_run_devices(&ids), why, len))
         return why;
-    }
     cudaGetDevice(&dev);
     cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
     cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);

@@ -69,6 +69,15 @@ int kb_job_multi_device(const kb_job *job)
     return job->op->distributed || job->variant->min_devices > 1;
 }
 
+const char *kb_job_too_few_gpus(const kb_job *job, int ngpus, char *why, size_t len)
+{
+    int need = job->op->distributed ? 2 : job->variant->min_devices;
+    if (need <= ngpus)
+        return NULL;
+    snprintf(why, len, "needs %d or more GPUs, this run has %d (kbench run --devices)", need, ngpus);
+    return why;
+}
+
 static int same_shape(const kb_shape *a, const kb_shape *b)
 {
     if (a->nd != b->nd || a->flags != b->flags)
@@ -160,7 +169,8 @@ int kb_expand_sweep(const kb_options *o, kb_job **jobs, char *err, size_t errlen
             rc = add_list(o, op, o->sizes ? o->sizes : op->test_sizes, NULL, jobs, &n, &cap, err, errlen);
         for (const kb_family *f = op->families; rc == 0 && !o->sizes && !o->test_sizes && f->name; ++f)
             if (family_wanted(o, f))
-                rc = add_list(o, op, f->sizes, f, jobs, &n, &cap, err, errlen);
+                rc = add_list(o, op, o->quick && f->quick_sizes ? f->quick_sizes : f->sizes, f, jobs, &n, &cap, err,
+                              errlen);
         if (rc != 0)
             return no_jobs(jobs);
     }

@@ -747,13 +747,15 @@ static int run_across(gather *g, char *err, size_t errlen)
 {
     int m = 0, rc = 0;
     kb_job *list = alloc(g->p.njobs, sizeof *list);
+    char why[512], few[512];
+    /* Rows that need more GPUs than the run has are skipped here, so a run
+     * on one GPU does not open it again only to skip them all. */
     for (int j = 0; j < g->p.njobs; ++j)
-        if (g->p.worker[j] == ACROSS)
+        if (g->p.worker[j] == ACROSS && !kb_job_too_few_gpus(&g->p.jobs[j], g->p.ndev, few, sizeof few))
             list[m++] = g->p.jobs[j];
     kb_device_info d;
     size_t flush_bytes = 0;
     void *flush = NULL;
-    char why[512];
     if (m && kb_gpu_open(g->p.dev[0], &d, why, sizeof why) == 0 && !(flush = kb_alloc_flush(&d, &flush_bytes)))
         snprintf(why, sizeof why, "out of device memory for the L2 flush buffer");
     if (m && flush) {
@@ -764,14 +766,17 @@ static int run_across(gather *g, char *err, size_t errlen)
         const int r = g->p.first[j];
         if (g->p.worker[j] != ACROSS)
             continue;
-        if (flush) {
+        const char *too_few = kb_job_too_few_gpus(&g->p.jobs[j], g->p.ndev, few, sizeof few);
+        const int ran = flush && !too_few;
+        if (ran) {
             kb_run_job(&g->p.jobs[j], g->o, flush, flush_bytes, &g->rows[r]);
             kb_fill_speedup(g->rows, r + 1);
         } else
-            skip_row(g, r, g->across_text, why);
+            skip_row(g, r, g->across_text, too_few ? too_few : why);
         g->done[r] = 1;
         kb_table_row(stdout, &g->rows[r], r + 1, g->p.nrows);
-        rc = write_rows(g, err, errlen);
+        if (ran) /* the CSV keeps each measured row; the caller writes the skips with the rest */
+            rc = write_rows(g, err, errlen);
     }
     if (flush) {
         kb_run_release();

@@ -91,6 +91,7 @@ typedef struct {
     const char *axis;                  /* a field of shape_fields, e.g. "N", or NULL */
     const char *sizes;                 /* comma-separated shapes */
     int quick;                         /* in the --quick sweep */
+    const char *quick_sizes;           /* the --quick sweep's shapes when not all of sizes (NULL: all) */
 } kb_family;
 
 typedef struct kb_op {

@@ -29,7 +29,7 @@ static int family_shapes(const kb_op *op, int quick_only)
     int n = 0;
     for (const kb_family *f = op->families; f->name; ++f)
         if (!quick_only || f->quick)
-            n += count_shapes(f->sizes);
+            n += count_shapes(quick_only && f->quick_sizes ? f->quick_sizes : f->sizes);
     return n;
 }
 
@@ -68,6 +68,15 @@ static void test_families_well_formed(void)
                 CHECK(kb_family_of(op, &s[k]) == f);
             if (ns > 0)
                 free(s);
+            if (f->quick_sizes) { /* a subset of the family's own shapes */
+                CHECK(f->quick);
+                ns = kb_parse_shape_list(op, f->quick_sizes, &s, err, sizeof err);
+                CHECK(ns > 0 && ns < count_shapes(f->sizes));
+                for (int k = 0; k < ns; ++k)
+                    CHECK(kb_family_of(op, &s[k]) == f);
+                if (ns > 0)
+                    free(s);
+            }
         }
         CHECK(quick > 0); /* --quick runs every op */
     }
@@ -167,6 +176,16 @@ int main(void)
     CHECK(n == family_shapes(mm, 1) * nv);
     CHECK(family_shapes(mm, 1) < family_shapes(mm, 0));
     free(jobs);
+    /* A family's quick_sizes stand for its shapes in --quick: the
+     * collectives' quick sweep stops at 4M elements. */
+    const kb_op *ar = kb_find_op("allreduce");
+    char *quick_ar[] = {"kbench", "run", "--op", "allreduce", "--variant", "nccl", "--quick"};
+    n = expand(7, quick_ar, &jobs);
+    CHECK(ar && ar->families[0].quick_sizes && n == count_shapes(ar->families[0].quick_sizes));
+    for (int i = 0; i < n; ++i)
+        CHECK(jobs[i].shape.d[0] <= 4194304 && !strcmp(jobs[i].family, "size"));
+    if (n > 0)
+        free(jobs);
 
     char *sized[] = {"kbench", "run", "--op", "matmul", "--sizes", "35x79x19,1x1x1", "--variant", "naive"};
     n = expand(8, sized, &jobs);
