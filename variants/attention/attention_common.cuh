@@ -2,13 +2,15 @@
  * variant): the score-matrix workspace of the unfused variants (naive,
  * cublas), sized and checked before the allocation so that a shape whose
  * scores do not fit becomes a SKIP with a reason instead of a sticky CUDA
- * error; the block order of the fused kernels. */
+ * error; the block order of the fused kernels; the mma.sync wrappers of the
+ * tensor-core ones. */
 #ifndef KBENCH_ATTENTION_COMMON_CUH
 #define KBENCH_ATTENTION_COMMON_CUH
 
 #include <stdint.h>
 #include <stdio.h>
 #include <cuda_runtime.h>
+#include <cuda_bf16.h>
 #include "kernels/attention.h"
 #include "kernels/cuda_util.h"
 #include "kernels/cp_async.cuh"
@@ -74,6 +76,39 @@ __device__ __forceinline__ KbAttnTile kb_attn_tile(int row_tiles, int heads, int
     if (causal)
         return {(row_tiles - 1 - (int)(id / heads)) * rows_per_tile, id % heads};
     return {(int)(id % row_tiles) * rows_per_tile, id / row_tiles};
+}
+
+
+/* ---- mma.sync m16n8k16 in bf16: the PTX that flash_bf16 and flash_decode_mma share ---- */
+
+__device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], uint32_t addr)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+
+__device__ __forceinline__ void ldsm_x4_trans(uint32_t (&r)[4], uint32_t addr)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+
+/* c += a * b for one m16n8k16 tile. */
+__device__ __forceinline__ void mma_bf16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1)
+{
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+        "{%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+/* Two floats as a bf16 pair, lo in the low half (the lower column). */
+__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi)
+{
+    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<uint32_t *>(&v);
 }
 
 #endif

@@ -35,106 +35,24 @@
  * run's 3007 GB/s copy ceiling): 2046 GB/s (68%) at 1x32x1x32768x128x8,
  * 2533 (84%) at Tk = 131072, 2166 (72%) at 8x32x1x8192x128x8, 2717 (90%)
  * at 64x32x1x8192x128x8; PyTorch's SDPA in the same run 2112, 2790,
- * 1860 and 3022.
+ * 1860 and 3022.  Since then the split rounds its waves down (it had
+ * launched 2.4 waves at B = 8): 2351, 2661 and 2832 GB/s at B = 8 and Tk =
+ * 8192, 32768, 131072 in a check call (docs/notes/attention.md).
  * Gap to the limit: 68% at 1x32x1x32768x128x8 against issue 16's 80%: per
  * key work, ~1300 instructions a warp per 32-key tile (counted, not
- * profiled) at 2 warps a scheduler (docs/notes/attention.md); tensor-core
- * tiles are the next rung. */
-#include <stdint.h>
-#include <cuda_bf16.h>
-#include "kernels/attention.h"
-#include "kernels/cuda_util.h"
-#include "kernels/combine.cuh"
-#include "kernels/reduce.cuh"
-#include "variants/attention/attention_common.cuh"
+ * profiled) at 1 warp a scheduler (the 2 stages' 136 KiB of tiles let one
+ * block an SM); flash_decode_mma puts the tiles on the tensor cores. */
+#include "variants/attention/decode_split.cuh"
 
-typedef __nv_bfloat16 bf16;
-
-#define DEC_MAX_TQ 16
-#define DEC_WARPS 4
-#define DEC_KEYS 32                     /* keys per warp tile: one per lane */
-#define DEC_STEP (DEC_WARPS * DEC_KEYS) /* keys a block takes per round; chunks are multiples */
-#define DEC_MAX_D 128
-/* The most key chunks: the merge keeps RC x splits weights (and RC more) in
- * the K/V space, whose smallest (DP = 32) holds 10240 floats. */
-#define DEC_MAX_SPLITS 512
-
+/* flash_decode's own shared memory beyond the K/V tiles: the query rows in
+ * fp32 and each warp's P. */
 template <int DP, int RC>
-struct DecCfg {
-    static constexpr int kLd = DP + 8;                /* bf16 per shared K/V row */
-    static constexpr int kChunks = DP / 8;            /* 16-byte chunks per row */
-    static constexpr int kNC = DP / 32;               /* output columns per lane */
-    static constexpr int kTileElems = DEC_KEYS * kLd; /* one K or V tile */
-    /* per warp: 2 stages of (K, V) */
-    static constexpr int kKVBytes = DEC_WARPS * 2 * 2 * kTileElems * (int)sizeof(bf16);
+struct DecF32 : DecCfg<DP, RC> {
+    static constexpr int kNC = DP / 32; /* output columns per lane */
     static constexpr int kQBytes = RC * DP * (int)sizeof(float);
     static constexpr int kPBytes = DEC_WARPS * RC * DEC_KEYS * (int)sizeof(float);
-    /* the warps' final states reuse the K/V space */
-    static constexpr int kMergeBytes = DEC_WARPS * RC * (DP + 2) * (int)sizeof(float);
-    static_assert(kMergeBytes <= kKVBytes, "merge space fits in the K/V space");
-    static_assert(RC * (DEC_MAX_SPLITS + 1) * (int)sizeof(float) <= kKVBytes, "chunk weights fit too");
-    static constexpr int kSmemBytes = kKVBytes + kQBytes + kPBytes;
-    static_assert(DP % 32 == 0 && DP <= DEC_MAX_D, "DP: 32, 64, 96 or 128");
+    static constexpr int kSmemBytes = DecCfg<DP, RC>::kKVBytes + kQBytes + kPBytes;
 };
-
-/* How the work is cut: rows of a (b, kv) group per block (RC), row chunks,
- * key chunks; the same on the host in setup and launch. */
-struct DecPlan {
-    int rc, dp;           /* the kernel instance */
-    int row_chunks;       /* ceil(group * Tq / rc) */
-    int splits, chunk;    /* key chunks of `chunk` keys (a multiple of DEC_STEP) */
-    int64_t blocks;       /* B * Hkv * row_chunks * splits */
-    int64_t rows;         /* B * H * Tq */
-};
-
-static DecPlan dec_plan(const kb_attention_args *a, int sms)
-{
-    DecPlan p;
-    const int group = kb_attention_group(a);
-    const int64_t R = (int64_t)group * a->Tq;
-    p.rc = R <= 4 ? 4 : R <= 8 ? 8 : 16;
-    p.dp = a->D <= 32 ? 32 : a->D <= 64 ? 64 : a->D <= 96 ? 96 : 128;
-    p.row_chunks = (int)((R + p.rc - 1) / p.rc);
-    const int64_t base = (int64_t)a->B * (a->H / group) * p.row_chunks;
-    const int64_t steps = (a->Tk + DEC_STEP - 1) / DEC_STEP;
-    /* about two waves of blocks, never a chunk under DEC_STEP keys */
-    const int64_t target = 2 * (int64_t)(sms > 0 ? sms : 132);
-    int64_t splits = (target + base - 1) / base;
-    if (splits > steps)
-        splits = steps;
-    if (splits > DEC_MAX_SPLITS)
-        splits = DEC_MAX_SPLITS;
-    if (splits < 1)
-        splits = 1;
-    /* at least two rounds a chunk, so each warp's 2-stage pipeline has
-     * something to overlap and fewer chunks are left to merge */
-    int64_t chunk_steps = (steps + splits - 1) / splits;
-    if (chunk_steps < 2)
-        chunk_steps = steps < 2 ? steps : 2;
-    p.chunk = (int)(chunk_steps * DEC_STEP);
-    p.splits = (int)((a->Tk + p.chunk - 1) / p.chunk);
-    p.blocks = base * p.splits;
-    p.rows = (int64_t)a->B * a->H * a->Tq;
-    return p;
-}
-
-/* Copy keys j0 .. j0 + 31 of a (Tk, D) head into a warp's tile (row stride
- * kLd), zero past `end` and past D; only this warp's lanes take part.  K
- * and V are read once: evict-first in L2 (policy). */
-template <int DP, int RC>
-__device__ __forceinline__ void dec_copy_tile(bf16 *dst, const bf16 *head, int j0, int end, int D, int lane,
-                                              uint64_t policy)
-{
-    using Cfg = DecCfg<DP, RC>;
-#pragma unroll
-    for (int it = 0; it < DEC_KEYS * Cfg::kChunks / 32; ++it) {
-        const int c = lane + it * 32;
-        const int r = c / Cfg::kChunks, ch = c % Cfg::kChunks;
-        const bool ok = j0 + r < end && ch * 8 < D;
-        kb_cp_async16_policy(dst + r * Cfg::kLd + ch * 8, ok ? head + (size_t)(j0 + r) * D + ch * 8 : head,
-                             ok ? 16 : 0, policy);
-    }
-}
 
 /* 8 bf16 (a uint4) as floats. */
 __device__ __forceinline__ void dec_unpack8(const uint4 &u, float (&f)[8])
@@ -167,70 +85,6 @@ __device__ __forceinline__ void dec_load_cols(const bf16 *src, float (&f)[NC])
     }
 }
 
-/* The last block of a row group merges every chunk's state of its RC rows:
- * M = max m_s, O = sum_s O_s 2^(m_s - M) / sum_s l_s 2^(m_s - M).  Other
- * blocks wrote the states, so they are read from L2 (ld.cg), never a stale
- * L1 line.  First each row's weights 2^(m_s - M) and 1 / L go to shared
- * memory (ws: RC x splits, then RC), a warp per row; then each thread sums
- * its columns over the chunks, chunk-major, so that its loads of all its
- * columns and of several chunks are in flight at once: the merge then pays
- * L2's latency a few times instead of once per chunk and column. */
-template <int DP, int RC>
-__device__ __forceinline__ void dec_merge(float *ws, int64_t grow0, int rows_here, int D, int splits, int64_t nrows,
-                                          const float *part_o, const float2 *part_ml, bf16 *o)
-{
-    constexpr int NCOL = RC * DP / (DEC_WARPS * 32); /* columns per thread */
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    float *inv_l = ws + RC * splits;
-    for (int r = warp; r < RC; r += DEC_WARPS) {
-        float M = -INFINITY;
-        for (int sp = lane; r < rows_here && sp < splits; sp += 32)
-            M = fmaxf(M, __ldcg(&part_ml[(size_t)sp * nrows + grow0 + r]).x);
-        M = kb_warp_allreduce<32>(M, KbMax{});
-        const float m_use = M == -INFINITY ? 0.0f : M;
-        float L = 0.0f;
-        for (int sp = lane; sp < splits; sp += 32) {
-            float f = 0.0f;
-            if (r < rows_here) {
-                const float2 ml = __ldcg(&part_ml[(size_t)sp * nrows + grow0 + r]);
-                f = kb_ex2(ml.x - m_use); /* a chunk with no key: 0 */
-                L = fmaf(ml.y, f, L);
-            }
-            ws[r * splits + sp] = f;
-        }
-        L = kb_warp_allreduce<32>(L, KbSum{});
-        if (lane == 0)
-            inv_l[r] = L > 0.0f ? 1.0f / L : 0.0f; /* L = 0: the row sees no key: zeros */
-    }
-    __syncthreads();
-    float acc[NCOL];
-    bool ok[NCOL];
-    size_t at[NCOL];
-#pragma unroll
-    for (int k = 0; k < NCOL; ++k) {
-        const int c = threadIdx.x + k * DEC_WARPS * 32, r = c / DP, d = c % DP;
-        acc[k] = 0.0f;
-        ok[k] = r < rows_here && d < D;
-        at[k] = (size_t)(grow0 + r) * D + d;
-    }
-#pragma unroll 4
-    for (int sp = 0; sp < splits; ++sp) {
-        const float *chunk_o = part_o + (size_t)sp * nrows * D;
-#pragma unroll
-        for (int k = 0; k < NCOL; ++k) {
-            const int r = (threadIdx.x + k * DEC_WARPS * 32) / DP;
-            if (ok[k])
-                acc[k] = fmaf(__ldcg(&chunk_o[at[k]]), ws[r * splits + sp], acc[k]);
-        }
-    }
-#pragma unroll
-    for (int k = 0; k < NCOL; ++k) {
-        const int r = (threadIdx.x + k * DEC_WARPS * 32) / DP;
-        if (ok[k])
-            o[at[k]] = __float2bfloat16_rn(acc[k] * inv_l[r]);
-    }
-}
-
 /* Pass 1.  Block id -> (bkv, chunk s, row chunk rc), row chunks fastest, so
  * the blocks that share a chunk of K and V run together and share it in L2. */
 template <int DP, int RC>
@@ -242,7 +96,7 @@ attention_flash_decode_split_kernel(int Tq, int Tk, const int *tk_len, int64_t k
                                     float *__restrict__ part_o, float2 *__restrict__ part_ml,
                                     unsigned *__restrict__ arrived, bf16 *__restrict__ o)
 {
-    using Cfg = DecCfg<DP, RC>;
+    using Cfg = DecF32<DP, RC>;
     constexpr int NC = Cfg::kNC, LD = Cfg::kLd;
     extern __shared__ __align__(128) unsigned char smem_raw[];
 #if __CUDA_ARCH__ >= 900
@@ -396,9 +250,9 @@ attention_flash_decode_split_kernel(int Tq, int Tk, const int *tk_len, int64_t k
     kb_cp_async_wait<0>(); /* only empty groups remain */
     __syncthreads();       /* every warp is done with the K/V space */
 
-    /* The warps' states into the K/V space: o_w[warp][r][DP], ml_w[warp][r]. */
-    float *o_w = reinterpret_cast<float *>(smem_raw);
-    float2 *ml_w = reinterpret_cast<float2 *>(o_w + DEC_WARPS * RC * DP);
+    /* The warps' states into the K/V space (dec_o_w, dec_ml_w). */
+    float *o_w = dec_o_w<DP, RC>(smem_raw);
+    float2 *ml_w = dec_ml_w<DP, RC>(smem_raw);
 #pragma unroll
     for (int r = 0; r < RC; ++r) {
         const float lsum = kb_warp_allreduce<32>(l[r], KbSum{});
@@ -408,49 +262,8 @@ attention_flash_decode_split_kernel(int Tq, int Tk, const int *tk_len, int64_t k
         if (lane == 0)
             ml_w[warp * RC + r] = make_float2(m[r], lsum);
     }
-    __syncthreads();
-
-    /* Merge the warps; write this chunk's (m, l, O) of each row. */
-    for (int c = threadIdx.x; c < RC * DP; c += DEC_WARPS * 32) {
-        const int r = c / DP, d = c % DP;
-        if (r0 + r >= R || d >= D)
-            continue;
-        float M = -INFINITY;
-#pragma unroll
-        for (int w = 0; w < DEC_WARPS; ++w)
-            M = fmaxf(M, ml_w[w * RC + r].x);
-        const float m_use = M == -INFINITY ? 0.0f : M;
-        float o = 0.0f, L = 0.0f;
-#pragma unroll
-        for (int w = 0; w < DEC_WARPS; ++w) {
-            const float2 ml = ml_w[w * RC + r];
-            const float f = kb_ex2(ml.x - m_use); /* a warp with no key: 0 */
-            o = fmaf(o_w[(w * RC + r) * DP + d], f, o);
-            L = fmaf(ml.y, f, L);
-        }
-        const int64_t row = grow0 + r;
-        part_o[((size_t)s * nrows + row) * D + d] = o;
-        if (d == 0)
-            part_ml[(size_t)s * nrows + row] = make_float2(M, L);
-    }
-
-    /* The last block of these rows to finish merges every chunk's state. */
-    __shared__ bool last;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        __threadfence(); /* this block's states are visible before it counts itself */
-        unsigned *count = arrived + bkv * row_chunks + rchunk;
-        last = atomicAdd(count, 1u) == (unsigned)splits - 1;
-        if (last)
-            *count = 0; /* ready for the next launch */
-    }
-    __syncthreads();
-    if (!last)
-        return;
-    __threadfence();
-    /* The K/V space is free again: the merge's weights go there. */
-    dec_merge<DP, RC>(reinterpret_cast<float *>(smem_raw), grow0, min(RC, R - r0), D, splits, nrows, part_o,
-                      part_ml, o);
+    dec_finish<DP, RC>(smem_raw, R, r0, grow0, D, s, splits, nrows, row_chunks, rchunk, bkv, part_o, part_ml, arrived,
+                       o);
 }
 
 /* ---- host side ---------------------------------------------------------------- */
@@ -461,7 +274,7 @@ static bool dec_dispatch(int dp, int rc, F &&f)
 {
 #define DEC_CASE(DP_, RC_)                                                                             \
     if (dp == DP_ && rc == RC_) {                                                                      \
-        f(attention_flash_decode_split_kernel<DP_, RC_>, DecCfg<DP_, RC_>::kSmemBytes);                \
+        f(attention_flash_decode_split_kernel<DP_, RC_>, DecF32<DP_, RC_>::kSmemBytes);                \
         return true;                                                                                   \
     }
     DEC_CASE(32, 4) DEC_CASE(32, 8) DEC_CASE(32, 16)
@@ -472,96 +285,19 @@ static bool dec_dispatch(int dp, int rc, F &&f)
     return false;
 }
 
-static const char *unsupported(const kb_shape *sh)
-{
-    if (sh->d[2] > DEC_MAX_TQ)
-        return "Tq > 16: a prefill, not a decode (the flash kernels take it)";
-    if (sh->d[4] % 8 != 0 || sh->d[4] > DEC_MAX_D)
-        return "D must be a multiple of 8 up to 128 (16-byte copies of K and V rows)";
-    /* The merge's grid is B*H*Tq blocks; pass 1 has at most that many, or
-     * under 4 * SMs when the keys are split (dec_plan). */
-    const int64_t rows = kb_mul_dims(kb_mul_dims(sh->d[0], sh->d[1]), sh->d[2]);
-    if (rows < 0 || rows > (int64_t)INT32_MAX)
-        return "B*H*Tq > 2^31 - 1: more query rows than the grids index";
-    return NULL;
-}
+static const char *unsupported(const kb_shape *sh) { return dec_unsupported(sh); }
 
-struct DecCtx {
-    DecPlan plan;
-    float *part_o;
-    float2 *part_ml;
-    unsigned *arrived; /* per (b, kv, row chunk): blocks done; zero between launches */
-};
-
-/* The shared-memory opt-in and the workspace, outside the timed launches. */
 static const char *setup(const void *args, void **ctx)
 {
-    const kb_attention_args *a = (const kb_attention_args *)args;
-    *ctx = NULL;
-    int dev = 0, sms = 0;
-    cudaError_t e = cudaGetDevice(&dev);
-    if (e == cudaSuccess)
-        e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-    if (e != cudaSuccess)
-        return kb_cuda_status(e);
-    DecCtx *c = new DecCtx{dec_plan(a, sms), NULL, NULL, NULL};
-    if (!dec_dispatch(c->plan.dp, c->plan.rc, [&](auto kernel, int smem) {
-            e = cudaFuncSetAttribute((const void *)kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-        })) {
-        delete c;
-        return "no kernel for this D";
-    }
-    const size_t n = (size_t)c->plan.splits * (size_t)c->plan.rows;
-    if (e == cudaSuccess)
-        e = cudaMalloc((void **)&c->part_o, n * a->D * sizeof(float));
-    if (e == cudaSuccess)
-        e = cudaMalloc((void **)&c->part_ml, n * sizeof(float2));
-    const size_t groups = (size_t)c->plan.blocks / c->plan.splits;
-    if (e == cudaSuccess)
-        e = cudaMalloc((void **)&c->arrived, groups * sizeof(unsigned));
-    if (e == cudaSuccess)
-        e = cudaMemset(c->arrived, 0, groups * sizeof(unsigned));
-    if (e != cudaSuccess) {
-        cudaGetLastError(); /* a failed allocation must not reach the next launch */
-        cudaFree(c->part_o);
-        cudaFree(c->part_ml);
-        cudaFree(c->arrived);
-        delete c;
-        return "the split workspace does not fit";
-    }
-    *ctx = c;
-    return NULL;
+    /* two waves of blocks (one block an SM): more, shorter chunks measured slower (docs/notes/attention.md) */
+    return dec_setup(args, ctx, [](int dp, int rc, auto &&f) { return dec_dispatch(dp, rc, f); }, 2);
 }
 
-static void teardown(void *ctx)
-{
-    DecCtx *c = (DecCtx *)ctx;
-    if (!c)
-        return;
-    cudaFree(c->part_o);
-    cudaFree(c->part_ml);
-    cudaFree(c->arrived);
-    delete c;
-}
+static void teardown(void *ctx) { dec_teardown(ctx); }
 
 static const char *launch(const void *args, void *ctx, cudaStream_t stream)
 {
-    const kb_attention_args *a = (const kb_attention_args *)args;
-    const DecCtx *c = (const DecCtx *)ctx;
-    const DecPlan &p = c->plan;
-    if (((uintptr_t)a->q | (uintptr_t)a->k | (uintptr_t)a->v | (uintptr_t)a->o) & 15)
-        return "flash_decode needs 16-byte aligned tensors";
-    const float sl2 = a->scale * KB_LOG2E;
-    const int group = kb_attention_group(a);
-    if (!dec_dispatch(p.dp, p.rc, [&](auto kernel, int smem) {
-            kernel<<<(unsigned)p.blocks, DEC_WARPS * 32, smem, stream>>>(
-                a->Tq, a->Tk, a->tk_len, a->kv_stride ? a->kv_stride : (int64_t)a->Tk * a->D, a->D, a->causal,
-                group, sl2, p.row_chunks, p.splits, p.chunk, p.rows,
-                (const bf16 *)a->q, (const bf16 *)a->k, (const bf16 *)a->v, c->part_o, c->part_ml, c->arrived,
-                (bf16 *)a->o);
-        }))
-        return "no kernel for this D";
-    KB_LAUNCHED();
+    return dec_launch(args, ctx, stream, [](int dp, int rc, auto &&f) { return dec_dispatch(dp, rc, f); });
 }
 
 extern "C" const kb_variant attention_flash_decode = {

@@ -1,0 +1,303 @@
+/* attention flash_decode_mma: flash_decode's split-KV decoding with each
+ * 32-key tile on the tensor cores (bf16 in and out, fp32 accumulation).
+ *
+ * Idea: flash_decode spends ~1300 instructions a warp on a 32-key tile at
+ * 4 query rows (a lane per key for the scores, a lane per column for P V,
+ * fp32 FMAs on unpacked bf16), more with more rows: short chunks, several
+ * query rows (Tq > 1) and the pipeline's ramp pay for it.  Here the block's
+ * query rows (RC = 4, 8 or 16, padded to the
+ * MMA's 16) are the A operand of mma.sync m16n8k16, as FlashInfer does for
+ * grouped-query decoding:
+ *   S = Q K^T: Q's fragments are loaded once by ldmatrix and stay in
+ *     registers; K's by ldmatrix.x4 from the tile; 4 n-tiles x D/16 MMAs;
+ *   the online softmax on the accumulators: a row's max over the 4 lanes
+ *     of a quad, exp2 with scale * log2(e) folded into one FFMA;
+ *   O += P V: the accumulators, rounded to bf16 pairs, are already P's A
+ *     fragments; V's by ldmatrix.x4.trans; 2 k-steps x D/8 MMAs.
+ * About 64 MMAs and 32 ldmatrix a tile at D = 128 in place of the FMAs.
+ * With the tile this cheap, three stages of tiles a warp (in place of two)
+ * and one wave of blocks (in place of two: one ramp, not two) pay.  The
+ * rest is flash_decode's (decode_split.cuh): the chunks, the warps'
+ * cp.async tiles with evict-first, the merge of the warps and the last
+ * block's merge of the chunks, the bottom-right causal mask, the shapes.
+ *
+ * Builds on flash_decode: the tile's arithmetic moves to the tensor cores.
+ * Measured (a check call on one H100, not yet the reference run:
+ * docs/notes/attention.md, "flash_decode_mma"; cold L2, % of that run's
+ * 3008 GB/s copy ceiling): 2168 GB/s (72%) at 1x32x1x32768x128x8 (flash_decode
+ * 2020, PyTorch's SDPA 2107), 2846 (95%) at 8x32x1x131072x128x8 (SDPA 3078),
+ * 2759 (92%) at 64x32x1x8192x128x8 (SDPA 3021), causal Tq = 16 at
+ * 1x32x16x4096x128x8c 0.031 ms (flash_decode 0.080, SDPA 0.108).
+ * Gap to the limit: 72% at 1x32x1x32768x128x8 against issue 16's 80%: the
+ * B = 1 rows fit ~10 us a launch (ramp, merge, tail) plus ~2600 GB/s, and
+ * at large B it reads some 8% slower than SDPA. */
+#include "variants/attention/decode_split.cuh"
+
+/* Each warp's tiles in flight: 3 stages (208 KiB of shared memory at D =
+ * 128) measured 2% faster than 2 at B = 8, level elsewhere. */
+#define DEC_MMA_STAGES 3
+
+/* Beyond the K/V tiles: the query rows as stored (bf16), 16 of them (the
+ * MMA's M, zero past RC), rows padded by 16 bytes as K's and V's. */
+template <int DP, int RC, int ST>
+struct DecMma : DecCfg<DP, RC, ST> {
+    static constexpr int kQBytes = 16 * DecCfg<DP, RC, ST>::kLd * (int)sizeof(bf16);
+    static constexpr int kSmemBytes = DecCfg<DP, RC, ST>::kKVBytes + kQBytes;
+    static constexpr int kKS = DP / 16; /* k-steps of S = Q K^T */
+    static constexpr int kDN = DP / 8;  /* 8-column tiles of O */
+};
+
+/* Pass 1, as flash_decode's, with a tile's scores and P V on mma.sync.  A
+ * lane holds rows g = lane / 4 and g + 8 of the 16, keys (or columns)
+ * 2 (lane % 4) and one more of each 8-wide n-tile. */
+template <int DP, int RC, int ST>
+__global__ void __launch_bounds__(DEC_WARPS * 32, 1)
+attention_flash_decode_mma_kernel(int Tq, int Tk, const int *tk_len, int64_t kv_stride, int D, int causal,
+                                  int group, float sl2, int row_chunks, int splits, int chunk, int64_t nrows,
+                                  const bf16 *__restrict__ q,
+                                  const bf16 *__restrict__ k, const bf16 *__restrict__ v,
+                                  float *__restrict__ part_o, float2 *__restrict__ part_ml,
+                                  unsigned *__restrict__ arrived, bf16 *__restrict__ o)
+{
+    using Cfg = DecMma<DP, RC, ST>;
+    constexpr int LD = Cfg::kLd, KS = Cfg::kKS, DN = Cfg::kDN;
+    constexpr uint32_t kRowBytes = LD * sizeof(bf16);
+    extern __shared__ __align__(128) unsigned char smem_raw[];
+#if __CUDA_ARCH__ >= 900
+    /* A successor launched as a programmatic dependent (a model's next
+     * product) may start now: it waits for this grid before reading. */
+    asm volatile("griddepcontrol.launch_dependents;");
+#endif
+    bf16 *kv_s = reinterpret_cast<bf16 *>(smem_raw);
+    bf16 *q_s = reinterpret_cast<bf16 *>(smem_raw + Cfg::kKVBytes); /* [16][LD] */
+
+    const int64_t id = blockIdx.x;
+    const int rchunk = (int)(id % row_chunks);
+    const int s = (int)(id / row_chunks % splits);
+    const int64_t bkv = id / ((int64_t)row_chunks * splits); /* b * Hkv + kv */
+    const int R = group * Tq;                                  /* the group's query rows */
+    const int r0 = rchunk * RC;
+    const int64_t grow0 = bkv * R + r0; /* Q/O row of local row 0: (b*H + kv*group)*Tq + r0 */
+    if (tk_len) /* a cache: only the first *tk_len keys hold data; chunks past them write empty states */
+        Tk = min(*tk_len, Tk);
+    const int cbeg = s * chunk;
+    const int end = min(cbeg + chunk, Tk);
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const bf16 *k_head = k + (size_t)bkv * kv_stride;
+    const bf16 *v_head = v + (size_t)bkv * kv_stride;
+
+    /* This warp's tiles: t = warp, warp + 4, ... of the chunk's tiles. */
+    const int tiles = (end - cbeg + DEC_KEYS - 1) / DEC_KEYS;
+    const int mine = tiles > warp ? (tiles - warp + DEC_WARPS - 1) / DEC_WARPS : 0;
+    /* Stage st of this warp: K at stage_k(st), V right after it.  Tile u
+     * goes to stage u % ST, ST - 1 tiles ahead of the one in use. */
+    auto stage_k = [&](int st) { return kv_s + (size_t)((warp * ST + st) * 2) * Cfg::kTileElems; };
+    const uint64_t policy = kb_l2_evict_first_policy();
+    auto fetch = [&](int u) {
+        if (u < mine) {
+            const int j0 = cbeg + (warp + u * DEC_WARPS) * DEC_KEYS;
+            dec_copy_tile<DP, RC>(stage_k(u % ST), k_head, j0, end, D, lane, policy);
+            dec_copy_tile<DP, RC>(stage_k(u % ST) + Cfg::kTileElems, v_head, j0, end, D, lane, policy);
+        }
+        kb_cp_async_commit(); /* a group even when empty: the waits count groups */
+    };
+#pragma unroll
+    for (int u = 0; u < ST - 1; ++u)
+        fetch(u);
+
+    /* Q rows as stored, zero past D, past RC and past the group's rows. */
+    for (int c = threadIdx.x; c < 16 * Cfg::kChunks; c += DEC_WARPS * 32) {
+        const int r = c / Cfg::kChunks, ch = c % Cfg::kChunks;
+        uint4 x = make_uint4(0u, 0u, 0u, 0u);
+        if (r < RC && r0 + r < R && ch * 8 < D)
+            x = *reinterpret_cast<const uint4 *>(q + (size_t)(grow0 + r) * D + ch * 8);
+        *reinterpret_cast<uint4 *>(q_s + r * LD + ch * 8) = x;
+    }
+    __syncthreads();
+
+    /* ldmatrix.x4 addresses (lane -> matrix mi = lane / 8, its row lr):
+     * Q (A): rows 0-7 / 8-15 by mi & 1, d 0-7 / 8-15 by mi >> 1;
+     * K (B): keys 0-7 / 8-15 by mi >> 1, d by mi & 1 (b0, b1 of n-tiles
+     * 2np and 2np + 1); V (B, trans): keys by mi & 1, d by mi >> 1 (b0, b1
+     * of d-tiles 2dp and 2dp + 1). */
+    const int mi = lane / 8, lr = lane % 8;
+    uint32_t qa[KS][4];
+    {
+        const uint32_t q_addr = (uint32_t)__cvta_generic_to_shared(q_s) +
+                                ((mi & 1) * 8 + lr) * kRowBytes + (mi >> 1) * 16;
+#pragma unroll
+        for (int ks = 0; ks < KS; ++ks)
+            ldsm_x4(qa[ks], q_addr + ks * 32);
+    }
+    const uint32_t k_off = ((mi >> 1) * 8 + lr) * kRowBytes + (mi & 1) * 16;
+    const uint32_t v_off = ((mi & 1) * 8 + lr) * kRowBytes + (mi >> 1) * 16;
+
+    /* This lane's rows g and g + 8: their last visible key, i + Tk - Tq
+     * (bottom-right causal mask); padding rows are never written. */
+    const int g = lane / 4, t2 = 2 * (lane % 4);
+    int lim[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+        lim[h] = causal ? (r0 + g + 8 * h) % Tq + Tk - Tq : Tk - 1;
+
+    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}; /* l: this lane's keys; the quad's sum at the end */
+    float acc[DN][4];
+#pragma unroll
+    for (int dn = 0; dn < DN; ++dn)
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+            acc[dn][e] = 0.0f;
+
+    for (int u = 0; u < mine; ++u) {
+        const int j0 = cbeg + (warp + u * DEC_WARPS) * DEC_KEYS;
+        fetch(u + ST - 1);
+        kb_cp_async_wait<ST - 1>(); /* tile u is in (this lane's copies) */
+        __syncwarp();               /* and the other lanes' */
+        const uint32_t k_tile = (uint32_t)__cvta_generic_to_shared(stage_k(u % ST));
+        const uint32_t v_tile = k_tile + Cfg::kTileElems * (uint32_t)sizeof(bf16);
+
+        /* S = Q K^T over the tile's 4 n-tiles of 8 keys. */
+        float sc[4][4];
+#pragma unroll
+        for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+            for (int e = 0; e < 4; ++e)
+                sc[nt][e] = 0.0f;
+#pragma unroll
+        for (int ks = 0; ks < KS; ++ks)
+#pragma unroll
+            for (int np = 0; np < 2; ++np) {
+                uint32_t kb[4];
+                ldsm_x4(kb, k_tile + k_off + np * 16 * kRowBytes + ks * 32);
+                mma_bf16(sc[2 * np], qa[ks], kb[0], kb[1]);
+                mma_bf16(sc[2 * np + 1], qa[ks], kb[2], kb[3]);
+            }
+
+        /* Mask, online softmax in the log2 domain; sc becomes P. */
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            float mx = -INFINITY;
+#pragma unroll
+            for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    const int j = j0 + nt * 8 + t2 + e;
+                    float &x = sc[nt][2 * h + e];
+                    x = j < end && j <= lim[h] ? x * sl2 : -INFINITY;
+                    mx = fmaxf(mx, x);
+                }
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+            const float m_new = fmaxf(m[h], mx);
+            /* A row that has seen no key yet: m_new = -inf; use 0, so p = 0
+             * and alpha = 0 on its zero state, never -inf - -inf. */
+            const float m_use = m_new == -INFINITY ? 0.0f : m_new;
+            const float alpha = kb_ex2(m[h] - m_use);
+            float sum = 0.0f;
+#pragma unroll
+            for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    float &x = sc[nt][2 * h + e];
+                    x = kb_ex2(x - m_use);
+                    sum += x;
+                }
+            m[h] = m_new;
+            l[h] = l[h] * alpha + sum;
+#pragma unroll
+            for (int dn = 0; dn < DN; ++dn) {
+                acc[dn][2 * h] *= alpha;
+                acc[dn][2 * h + 1] *= alpha;
+            }
+        }
+
+        /* O += P V: P's A fragments straight from the accumulators, keys
+         * 16 kk .. 16 kk + 15 being n-tiles 2 kk and 2 kk + 1. */
+#pragma unroll
+        for (int kk = 0; kk < 2; ++kk) {
+            uint32_t pa[4];
+            pa[0] = pack_bf16(sc[2 * kk][0], sc[2 * kk][1]);
+            pa[1] = pack_bf16(sc[2 * kk][2], sc[2 * kk][3]);
+            pa[2] = pack_bf16(sc[2 * kk + 1][0], sc[2 * kk + 1][1]);
+            pa[3] = pack_bf16(sc[2 * kk + 1][2], sc[2 * kk + 1][3]);
+#pragma unroll
+            for (int dp = 0; dp < DN / 2; ++dp) {
+                uint32_t vb[4];
+                ldsm_x4_trans(vb, v_tile + v_off + kk * 16 * kRowBytes + dp * 32);
+                mma_bf16(acc[2 * dp], pa, vb[0], vb[1]);
+                mma_bf16(acc[2 * dp + 1], pa, vb[2], vb[3]);
+            }
+        }
+        __syncwarp(); /* the warp is done with this stage */
+    }
+    kb_cp_async_wait<0>(); /* only empty groups remain */
+    __syncthreads();       /* every warp is done with the K/V space */
+
+    /* The warps' states into the K/V space (dec_o_w, dec_ml_w): rows under
+     * RC only. */
+    float *o_w = dec_o_w<DP, RC>(smem_raw);
+    float2 *ml_w = dec_ml_w<DP, RC>(smem_raw);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        float lsum = l[h];
+        lsum += __shfl_xor_sync(0xffffffffu, lsum, 1);
+        lsum += __shfl_xor_sync(0xffffffffu, lsum, 2);
+        const int r = g + 8 * h;
+        if (r >= RC)
+            continue;
+#pragma unroll
+        for (int dn = 0; dn < DN; ++dn)
+            *reinterpret_cast<float2 *>(&o_w[(warp * RC + r) * DP + dn * 8 + t2]) =
+                make_float2(acc[dn][2 * h], acc[dn][2 * h + 1]);
+        if (t2 == 0)
+            ml_w[warp * RC + r] = make_float2(m[h], lsum);
+    }
+    dec_finish<DP, RC>(smem_raw, R, r0, grow0, D, s, splits, nrows, row_chunks, rchunk, bkv, part_o, part_ml, arrived,
+                       o);
+}
+
+/* ---- host side ---------------------------------------------------------------- */
+
+/* Calls f with the pass-1 kernel for (dp, rc) and its shared-memory size. */
+template <class F>
+static bool dec_mma_dispatch(int dp, int rc, F &&f)
+{
+#define DEC_CASE(DP_, RC_)                                                                             \
+    if (dp == DP_ && rc == RC_) {                                                                      \
+        f(attention_flash_decode_mma_kernel<DP_, RC_, DEC_MMA_STAGES>,                                 \
+          DecMma<DP_, RC_, DEC_MMA_STAGES>::kSmemBytes);                                               \
+        return true;                                                                                   \
+    }
+    DEC_CASE(32, 4) DEC_CASE(32, 8) DEC_CASE(32, 16)
+    DEC_CASE(64, 4) DEC_CASE(64, 8) DEC_CASE(64, 16)
+    DEC_CASE(96, 4) DEC_CASE(96, 8) DEC_CASE(96, 16)
+    DEC_CASE(128, 4) DEC_CASE(128, 8) DEC_CASE(128, 16)
+#undef DEC_CASE
+    return false;
+}
+
+static const char *unsupported(const kb_shape *sh) { return dec_unsupported(sh); }
+
+static const char *setup(const void *args, void **ctx)
+{
+    return dec_setup(args, ctx, [](int dp, int rc, auto &&f) { return dec_mma_dispatch(dp, rc, f); }, 1);
+}
+
+static void teardown(void *ctx) { dec_teardown(ctx); }
+
+static const char *launch(const void *args, void *ctx, cudaStream_t stream)
+{
+    return dec_launch(args, ctx, stream, [](int dp, int rc, auto &&f) { return dec_mma_dispatch(dp, rc, f); });
+}
+
+extern "C" const kb_variant attention_flash_decode_mma = {
+    .name = "flash_decode_mma",
+    .summary = "flash_decode with each 32-key tile on mma.sync m16n8k16 (the query rows padded to 16)",
+    .dtype = KB_BF16,
+    .math = KB_MATH_BF16,
+    .min_cc = 80,
+    .unsupported = unsupported,
+    .setup = setup,
+    .teardown = teardown,
+    .launch = launch,
+};
