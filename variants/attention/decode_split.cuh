@@ -236,6 +236,24 @@ __device__ __forceinline__ void dec_finish(unsigned char *smem_raw, int R, int r
 
 /* ---- host side ---------------------------------------------------------------- */
 
+/* Calls f with a variant's pass-1 kernel for (dp, rc) and its shared
+ * memory: K<DP, RC>::kernel and K<DP, RC>::kSmemBytes. */
+template <template <int, int> class K, class F>
+static bool dec_dispatch(int dp, int rc, F &&f)
+{
+#define DEC_CASE(DP_, RC_)                                                                             \
+    if (dp == DP_ && rc == RC_) {                                                                      \
+        f(K<DP_, RC_>::kernel, K<DP_, RC_>::kSmemBytes);                                               \
+        return true;                                                                                   \
+    }
+    DEC_CASE(32, 4) DEC_CASE(32, 8) DEC_CASE(32, 16)
+    DEC_CASE(64, 4) DEC_CASE(64, 8) DEC_CASE(64, 16)
+    DEC_CASE(96, 4) DEC_CASE(96, 8) DEC_CASE(96, 16)
+    DEC_CASE(128, 4) DEC_CASE(128, 8) DEC_CASE(128, 16)
+#undef DEC_CASE
+    return false;
+}
+
 static const char *dec_unsupported(const kb_shape *sh)
 {
     if (sh->d[2] > DEC_MAX_TQ)
@@ -257,9 +275,10 @@ struct DecCtx {
     unsigned *arrived; /* per (b, kv, row chunk): blocks done; zero between launches */
 };
 
-/* The shared-memory opt-in and the workspace, outside the timed launches. */
-template <class Dispatch>
-static const char *dec_setup(const void *args, void **ctx, Dispatch dispatch, int waves)
+/* The shared-memory opt-in and the workspace, outside the timed launches;
+ * `waves` blocks an SM at most (dec_plan). */
+template <template <int, int> class K, int waves>
+static const char *dec_setup(const void *args, void **ctx)
 {
     const kb_attention_args *a = (const kb_attention_args *)args;
     *ctx = NULL;
@@ -270,7 +289,7 @@ static const char *dec_setup(const void *args, void **ctx, Dispatch dispatch, in
     if (e != cudaSuccess)
         return kb_cuda_status(e);
     DecCtx *c = new DecCtx{dec_plan(a, sms, waves), NULL, NULL, NULL};
-    if (!dispatch(c->plan.dp, c->plan.rc, [&](auto kernel, int smem) {
+    if (!dec_dispatch<K>(c->plan.dp, c->plan.rc, [&](auto kernel, int smem) {
             e = cudaFuncSetAttribute((const void *)kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
         })) {
         delete c;
@@ -309,8 +328,8 @@ static void dec_teardown(void *ctx)
     delete c;
 }
 
-template <class Dispatch>
-static const char *dec_launch(const void *args, void *ctx, cudaStream_t stream, Dispatch dispatch)
+template <template <int, int> class K>
+static const char *dec_launch(const void *args, void *ctx, cudaStream_t stream)
 {
     const kb_attention_args *a = (const kb_attention_args *)args;
     const DecCtx *c = (const DecCtx *)ctx;
@@ -319,7 +338,7 @@ static const char *dec_launch(const void *args, void *ctx, cudaStream_t stream, 
         return "split-KV decoding needs 16-byte aligned tensors";
     const float sl2 = a->scale * KB_LOG2E;
     const int group = kb_attention_group(a);
-    if (!dispatch(p.dp, p.rc, [&](auto kernel, int smem) {
+    if (!dec_dispatch<K>(p.dp, p.rc, [&](auto kernel, int smem) {
             kernel<<<(unsigned)p.blocks, DEC_WARPS * 32, smem, stream>>>(
                 a->Tq, a->Tk, a->tk_len, a->kv_stride ? a->kv_stride : (int64_t)a->Tk * a->D, a->D, a->causal,
                 group, sl2, p.row_chunks, p.splits, p.chunk, p.rows,

@@ -268,37 +268,12 @@ attention_flash_decode_split_kernel(int Tq, int Tk, const int *tk_len, int64_t k
 
 /* ---- host side ---------------------------------------------------------------- */
 
-/* Calls f with the pass-1 kernel for (dp, rc) and its shared-memory size. */
-template <class F>
-static bool dec_dispatch(int dp, int rc, F &&f)
-{
-#define DEC_CASE(DP_, RC_)                                                                             \
-    if (dp == DP_ && rc == RC_) {                                                                      \
-        f(attention_flash_decode_split_kernel<DP_, RC_>, DecF32<DP_, RC_>::kSmemBytes);                \
-        return true;                                                                                   \
-    }
-    DEC_CASE(32, 4) DEC_CASE(32, 8) DEC_CASE(32, 16)
-    DEC_CASE(64, 4) DEC_CASE(64, 8) DEC_CASE(64, 16)
-    DEC_CASE(96, 4) DEC_CASE(96, 8) DEC_CASE(96, 16)
-    DEC_CASE(128, 4) DEC_CASE(128, 8) DEC_CASE(128, 16)
-#undef DEC_CASE
-    return false;
-}
-
-static const char *unsupported(const kb_shape *sh) { return dec_unsupported(sh); }
-
-static const char *setup(const void *args, void **ctx)
-{
-    /* two waves of blocks (one block an SM): more, shorter chunks measured slower (docs/notes/attention.md) */
-    return dec_setup(args, ctx, [](int dp, int rc, auto &&f) { return dec_dispatch(dp, rc, f); }, 2);
-}
-
-static void teardown(void *ctx) { dec_teardown(ctx); }
-
-static const char *launch(const void *args, void *ctx, cudaStream_t stream)
-{
-    return dec_launch(args, ctx, stream, [](int dp, int rc, auto &&f) { return dec_dispatch(dp, rc, f); });
-}
+/* The pass-1 kernel for (DP, RC) and its shared memory (dec_dispatch). */
+template <int DP, int RC>
+struct DecF32Kernel {
+    static constexpr auto kernel = attention_flash_decode_split_kernel<DP, RC>;
+    static constexpr int kSmemBytes = DecF32<DP, RC>::kSmemBytes;
+};
 
 extern "C" const kb_variant attention_flash_decode = {
     .name = "flash_decode",
@@ -306,8 +281,8 @@ extern "C" const kb_variant attention_flash_decode = {
     .dtype = KB_BF16,
     .math = KB_MATH_BF16,
     .min_cc = 80,
-    .unsupported = unsupported,
-    .setup = setup,
-    .teardown = teardown,
-    .launch = launch,
+    .unsupported = dec_unsupported,
+    .setup = dec_setup<DecF32Kernel, 2>, /* two waves of blocks: more, shorter chunks measured slower */
+    .teardown = dec_teardown,
+    .launch = dec_launch<DecF32Kernel>,
 };

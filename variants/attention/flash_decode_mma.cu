@@ -258,37 +258,12 @@ attention_flash_decode_mma_kernel(int Tq, int Tk, const int *tk_len, int64_t kv_
 
 /* ---- host side ---------------------------------------------------------------- */
 
-/* Calls f with the pass-1 kernel for (dp, rc) and its shared-memory size. */
-template <class F>
-static bool dec_mma_dispatch(int dp, int rc, F &&f)
-{
-#define DEC_CASE(DP_, RC_)                                                                             \
-    if (dp == DP_ && rc == RC_) {                                                                      \
-        f(attention_flash_decode_mma_kernel<DP_, RC_, DEC_MMA_STAGES>,                                 \
-          DecMma<DP_, RC_, DEC_MMA_STAGES>::kSmemBytes);                                               \
-        return true;                                                                                   \
-    }
-    DEC_CASE(32, 4) DEC_CASE(32, 8) DEC_CASE(32, 16)
-    DEC_CASE(64, 4) DEC_CASE(64, 8) DEC_CASE(64, 16)
-    DEC_CASE(96, 4) DEC_CASE(96, 8) DEC_CASE(96, 16)
-    DEC_CASE(128, 4) DEC_CASE(128, 8) DEC_CASE(128, 16)
-#undef DEC_CASE
-    return false;
-}
-
-static const char *unsupported(const kb_shape *sh) { return dec_unsupported(sh); }
-
-static const char *setup(const void *args, void **ctx)
-{
-    return dec_setup(args, ctx, [](int dp, int rc, auto &&f) { return dec_mma_dispatch(dp, rc, f); }, 1);
-}
-
-static void teardown(void *ctx) { dec_teardown(ctx); }
-
-static const char *launch(const void *args, void *ctx, cudaStream_t stream)
-{
-    return dec_launch(args, ctx, stream, [](int dp, int rc, auto &&f) { return dec_mma_dispatch(dp, rc, f); });
-}
+/* The pass-1 kernel for (DP, RC) and its shared memory (dec_dispatch). */
+template <int DP, int RC>
+struct DecMmaKernel {
+    static constexpr auto kernel = attention_flash_decode_mma_kernel<DP, RC, DEC_MMA_STAGES>;
+    static constexpr int kSmemBytes = DecMma<DP, RC, DEC_MMA_STAGES>::kSmemBytes;
+};
 
 extern "C" const kb_variant attention_flash_decode_mma = {
     .name = "flash_decode_mma",
@@ -296,8 +271,8 @@ extern "C" const kb_variant attention_flash_decode_mma = {
     .dtype = KB_BF16,
     .math = KB_MATH_BF16,
     .min_cc = 80,
-    .unsupported = unsupported,
-    .setup = setup,
-    .teardown = teardown,
-    .launch = launch,
+    .unsupported = dec_unsupported,
+    .setup = dec_setup<DecMmaKernel, 1>, /* one wave: one ramp (docs/notes/attention.md) */
+    .teardown = dec_teardown,
+    .launch = dec_launch<DecMmaKernel>,
 };
