@@ -29,14 +29,15 @@ typedef __nv_bfloat16 bf16;
 #define DEC_MAX_SPLITS 512
 
 /* The shared-memory layout every pass-1 kernel shares: per warp, ST stages
- * of (K, V) tiles of 32 keys, rows padded by 16 bytes; the warps' final
+ * of (K, V) tiles of KEYS keys, rows padded by 16 bytes; the warps' final
  * states and the merge's weights reuse that space. */
-template <int DP, int RC, int ST = 2>
+template <int DP, int RC, int ST = 2, int KEYS = DEC_KEYS>
 struct DecCfg {
     static constexpr int kLd = DP + 8;                /* bf16 per shared K/V row */
     static constexpr int kChunks = DP / 8;            /* 16-byte chunks per row */
-    static constexpr int kTileElems = DEC_KEYS * kLd; /* one K or V tile */
+    static constexpr int kTileElems = KEYS * kLd;     /* one K or V tile */
     static constexpr int kKVBytes = DEC_WARPS * ST * 2 * kTileElems * (int)sizeof(bf16);
+    static_assert(DEC_STEP % (DEC_WARPS * KEYS) == 0, "a chunk is whole rounds of tiles");
     static constexpr int kMergeBytes = DEC_WARPS * RC * (DP + 2) * (int)sizeof(float);
     static_assert(kMergeBytes <= kKVBytes, "merge space fits in the K/V space");
     static_assert(RC * (DEC_MAX_SPLITS + 1) * (int)sizeof(float) <= kKVBytes, "chunk weights fit too");
@@ -85,16 +86,17 @@ static DecPlan dec_plan(const kb_attention_args *a, int sms, int waves)
     return p;
 }
 
-/* Copy keys j0 .. j0 + 31 of a (Tk, D) head into a warp's tile (row stride
- * kLd), zero past `end` and past D; only this warp's lanes take part.  K
- * and V are read once: evict-first in L2 (policy). */
-template <int DP, int RC>
+/* Copy keys j0 .. j0 + KEYS - 1 of a (Tk, D) head into a warp's tile (row
+ * stride kLd), zero past `end` and past D; only this warp's lanes take
+ * part.  K and V are read once: evict-first in L2 (policy). */
+template <int DP, int RC, int KEYS = DEC_KEYS>
 __device__ __forceinline__ void dec_copy_tile(bf16 *dst, const bf16 *head, int j0, int end, int D, int lane,
                                               uint64_t policy)
 {
     using Cfg = DecCfg<DP, RC>;
+    static_assert(KEYS * Cfg::kChunks % 32 == 0, "whole rounds of the warp's 16-byte copies");
 #pragma unroll
-    for (int it = 0; it < DEC_KEYS * Cfg::kChunks / 32; ++it) {
+    for (int it = 0; it < KEYS * Cfg::kChunks / 32; ++it) {
         const int c = lane + it * 32;
         const int r = c / Cfg::kChunks, ch = c % Cfg::kChunks;
         const bool ok = j0 + r < end && ch * 8 < D;

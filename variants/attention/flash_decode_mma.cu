@@ -1,22 +1,21 @@
 /* attention flash_decode_mma: flash_decode's split-KV decoding with each
- * 32-key tile on the tensor cores (bf16 in and out, fp32 accumulation).
+ * key tile on the tensor cores (bf16 in and out, fp32 accumulation).
  *
  * Idea: flash_decode spends ~1300 instructions a warp on a 32-key tile at
  * 4 query rows (a lane per key for the scores, a lane per column for P V,
  * fp32 FMAs on unpacked bf16), more with more rows: short chunks, several
  * query rows (Tq > 1) and the pipeline's ramp pay for it.  Here the block's
- * query rows (RC = 4, 8 or 16, padded to the
- * MMA's 16) are the A operand of mma.sync m16n8k16, as FlashInfer does for
- * grouped-query decoding:
+ * query rows (RC = 4, 8 or 16, padded to the MMA's 16) are the A operand of
+ * mma.sync m16n8k16, as FlashInfer does for grouped-query decoding:
  *   S = Q K^T: Q's fragments are loaded once by ldmatrix and stay in
- *     registers; K's by ldmatrix.x4 from the tile; 4 n-tiles x D/16 MMAs;
+ *     registers; K's by ldmatrix.x4 from the tile; KEYS/8 n-tiles x D/16 MMAs;
  *   the online softmax on the accumulators: a row's max over the 4 lanes
  *     of a quad, exp2 with scale * log2(e) folded into one FFMA;
  *   O += P V: the accumulators, rounded to bf16 pairs, are already P's A
- *     fragments; V's by ldmatrix.x4.trans; 2 k-steps x D/8 MMAs.
- * About 64 MMAs and 32 ldmatrix a tile at D = 128 in place of the FMAs.
+ *     fragments; V's by ldmatrix.x4.trans; KEYS/16 k-steps x D/8 MMAs.
+ * 32 MMAs and 16 ldmatrix a 16-key tile at D = 128 in place of the FMAs.
  * With the tile this cheap, three stages of tiles a warp (in place of two)
- * and one wave of blocks (in place of two: one ramp, not two) pay.  The
+ * and one block an SM (in place of two waves: one ramp, not two) pay.  The
  * rest is flash_decode's (decode_split.cuh): the chunks, the warps'
  * cp.async tiles with evict-first, the merge of the warps and the last
  * block's merge of the chunks, the bottom-right causal mask, the shapes.
@@ -33,16 +32,20 @@
  * at large B it reads some 8% slower than SDPA. */
 #include "variants/attention/decode_split.cuh"
 
-/* Each warp's tiles in flight: 3 stages (208 KiB of shared memory at D =
- * 128) measured 2% faster than 2 at B = 8, level elsewhere. */
+/* Each warp's tiles in flight: 3 stages measured 2% faster than 2 at B = 8,
+ * level elsewhere.  Tiles of 16 keys at D > 64 (32 below): 1-3% faster
+ * than 32 at one block an SM, and 104 KiB at D = 128 where 32 took 208. */
 #define DEC_MMA_STAGES 3
+#define DEC_MMA_KEYS(DP) ((DP) > 64 ? 16 : 32)
 
 /* Beyond the K/V tiles: the query rows as stored (bf16), 16 of them (the
  * MMA's M, zero past RC), rows padded by 16 bytes as K's and V's. */
 template <int DP, int RC, int ST>
-struct DecMma : DecCfg<DP, RC, ST> {
-    static constexpr int kQBytes = 16 * DecCfg<DP, RC, ST>::kLd * (int)sizeof(bf16);
-    static constexpr int kSmemBytes = DecCfg<DP, RC, ST>::kKVBytes + kQBytes;
+struct DecMma : DecCfg<DP, RC, ST, DEC_MMA_KEYS(DP)> {
+    using KV = DecCfg<DP, RC, ST, DEC_MMA_KEYS(DP)>;
+    static constexpr int kKeys = DEC_MMA_KEYS(DP);
+    static constexpr int kQBytes = 16 * KV::kLd * (int)sizeof(bf16);
+    static constexpr int kSmemBytes = KV::kKVBytes + kQBytes;
     static constexpr int kKS = DP / 16; /* k-steps of S = Q K^T */
     static constexpr int kDN = DP / 8;  /* 8-column tiles of O */
 };
@@ -60,7 +63,7 @@ attention_flash_decode_mma_kernel(int Tq, int Tk, const int *tk_len, int64_t kv_
                                   unsigned *__restrict__ arrived, bf16 *__restrict__ o)
 {
     using Cfg = DecMma<DP, RC, ST>;
-    constexpr int LD = Cfg::kLd, KS = Cfg::kKS, DN = Cfg::kDN;
+    constexpr int LD = Cfg::kLd, KS = Cfg::kKS, DN = Cfg::kDN, KEYS = Cfg::kKeys, NT = KEYS / 8;
     constexpr uint32_t kRowBytes = LD * sizeof(bf16);
     extern __shared__ __align__(128) unsigned char smem_raw[];
 #if __CUDA_ARCH__ >= 900
@@ -87,7 +90,7 @@ attention_flash_decode_mma_kernel(int Tq, int Tk, const int *tk_len, int64_t kv_
     const bf16 *v_head = v + (size_t)bkv * kv_stride;
 
     /* This warp's tiles: t = warp, warp + 4, ... of the chunk's tiles. */
-    const int tiles = (end - cbeg + DEC_KEYS - 1) / DEC_KEYS;
+    const int tiles = (end - cbeg + KEYS - 1) / KEYS;
     const int mine = tiles > warp ? (tiles - warp + DEC_WARPS - 1) / DEC_WARPS : 0;
     /* Stage st of this warp: K at stage_k(st), V right after it.  Tile u
      * goes to stage u % ST, ST - 1 tiles ahead of the one in use. */
@@ -95,9 +98,9 @@ attention_flash_decode_mma_kernel(int Tq, int Tk, const int *tk_len, int64_t kv_
     const uint64_t policy = kb_l2_evict_first_policy();
     auto fetch = [&](int u) {
         if (u < mine) {
-            const int j0 = cbeg + (warp + u * DEC_WARPS) * DEC_KEYS;
-            dec_copy_tile<DP, RC>(stage_k(u % ST), k_head, j0, end, D, lane, policy);
-            dec_copy_tile<DP, RC>(stage_k(u % ST) + Cfg::kTileElems, v_head, j0, end, D, lane, policy);
+            const int j0 = cbeg + (warp + u * DEC_WARPS) * KEYS;
+            dec_copy_tile<DP, RC, KEYS>(stage_k(u % ST), k_head, j0, end, D, lane, policy);
+            dec_copy_tile<DP, RC, KEYS>(stage_k(u % ST) + Cfg::kTileElems, v_head, j0, end, D, lane, policy);
         }
         kb_cp_async_commit(); /* a group even when empty: the waits count groups */
     };
@@ -149,24 +152,24 @@ attention_flash_decode_mma_kernel(int Tq, int Tk, const int *tk_len, int64_t kv_
             acc[dn][e] = 0.0f;
 
     for (int u = 0; u < mine; ++u) {
-        const int j0 = cbeg + (warp + u * DEC_WARPS) * DEC_KEYS;
+        const int j0 = cbeg + (warp + u * DEC_WARPS) * KEYS;
         fetch(u + ST - 1);
         kb_cp_async_wait<ST - 1>(); /* tile u is in (this lane's copies) */
         __syncwarp();               /* and the other lanes' */
         const uint32_t k_tile = (uint32_t)__cvta_generic_to_shared(stage_k(u % ST));
         const uint32_t v_tile = k_tile + Cfg::kTileElems * (uint32_t)sizeof(bf16);
 
-        /* S = Q K^T over the tile's 4 n-tiles of 8 keys. */
-        float sc[4][4];
+        /* S = Q K^T over the tile's NT n-tiles of 8 keys. */
+        float sc[NT][4];
 #pragma unroll
-        for (int nt = 0; nt < 4; ++nt)
+        for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
             for (int e = 0; e < 4; ++e)
                 sc[nt][e] = 0.0f;
 #pragma unroll
         for (int ks = 0; ks < KS; ++ks)
 #pragma unroll
-            for (int np = 0; np < 2; ++np) {
+            for (int np = 0; np < NT / 2; ++np) {
                 uint32_t kb[4];
                 ldsm_x4(kb, k_tile + k_off + np * 16 * kRowBytes + ks * 32);
                 mma_bf16(sc[2 * np], qa[ks], kb[0], kb[1]);
@@ -178,7 +181,7 @@ attention_flash_decode_mma_kernel(int Tq, int Tk, const int *tk_len, int64_t kv_
         for (int h = 0; h < 2; ++h) {
             float mx = -INFINITY;
 #pragma unroll
-            for (int nt = 0; nt < 4; ++nt)
+            for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
                 for (int e = 0; e < 2; ++e) {
                     const int j = j0 + nt * 8 + t2 + e;
@@ -195,7 +198,7 @@ attention_flash_decode_mma_kernel(int Tq, int Tk, const int *tk_len, int64_t kv_
             const float alpha = kb_ex2(m[h] - m_use);
             float sum = 0.0f;
 #pragma unroll
-            for (int nt = 0; nt < 4; ++nt)
+            for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
                 for (int e = 0; e < 2; ++e) {
                     float &x = sc[nt][2 * h + e];
@@ -214,7 +217,7 @@ attention_flash_decode_mma_kernel(int Tq, int Tk, const int *tk_len, int64_t kv_
         /* O += P V: P's A fragments straight from the accumulators, keys
          * 16 kk .. 16 kk + 15 being n-tiles 2 kk and 2 kk + 1. */
 #pragma unroll
-        for (int kk = 0; kk < 2; ++kk) {
+        for (int kk = 0; kk < NT / 2; ++kk) {
             uint32_t pa[4];
             pa[0] = pack_bf16(sc[2 * kk][0], sc[2 * kk][1]);
             pa[1] = pack_bf16(sc[2 * kk][2], sc[2 * kk][3]);
@@ -267,12 +270,12 @@ struct DecMmaKernel {
 
 extern "C" const kb_variant attention_flash_decode_mma = {
     .name = "flash_decode_mma",
-    .summary = "flash_decode with each 32-key tile on mma.sync m16n8k16 (the query rows padded to 16)",
+    .summary = "flash_decode with each key tile on mma.sync m16n8k16 (the query rows padded to 16)",
     .dtype = KB_BF16,
     .math = KB_MATH_BF16,
     .min_cc = 80,
     .unsupported = dec_unsupported,
-    .setup = dec_setup<DecMmaKernel, 1>, /* one wave: one ramp (docs/notes/attention.md) */
+    .setup = dec_setup<DecMmaKernel, 1>, /* one block an SM: one ramp; two an SM were slower (docs/notes/attention.md) */
     .teardown = dec_teardown,
     .launch = dec_launch<DecMmaKernel>,
 };
