@@ -23,11 +23,11 @@
  * 16 up to 128; any B, H, Tq, Tk.
  *
  * Builds on flash_f32: the same algorithm on the tensor cores.
- * Measured (results/h100/kbench-20261126-095837.csv; % of the run's 784 TFLOP/s
- * bf16 ceiling): 385.5 TFLOP/s at 2x16x4096x4096x128 (49.2%), 313.4 at
- * 4x16x4096x4096x64 (40.0%), 382.6 at 4x16x8192x8192x128 (48.8%), 361.4 at
- * ..128c (46.1%); PyTorch's bf16 SDPA in the same run: 666, 486, 686 and 633
- * (ours 0.56-0.64x).
+ * Measured (results/h100/kbench-20261126-111139.csv; % of the run's 807 TFLOP/s
+ * bf16 ceiling): 380.0 TFLOP/s at 2x16x4096x4096x128 (47.1%), 310.3 at
+ * 4x16x4096x4096x64 (38.5%), 395.4 at 4x16x8192x8192x128 (49.0%), 392.8 at
+ * ..128c (48.7%); PyTorch's bf16 SDPA in the same run: 667, 485, 677 and 620
+ * (ours 0.57-0.64x).
  * Gap to the limit: mma.sync tops out near 2/3 of the wgmma rate that the
  * ceiling's cuBLAS GEMM uses, and the softmax's FP32/MUFU work and the
  * ldmatrix traffic share its issue slots.  History:

@@ -31,14 +31,15 @@
  *
  * Builds on flash_bf16 (the online softmax), with the split over keys in
  * place of the split over query rows, which decoding does not have.
- * Measured (results/h100/kbench-20261126-095837.csv, cold L2, % of the
- * run's 3007 GB/s copy ceiling): 2046 GB/s (68%) at 1x32x1x32768x128x8,
- * 2533 (84%) at Tk = 131072, 2166 (72%) at 8x32x1x8192x128x8, 2717 (90%)
- * at 64x32x1x8192x128x8; PyTorch's SDPA in the same run 2112, 2790,
- * 1860 and 3022.  Since then the split rounds its waves down (it had
- * launched 2.4 waves at B = 8): 2351, 2661 and 2832 GB/s at B = 8 and Tk =
- * 8192, 32768, 131072 in a check call (docs/notes/attention.md).
- * Gap to the limit: 68% at 1x32x1x32768x128x8 against issue 16's 80%: per
+ * Measured (results/h100/kbench-20261126-111139.csv, cold L2, % of the
+ * run's 3006 GB/s copy ceiling): 2063 GB/s (69%) at 1x32x1x32768x128x8,
+ * 2514 (84%) at Tk = 131072, 2336 (78%) at 8x32x1x8192x128x8, 2644 (88%)
+ * and 2799 (93%) at B = 8 and Tk = 32768, 131072, 2703 (90%) at
+ * 64x32x1x8192x128x8; PyTorch's SDPA in the same run 2106, 2787, 2492,
+ * 2941, 3046 and 2751.  Rounding the split's waves down (it had launched
+ * 2.4 waves at B = 8) bought most of the B = 8 figures (2333 -> 2661 GB/s
+ * at Tk = 32768 in a check call, docs/notes/attention.md).
+ * Gap to the limit: 69% at 1x32x1x32768x128x8 against issue 16's 80%: per
  * key work, ~1300 instructions a warp per 32-key tile (counted, not
  * profiled) at 1 warp a scheduler (the 2 stages' 136 KiB of tiles let one
  * block an SM); flash_decode_mma puts the tiles on the tensor cores. */

@@ -21,15 +21,15 @@
  * block's merge of the chunks, the bottom-right causal mask, the shapes.
  *
  * Builds on flash_decode: the tile's arithmetic moves to the tensor cores.
- * Measured (a check call on one H100, not yet the reference run:
- * docs/notes/attention.md, "flash_decode_mma"; cold L2, % of that run's
- * 3008 GB/s copy ceiling): 2168 GB/s (72%) at 1x32x1x32768x128x8 (flash_decode
- * 2020, PyTorch's SDPA 2107), 2846 (95%) at 8x32x1x131072x128x8 (SDPA 3078),
- * 2759 (92%) at 64x32x1x8192x128x8 (SDPA 3021), causal Tq = 16 at
- * 1x32x16x4096x128x8c 0.031 ms (flash_decode 0.080, SDPA 0.108).
- * Gap to the limit: 72% at 1x32x1x32768x128x8 against issue 16's 80%: the
+ * Measured (results/h100/kbench-20261126-111139.csv, cold L2, % of the
+ * run's 3006 GB/s copy ceiling): 2216 GB/s (74%) at 1x32x1x32768x128x8
+ * (flash_decode 2063, PyTorch's SDPA 2106), 2541 (85%) at Tk = 131072 (SDPA
+ * 2787), 2857 (95%) at 8x32x1x131072x128x8 (SDPA 3046), 2767 (92%) at
+ * 64x32x1x8192x128x8 (SDPA 2751); causal Tq = 16 at 1x32x16x4096x128x8c
+ * 0.030 ms in a check call (flash_decode 0.080, SDPA 0.129).
+ * Gap to the limit: 74% at 1x32x1x32768x128x8 against issue 16's 80%: the
  * B = 1 rows fit ~10 us a launch (ramp, merge, tail) plus ~2600 GB/s, and
- * at large B it reads some 8% slower than SDPA. */
+ * at B = 8 it reads some 6% slower than SDPA. */
 #include "variants/attention/decode_split.cuh"
 
 /* Each warp's tiles in flight: 3 stages measured 2% faster than 2 at B = 8,

@@ -3,10 +3,10 @@
  * same function as fp32: it is checked with the tf32 tolerance.  Shows what
  * giving up fp32 products buys.
  *
- * Measured (results/h100/kbench-20261126-095837.csv, H100, cold L2): 397.2
- * TFLOP/s at 4096^3 and 367.7 at 8192^3, 101.3% and 93.8% of the run's tf32
- * ceiling (half its 784 TFLOP/s bf16 tensor ceiling), 7.68x and 7.12x cublas.
- * Gap to the limit: none at 4096^3; 6.2 points at 8192^3.
+ * Measured (results/h100/kbench-20261126-111139.csv, H100, cold L2): 405.7
+ * TFLOP/s at 4096^3 and 398.0 at 8192^3, 100.6% and 98.7% of the run's tf32
+ * ceiling (half its 807 TFLOP/s bf16 tensor ceiling), 7.89x and 7.70x cublas.
+ * Gap to the limit: none at 4096^3; 1.3 points at 8192^3.
  * History: docs/notes/matmul.md. */
 #include "kernels/matmul.h"
 #include "variants/matmul/cublas_common.h"

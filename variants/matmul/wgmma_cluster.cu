@@ -17,11 +17,11 @@
  * 16-byte aligned take wgmma's kernel.  Every shape runs.  Needs sm_90a.
  *
  * Builds on wgmma_persistent: 2-block clusters sharing B by TMA multicast.
- * Measured (results/h100/kbench-20261126-095837.csv, cold L2): 712 TFLOP/s
- * at 4096^3 (0.91x cublas_bf16), 703 at 8192^3 (0.90x, sw_power_cap at
- * 1425 MHz), 0.64-0.83x at the transformer shapes.
- * Gap to the limit: cublas_bf16 (786 TFLOP/s at 4096^3), the measured bf16
- * ceiling 784, ~990 dense peak on H100 SXM.
+ * Measured (results/h100/kbench-20261126-111139.csv, cold L2): 722 TFLOP/s
+ * at 4096^3 (0.90x cublas_bf16), 705 at 8192^3 (0.91x, sw_power_cap at
+ * 1410 MHz), 0.64-0.85x at the transformer shapes.
+ * Gap to the limit: cublas_bf16 (799 TFLOP/s at 4096^3), the measured bf16
+ * ceiling 807, ~990 dense peak on H100 SXM.
  * What is left: the epilogue still stalls the tensor cores (ping-pong
  * consumers, or stmatrix + a TMA store); the tile order could follow a
  * Hilbert curve. */
