@@ -126,11 +126,36 @@ static void test_energy_rows(void)
     CHECK(kb_wants_energy(&o, &kb_op_matmul, &small, KB_F32));
 }
 
+/* A row that needs more GPUs than the run has: a distributed op needs 2,
+ * a variant its min_devices; one line says so, and a big enough run has no
+ * reason. */
+static void test_too_few_gpus(void)
+{
+    char why[256];
+    kb_job job = {0};
+    job.op = kb_find_op("allreduce");
+    job.variant = job.op ? kb_find_variant(job.op, "nccl") : NULL;
+    CHECK(job.variant != NULL);
+    if (!job.variant)
+        return;
+    CHECK(kb_job_too_few_gpus(&job, 1, why, sizeof why) == why && strstr(why, "needs 2 or more GPUs, this run has 1"));
+    CHECK(kb_job_too_few_gpus(&job, 2, why, sizeof why) == NULL);
+    job.op = kb_find_op("ffn");
+    job.variant = job.op ? kb_find_variant(job.op, "tp_nccl") : NULL;
+    if (job.variant) { /* built with NCCL */
+        CHECK(job.variant->min_devices == 2 && kb_job_too_few_gpus(&job, 1, why, sizeof why) != NULL);
+        CHECK(kb_job_too_few_gpus(&job, 8, why, sizeof why) == NULL);
+    }
+    job.variant = job.op ? kb_find_variant(job.op, "cublaslt_bf16") : NULL;
+    CHECK(job.variant && kb_job_too_few_gpus(&job, 1, why, sizeof why) == NULL);
+}
+
 int main(void)
 {
     test_stop_rule();
     test_energy_rows();
     test_families_well_formed();
+    test_too_few_gpus();
     const kb_op *mm = &kb_op_matmul;
     kb_job *jobs;
     int nv = nvariants(mm);
