@@ -74,8 +74,8 @@ static DecPlan dec_plan(const kb_attention_args *a, int sms, int waves)
         splits = DEC_MAX_SPLITS;
     if (splits < 1)
         splits = 1;
-    /* at least two rounds a chunk, so each warp's 2-stage pipeline has
-     * something to overlap and fewer chunks are left to merge */
+    /* at least two rounds a chunk, so each warp's pipeline has something
+     * to overlap and fewer chunks are left to merge */
     int64_t chunk_steps = (steps + splits - 1) / splits;
     if (chunk_steps < 2)
         chunk_steps = steps < 2 ? steps : 2;
@@ -84,6 +84,40 @@ static DecPlan dec_plan(const kb_attention_args *a, int sms, int waves)
     p.blocks = base * p.splits;
     p.rows = (int64_t)a->B * a->H * a->Tq;
     return p;
+}
+
+/* What pass-1 block blockIdx.x takes: block id -> (bkv, key chunk s, row
+ * chunk rchunk), row chunks fastest, so the blocks that share a chunk of K
+ * and V run together and share it in L2. */
+struct DecBlock {
+    int rchunk, s;
+    int64_t bkv;           /* b * Hkv + kv */
+    int R, r0;             /* the group's query rows; this block's first (local) */
+    int64_t grow0;         /* Q/O row of local row 0: (b*H + kv*group)*Tq + r0 */
+    int Tk, cbeg, end;     /* keys holding data; this chunk's, cbeg .. end - 1 */
+    const bf16 *k_head, *v_head;
+};
+
+template <int RC>
+__device__ __forceinline__ DecBlock dec_block(int Tq, int Tk, const int *tk_len, int group, int row_chunks,
+                                              int splits, int chunk, int64_t kv_stride, const bf16 *k,
+                                              const bf16 *v)
+{
+    DecBlock b;
+    const int64_t id = blockIdx.x;
+    b.rchunk = (int)(id % row_chunks);
+    b.s = (int)(id / row_chunks % splits);
+    b.bkv = id / ((int64_t)row_chunks * splits);
+    b.R = group * Tq;
+    b.r0 = b.rchunk * RC;
+    b.grow0 = b.bkv * b.R + b.r0;
+    /* a cache: only the first *tk_len keys hold data; chunks past them write empty states */
+    b.Tk = tk_len ? min(*tk_len, Tk) : Tk;
+    b.cbeg = b.s * chunk;
+    b.end = min(b.cbeg + chunk, b.Tk);
+    b.k_head = k + (size_t)b.bkv * kv_stride;
+    b.v_head = v + (size_t)b.bkv * kv_stride;
+    return b;
 }
 
 /* Copy keys j0 .. j0 + KEYS - 1 of a (Tk, D) head into a warp's tile (row
@@ -184,11 +218,13 @@ __device__ __forceinline__ float2 *dec_ml_w(unsigned char *smem)
  * this chunk's (m, l, O) of each row, and in the row group's last block to
  * finish, merge every chunk. */
 template <int DP, int RC>
-__device__ __forceinline__ void dec_finish(unsigned char *smem_raw, int R, int r0, int64_t grow0, int D, int s,
-                                           int splits, int64_t nrows, int row_chunks, int rchunk, int64_t bkv,
-                                           float *__restrict__ part_o, float2 *__restrict__ part_ml,
-                                           unsigned *__restrict__ arrived, bf16 *__restrict__ o)
+__device__ __forceinline__ void dec_finish(unsigned char *smem_raw, const DecBlock &b, int D, int splits,
+                                           int64_t nrows, int row_chunks, float *__restrict__ part_o,
+                                           float2 *__restrict__ part_ml, unsigned *__restrict__ arrived,
+                                           bf16 *__restrict__ o)
 {
+    const int R = b.R, r0 = b.r0, s = b.s;
+    const int64_t grow0 = b.grow0;
     const float *o_w = dec_o_w<DP, RC>(smem_raw);
     const float2 *ml_w = dec_ml_w<DP, RC>(smem_raw);
     __syncthreads();
@@ -222,7 +258,7 @@ __device__ __forceinline__ void dec_finish(unsigned char *smem_raw, int R, int r
     __syncthreads();
     if (threadIdx.x == 0) {
         __threadfence(); /* this block's states are visible before it counts itself */
-        unsigned *count = arrived + bkv * row_chunks + rchunk;
+        unsigned *count = arrived + b.bkv * row_chunks + b.rchunk;
         last = atomicAdd(count, 1u) == (unsigned)splits - 1;
         if (last)
             *count = 0; /* ready for the next launch */
@@ -262,8 +298,8 @@ static const char *dec_unsupported(const kb_shape *sh)
         return "Tq > 16: a prefill, not a decode (the flash kernels take it)";
     if (sh->d[4] % 8 != 0 || sh->d[4] > DEC_MAX_D)
         return "D must be a multiple of 8 up to 128 (16-byte copies of K and V rows)";
-    /* The merge's grid is B*H*Tq blocks; pass 1 has at most that many, or
-     * under 4 * SMs when the keys are split (dec_plan). */
+    /* Rows are indexed in int; pass 1's blocks are no more than B*H*Tq, or
+     * than a few per SM when the keys are split (dec_plan). */
     const int64_t rows = kb_mul_dims(kb_mul_dims(sh->d[0], sh->d[1]), sh->d[2]);
     if (rows < 0 || rows > (int64_t)INT32_MAX)
         return "B*H*Tq > 2^31 - 1: more query rows than the grids index";

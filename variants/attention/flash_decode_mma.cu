@@ -74,20 +74,12 @@ attention_flash_decode_mma_kernel(int Tq, int Tk, const int *tk_len, int64_t kv_
     bf16 *kv_s = reinterpret_cast<bf16 *>(smem_raw);
     bf16 *q_s = reinterpret_cast<bf16 *>(smem_raw + Cfg::kKVBytes); /* [16][LD] */
 
-    const int64_t id = blockIdx.x;
-    const int rchunk = (int)(id % row_chunks);
-    const int s = (int)(id / row_chunks % splits);
-    const int64_t bkv = id / ((int64_t)row_chunks * splits); /* b * Hkv + kv */
-    const int R = group * Tq;                                  /* the group's query rows */
-    const int r0 = rchunk * RC;
-    const int64_t grow0 = bkv * R + r0; /* Q/O row of local row 0: (b*H + kv*group)*Tq + r0 */
-    if (tk_len) /* a cache: only the first *tk_len keys hold data; chunks past them write empty states */
-        Tk = min(*tk_len, Tk);
-    const int cbeg = s * chunk;
-    const int end = min(cbeg + chunk, Tk);
+    const DecBlock blk = dec_block<RC>(Tq, Tk, tk_len, group, row_chunks, splits, chunk, kv_stride, k, v);
+    const int R = blk.R, r0 = blk.r0, cbeg = blk.cbeg, end = blk.end;
+    const int64_t grow0 = blk.grow0;
+    const bf16 *k_head = blk.k_head, *v_head = blk.v_head;
+    Tk = blk.Tk;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const bf16 *k_head = k + (size_t)bkv * kv_stride;
-    const bf16 *v_head = v + (size_t)bkv * kv_stride;
 
     /* This warp's tiles: t = warp, warp + 4, ... of the chunk's tiles. */
     const int tiles = (end - cbeg + KEYS - 1) / KEYS;
@@ -255,8 +247,7 @@ attention_flash_decode_mma_kernel(int Tq, int Tk, const int *tk_len, int64_t kv_
         if (t2 == 0)
             ml_w[warp * RC + r] = make_float2(m[h], lsum);
     }
-    dec_finish<DP, RC>(smem_raw, R, r0, grow0, D, s, splits, nrows, row_chunks, rchunk, bkv, part_o, part_ml, arrived,
-                       o);
+    dec_finish<DP, RC>(smem_raw, blk, D, splits, nrows, row_chunks, part_o, part_ml, arrived, o);
 }
 
 /* ---- host side ---------------------------------------------------------------- */
