@@ -315,6 +315,7 @@ const char *kb_nvml_status(void);    /* "available" or "unavailable: why" */
 double kb_nvml_max_clock_mhz(void);  /* what kb_clock_throttled compares with */
 /* Read clock, power, temperature and reasons into w (nothing without NVML). */
 void kb_nvml_sample(kb_nvml_window *w);
+int kb_nvml_limited(void); /* a power or thermal limit holds the clock down now */
 /* The total-energy counter in mJ; -1 when unavailable. */
 int kb_nvml_energy(unsigned long long *mj);
 /* The counter read on another thread: begin asks for a reading (0, or -1

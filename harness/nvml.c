@@ -185,6 +185,13 @@ void kb_nvml_sample(kb_nvml_window *w)
     kb_nvml_add(w, &r, nv.max_clock_mhz);
 }
 
+/* Whether the GPU's clock is held down by a power or thermal limit now. */
+int kb_nvml_limited(void)
+{
+    unsigned long long reasons = 0;
+    return nv.lib && nv.reasons(nv.dev, &reasons) == 0 && (reasons & KB_THR_POWER_THERMAL) != 0;
+}
+
 /* A call of some 4 ms on the H100. */
 int kb_nvml_energy(unsigned long long *mj)
 {

@@ -18,6 +18,8 @@
 #define TARGET_NOISE 0.01    /* stop once the median's relative noise is under 1% (--max-noise) */
 #define NVML_EVERY_S 0.01    /* an NVML reading (some 40 us) between samples this often */
 #define ENERGY_S 1.0         /* --energy: the H100's counter moves in 100 ms steps, so 10% at most */
+#define SETTLE_S 1.0         /* a GPU at its power or thermal limit idles this long before a row's samples: */
+                             /* on the H100 the row after a power-capped one then runs at 1980 MHz, not ~1400 */
 
 double kb_now_s(void)
 {
@@ -28,7 +30,7 @@ double kb_now_s(void)
 
 static const char *const phase_names[PH_COUNT] = {
     "device alloc and upload", "waiting for inputs and reference", "input reset", "check", "warm-up",
-    "timed launches", "L2 flush", "NVML", "energy windows"};
+    "timed launches", "L2 flush", "NVML", "energy windows", "settling"};
 static double phase_s[PH_COUNT], host_inputs_s, host_reference_s;
 
 double kb_phase_end(int ph, double t0)
@@ -278,6 +280,22 @@ static const char *flushed_sample(flush_timer *t, const kb_variant *v, const voi
     return NULL;
 }
 
+/* When the GPU reads a power or thermal limit (the row before, or the
+ * first row's warm-up, ran it into its power cap), idle SETTLE_S so that
+ * this row's samples start from the clock the limit gives back, not from
+ * the debt of the work before it: else every row is timed at a clock that
+ * depends on its place in the sweep, and the baselines, which come first,
+ * gain. */
+static void settle(void)
+{
+    if (!kb_nvml_limited())
+        return;
+    double t0 = kb_now_s();
+    const struct timespec nap = {(time_t)SETTLE_S, (long)((SETTLE_S - (time_t)SETTLE_S) * 1e9)};
+    nanosleep(&nap, NULL);
+    kb_phase_end(PH_SETTLE, t0);
+}
+
 /* kb_time_variant, also metering power into r when r is not NULL; with
  * `ranks`, timed on every GPU's stream (rank_sample). */
 static const char *time_variant(const kb_variant *v, const void *args, void *ctx, int hot, int ranks,
@@ -292,6 +310,7 @@ static const char *time_variant(const kb_variant *v, const void *args, void *ctx
     while (!gpu_warm && kb_now_s() - t0 < WARMUP_FIRST_S);
     gpu_warm = 1;
     kb_phase_end(PH_WARMUP, t0);
+    settle();
 
     power_meter meter;
     flush_timer ft = {.flush = flush, .flush_bytes = hot ? 0 : flush_bytes};

@@ -1,0 +1,505 @@
+/* matmul wgmma_tma_store (bf16): wgmma_cluster with its epilogue through
+ * shared memory and TMA stores.  Each consumer warpgroup converts its 64
+ * rows of the tile to bf16 and writes them with stmatrix into a 128-byte
+ * swizzled staging buffer (64 x 64 panels, conflict-free), then one thread
+ * hands each panel to a TMA store and the warpgroup goes on to its next
+ * tile while the copy engine writes C.  The store clips rows and columns
+ * outside C, so edge tiles need no checks.  The staging buffer takes shared
+ * memory from the ring: at 128x256 it holds half a warpgroup's tile (two
+ * panels), filled twice, so the ring keeps 4 stages; at 128x192 all three
+ * panels, with 4 stages.  Before a buffer is written again, the thread that
+ * stored from it waits until the copy engine has read it.
+ *
+ * Edges: TMA zero fill on loads, clipping on stores; rows that are not
+ * 16-byte aligned (or C not 16-byte aligned) take wgmma's kernel.  Every
+ * shape runs.  Needs sm_90a.
+ *
+ * Builds on wgmma_cluster: stmatrix + TMA stores in place of 4-byte global
+ * stores from the accumulators.
+ * Measured (check call on an H100, 2026-11-26, every row at 1980 MHz, not
+ * the reference run): 785 TFLOP/s at 4096^3 (1.00x cublas_bf16), 813 at
+ * 8192^3 (1.01x), 0.9-1.05x at the transformer shapes.
+ * Gap to the limit: the measured bf16 ceiling 807 TFLOP/s, ~990 dense peak
+ * on H100 SXM.  What is left: at N = 768 (one round of 128x192 tiles) it
+ * reads more L2 bytes than cuBLAS's kernel of the same tile and cluster. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <cuda.h>
+#include "kernels/matmul.h"
+#include "kernels/cuda_util.h"
+#include "kernels/cp_async.cuh"
+#include "variants/matmul/bf16_common.cuh"
+
+extern "C" const kb_variant matmul_wgmma; /* the fallback for unaligned rows */
+
+namespace {
+constexpr int kBM = 128, kBK = 64;                     /* block tile: 128 x BN x 64, BN 256 or 192 */
+constexpr int kCluster = 2;                            /* blocks a cluster, along M */
+constexpr int kConsumers = 2, kThreads = (kConsumers + 1) * 128; /* + the producer, warpgroup 0 */
+constexpr int kProducerRegs = 40, kConsumerRegs = 232;
+static_assert(kProducerRegs * 128 + kConsumerRegs * 128 * kConsumers <= 65536, "the SM's register file");
+constexpr int kAStageBytes = kBM * kBK * 2;
+template <int BN> constexpr int kBStageBytes = kBK * BN * 2;
+/* As many stages as fit in 227 KiB with the alignment: 4 of 48 KiB, 5 of 40. */
+constexpr int kCPanelBytes = 64 * 128;                /* a 64 x 64 bf16 panel of C, one swizzle line a row */
+/* Panels of C a consumer stages at once: half its 256-wide tile, or all of a 192-wide one. */
+template <int BN> constexpr int kCPanels = BN == 256 ? 2 : 3;
+template <int BN> constexpr int kCBytes = kConsumers * kCPanels<BN> * kCPanelBytes;
+/* As many stages as fit in 227 KiB beside the staging buffer: 4 of 48 KiB + 32, or 4 of 40 + 48. */
+template <int BN>
+constexpr int kStages = (227 * 1024 - 1024 - kCBytes<BN>) / (kAStageBytes + kBStageBytes<BN>);
+template <int BN> constexpr int kSmemBytes = kStages<BN> * (kAStageBytes + kBStageBytes<BN>) + kCBytes<BN> + 1024;
+static_assert(kStages<256> == 4 && kStages<192> == 4, "the rings the header describes");
+static_assert(kBK * 2 == 128, "A's rows and B's panels are one 128-byte swizzle line wide");
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+constexpr int kWgM = kBM / kConsumers;                 /* 64 rows per consumer: one m64 MMA */
+constexpr int kGroupM = 8;                             /* cluster order: 8 pairs of block-rows a group */
+constexpr int kPanelBytes = kBK * 128;                 /* one 64-column panel of B */
+
+/* This block's rank in its cluster. */
+__device__ __forceinline__ int cluster_rank()
+{
+    uint32_t r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+    return (int)r;
+}
+
+/* Every thread of the cluster's blocks arrives and waits (release/acquire). */
+__device__ __forceinline__ void cluster_sync()
+{
+    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+
+/* An arrival on the mbarrier at bar's offset in block `rank` of the
+ * cluster (CUTLASS's ClusterBarrier::arrive: the default .release.cta, as
+ * the MMAs that read the stage have completed and the arrival publishes no
+ * data; .release.cluster would add a GPU-wide MEMBAR to every arrival). */
+__device__ __forceinline__ void mbar_arrive_cluster(unsigned long long *bar, int rank)
+{
+    asm volatile("{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
+                 "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n" ::"r"(bf16_smem_addr(bar)),
+                 "r"(rank)
+                 : "memory");
+}
+
+/* The box of `map` at (x, y) into shared dst of every block in cta_mask,
+ * its bytes counted on the mbarrier at bar's offset in each of them. */
+__device__ __forceinline__ void tma_load_2d_multicast(uint32_t dst, const CUtensorMap *map, int x, int y,
+                                                      unsigned long long *bar, uint16_t cta_mask)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+                 " [%0], [%1, {%2, %3}], [%4], %5;\n"
+                 ::"r"(dst), "l"((uint64_t)map), "r"(x), "r"(y), "r"(bf16_smem_addr(bar)), "h"(cta_mask)
+                 : "memory");
+}
+
+/* The 128 threads of a consumer warpgroup meet (barrier 1 + cw; 0 is
+ * __syncthreads). */
+__device__ __forceinline__ void warpgroup_sync(int cw)
+{
+    asm volatile("bar.sync %0, 128;\n" ::"r"(1 + cw) : "memory");
+}
+
+/* This thread's bulk stores have read their shared memory (their writes
+ * to C may still be on their way). */
+__device__ __forceinline__ void bulk_store_wait_read()
+{
+    asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+}
+
+/* Fetch a tensor map into the TMA unit's cache ahead of its first use. */
+__device__ __forceinline__ void tma_prefetch_map(const CUtensorMap *map)
+{
+    asm volatile("prefetch.tensormap [%0];\n" ::"l"((uint64_t)map) : "memory");
+}
+
+/* Shared src into the box of `map` at (x inner, y outer); the parts of the
+ * box outside the tensor are not written. */
+__device__ __forceinline__ void tma_store_2d(const CUtensorMap *map, int x, int y, uint32_t src)
+{
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n" ::"l"(
+                     (uint64_t)map),
+                 "r"(x), "r"(y), "r"(src)
+                 : "memory");
+}
+
+/* Four 8x8 b16 matrices from registers to shared memory: lanes 8i..8i+7
+ * give the row addresses of matrix i, register i holds each lane's pair of
+ * matrix i (the layout of an mma accumulator fragment). */
+__device__ __forceinline__ void stmatrix_x4(uint32_t addr, uint32_t r0, uint32_t r1, uint32_t r2, uint32_t r3)
+{
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(r0), "r"(r1),
+                 "r"(r2), "r"(r3)
+                 : "memory");
+}
+
+__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi)
+{
+    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<const uint32_t *>(&v);
+}
+
+/* One consumer's 64 x BN accumulator to C at (row0, n0), kCPanels panels
+ * at a time through its staging buffer c_wg.  Warp w holds rows 16w..16w+15;
+ * for each 16-column group j, stmatrix writes its four 8x8 pieces (rows
+ * +0 / +8, columns +0 / +8), each row's 16-byte chunk at its 128-byte
+ * swizzled place (chunk ^ row % 8), the layout the tensor map reads. */
+template <int BN>
+__device__ __forceinline__ void store_tile(const float (&d)[BN / 2], const CUtensorMap *map_c, uint32_t c_wg,
+                                           int row0, int n0, int cw, int w, int lane)
+{
+    constexpr int P = kCPanels<BN>, kPasses = BN / 64 / P;
+    const bool leader = w == 0 && lane == 0;
+    const int row = w * 16 + (lane / 8 % 2) * 8 + lane % 8; /* the row whose address this lane gives */
+    const int half = lane / 16;                             /* columns +0 or +8 of the group */
+#pragma unroll
+    for (int pass = 0; pass < kPasses; ++pass) {
+        if (leader)
+            bulk_store_wait_read(); /* the buffer's last stores have read it */
+        warpgroup_sync(cw);
+#pragma unroll
+        for (int jj = 0; jj < P * 4; ++jj) {
+            const int j = pass * P * 4 + jj, f = 8 * j; /* d[f..f+7]: the group's fragment */
+            const int chunk = (jj % 4) * 2 + half;      /* 16-byte chunk of the panel row */
+            const uint32_t addr = c_wg + (jj / 4) * kCPanelBytes + row * 128 + ((chunk ^ (row % 8)) * 16);
+            stmatrix_x4(addr, pack_bf16(d[f], d[f + 1]), pack_bf16(d[f + 2], d[f + 3]), pack_bf16(d[f + 4], d[f + 5]),
+                        pack_bf16(d[f + 6], d[f + 7]));
+        }
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); /* the writes -> the copy engine */
+        warpgroup_sync(cw);
+        if (leader) {
+#pragma unroll
+            for (int p = 0; p < P; ++p)
+                tma_store_2d(map_c, n0 + (pass * P + p) * 64, row0, c_wg + p * kCPanelBytes);
+            asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+        }
+    }
+}
+
+#endif
+}
+
+template <int BN>
+__global__ void __launch_bounds__(kThreads, 1) matmul_wgmma_tma_store_kernel(const __grid_constant__ CUtensorMap map_a,
+                                                                            const __grid_constant__ CUtensorMap map_b,
+                                                                            const __grid_constant__ CUtensorMap map_c,
+                                                                            int M, int N, int K)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    constexpr int S = kStages<BN>, kBBytes = kBStageBytes<BN>;
+    __shared__ unsigned long long full[S];  /* stage s holds its tile: one phase per fill */
+    __shared__ unsigned long long empty[S]; /* stage s was read: one phase per use */
+    extern __shared__ __align__(128) unsigned char smem[];
+    /* Pairs of block-rows by block-columns, one pair a cluster at a time. */
+    const int pairs_m = KB_CEIL_DIV(M, kCluster * kBM), tiles_n = KB_CEIL_DIV(N, BN), pairs = pairs_m * tiles_n;
+    const int tid = threadIdx.x, wg = tid / 128, rank = cluster_rank();
+    const int cluster = blockIdx.x / kCluster, clusters = gridDim.x / kCluster;
+    /* The swizzle permutes by address bits 7-9: stages start 1024-aligned. */
+    const uint32_t a_s = (bf16_smem_addr(smem) + 1023) & ~1023u, b_s = a_s + S * kAStageBytes;
+    const uint32_t c_s = b_s + S * kBBytes; /* the staging buffer, 1024-aligned too */
+
+    const int k_tiles = KB_CEIL_DIV(K, kBK);
+    if (tid == 0) {
+        tma_prefetch_map(&map_a); /* overlaps the first loads' descriptor fetch with the setup */
+        tma_prefetch_map(&map_b);
+        tma_prefetch_map(&map_c);
+#pragma unroll
+        for (int s = 0; s < S; ++s) {
+            kb_mbar_init(&full[s], 1);
+            kb_mbar_init(&empty[s], kCluster * kConsumers * 4); /* one arrival per consumer warp of the cluster */
+        }
+        kb_mbar_init_fence();
+    }
+    cluster_sync(); /* both blocks' mbarriers are initialised before any multicast or remote arrival */
+
+    if (wg == 0) {
+        /* The producer, as in wgmma_persistent; its empty waits now count
+         * both blocks' consumers.  Its share of B: k-rows 32 rank.. of each
+         * panel (maps_b's boxes are 64 x 32), to both blocks. */
+        bf16_setmaxnreg_dec<kProducerRegs>();
+        if (tid == 0) {
+            int s = 0, phase = 0;
+            for (int job = cluster; job < pairs; job += clusters) { /* job: a pair of tiles */
+                int pair_m, tile_n;
+                bf16_grouped_tile<kGroupM>(job, pairs_m, tiles_n, &pair_m, &tile_n);
+                const int m0 = (pair_m * kCluster + rank) * kBM, n0 = tile_n * BN;
+                for (int kt = 0; kt < k_tiles; ++kt) {
+                    kb_mbar_wait(&empty[s], phase ^ 1);
+                    kb_mbar_arrive_expect(&full[s], kAStageBytes + kBBytes); /* all of B: both halves land here */
+                    tma_load_2d(a_s + s * kAStageBytes, &map_a, kt * kBK, m0, &full[s]);
+#pragma unroll
+                    for (int p = 0; p < BN / 64; ++p)
+                        tma_load_2d_multicast(b_s + s * kBBytes + p * kPanelBytes + rank * (kBK / kCluster) * 128,
+                                              &map_b, n0 + p * 64, kt * kBK + rank * (kBK / kCluster), &full[s],
+                                              (1u << kCluster) - 1);
+                    if (++s == S)
+                        s = 0, phase ^= 1;
+                }
+            }
+            /* The last use of every stage released by both blocks: no
+             * arrival from the peer can still come to this block. */
+            for (int i = 0; i < S; ++i) {
+                kb_mbar_wait(&empty[s], phase ^ 1);
+                if (++s == S)
+                    s = 0, phase ^= 1;
+            }
+        }
+        return;
+    }
+
+    /* The consumers: the same tiles in the same order; each stage released
+     * to both blocks' producers. */
+    bf16_setmaxnreg_inc<kConsumerRegs>();
+    const int ctid = tid - 128, cw = ctid / 128, lane = tid % 32;
+    const int w = (ctid % 128) / 32;
+    const uint32_t a_wg = a_s + cw * kWgM * 128;                  /* this consumer's 64 rows of A */
+    const uint32_t c_wg = c_s + cw * kCPanels<BN> * kCPanelBytes; /* and its staging panels */
+    float d[BN / 2]; /* set by each tile's first MMA (accumulate = 0), never by other code */
+    int s = 0, phase = 0;
+    for (int job = cluster; job < pairs; job += clusters) { /* job: a pair of tiles */
+        int pair_m, tile_n;
+        bf16_grouped_tile<kGroupM>(job, pairs_m, tiles_n, &pair_m, &tile_n);
+        const int m0 = (pair_m * kCluster + rank) * kBM, n0 = tile_n * BN;
+        int prev = 0;
+        for (int kt = 0; kt < k_tiles; ++kt) {
+            kb_mbar_wait(&full[s], phase); /* tile kt is in */
+
+            /* Descriptors as in wgmma; B's leading offset steps over BN / 64 panels. */
+            const uint32_t a_base = a_wg + s * kAStageBytes, b_base = b_s + s * kBBytes;
+            fence_acc(d);
+            wgmma_fence();
+#pragma unroll
+            for (int j = 0; j < kBK / 16; ++j) {
+                const uint64_t da = wgmma_desc(a_base + j * 32, 16, 1024);
+                const uint64_t db = wgmma_desc(b_base + j * 2048, kPanelBytes, 1024);
+                if constexpr (BN == 256)
+                    wgmma_m64n256k16(d, da, db, kt > 0 || j > 0);
+                else
+                    bf16_wgmma_m64n192k16(d, da, db, kt > 0 || j > 0);
+            }
+            wgmma_commit();
+            wgmma_wait<1>(); /* tile kt - 1's MMAs are done: its stage goes back to the producer */
+            fence_acc(d);
+            if (kt > 0 && lane == 0)
+                for (int r = 0; r < kCluster; ++r)
+                    mbar_arrive_cluster(&empty[prev], r);
+            prev = s;
+            if (++s == S)
+                s = 0, phase ^= 1;
+        }
+        wgmma_wait<0>();
+        fence_acc(d);
+        if (lane == 0) /* the tile's last stage: the producers may refill it during the stores */
+            for (int r = 0; r < kCluster; ++r)
+                mbar_arrive_cluster(&empty[prev], r);
+
+        store_tile<BN>(d, &map_c, c_wg, m0 + cw * kWgM, n0, cw, w, lane);
+    }
+    if (ctid % 128 == 0)
+        bulk_store_wait_read(); /* the block's shared memory outlives the last stores' reads of it */
+#else
+    (void)map_a, (void)map_b, (void)map_c, (void)M, (void)N, (void)K;
+    __trap(); /* no wgmma, TMA or setmaxnreg on this arch: the variant SKIPs here */
+#endif
+}
+
+/* ---- host side -------------------------------------------------------------- */
+
+typedef CUresult (*encode_tiled_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *,
+                                    const cuuint64_t *, const cuuint32_t *, const cuuint32_t *, CUtensorMapInterleave,
+                                    CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+
+typedef struct {
+    encode_tiled_fn encode;
+    CUtensorMap map_a, map_b, map_c;
+    const void *a, *b, *c; /* the pointers the maps describe */
+    int M, N, K;
+    int sms;
+    int clusters[2]; /* the persistent grid: clusters resident at once, 256- and 192-wide tiles */
+    void *fallback_ctx;
+} tma_ctx;
+
+static bool aligned(const void *p, uintptr_t bytes) { return ((uintptr_t)p & (bytes - 1)) == 0; }
+
+/* Tensor maps describe rows whose starts are 16-byte aligned. */
+static bool tma_ok(const kb_matmul_args *a)
+{
+    return a->K % 8 == 0 && a->N % 8 == 0 && aligned(a->A16, 16) && aligned(a->B16, 16) && aligned(a->C16, 16);
+}
+
+/* wgmma exists on compute capability 9.0 only (sm_90a). */
+static const char *unsupported(const kb_shape *s)
+{
+    (void)s;
+    int dev = 0, major = 0, minor = 0;
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+    return major == 9 && minor == 0 ? NULL : "wgmma needs sm_90a: compute capability 9.0 only";
+}
+
+/* A row-major outer x inner bf16 matrix, read in boxes of box_inner x
+ * box_outer elements (box_inner * 2 = 128 bytes: one swizzle line),
+ * 128-byte swizzled, zeros outside (stores: nothing written outside). */
+static const char *encode(const tma_ctx *c, CUtensorMap *map, const void *base, int inner, int outer, int box_inner,
+                          int box_outer)
+{
+    const cuuint64_t dims[2] = {(cuuint64_t)inner, (cuuint64_t)outer};
+    const cuuint64_t strides[1] = {(cuuint64_t)inner * 2}; /* bytes between rows */
+    const cuuint32_t box[2] = {(cuuint32_t)box_inner, (cuuint32_t)box_outer};
+    const cuuint32_t elem_strides[2] = {1, 1};
+    CUresult r = c->encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, (void *)base, dims, strides, box, elem_strides,
+                           CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                           CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    return r == CUDA_SUCCESS ? NULL : "cuTensorMapEncodeTiled rejected the tensor map";
+}
+
+/* A: K x M (inner K), boxes of 64 x 128; B: N x K (inner N), boxes of 64
+ * columns x 32 k-rows, a block's half of a panel; C: N x M (inner N),
+ * boxes of 64 x 64, a staging panel. */
+static const char *make_maps(tma_ctx *c, const kb_matmul_args *a)
+{
+    const char *err = encode(c, &c->map_a, a->A16, a->K, a->M, kBK, kBM);
+    if (!err)
+        err = encode(c, &c->map_b, a->B16, a->N, a->K, 64, kBK / kCluster);
+    if (!err)
+        err = encode(c, &c->map_c, a->C16, a->N, a->M, 64, 64);
+    c->a = err ? NULL : a->A16;
+    c->b = err ? NULL : a->B16;
+    c->c = err ? NULL : a->C16;
+    c->M = a->M, c->N = a->N, c->K = a->K;
+    return err;
+}
+
+static void teardown(void *ctx)
+{
+    tma_ctx *c = (tma_ctx *)ctx;
+    if (!c)
+        return;
+    if (matmul_wgmma.teardown)
+        matmul_wgmma.teardown(c->fallback_ctx);
+    free(c);
+}
+
+typedef void (*cluster_kernel)(const CUtensorMap, const CUtensorMap, const CUtensorMap, int, int, int);
+
+/* Clusters of kCluster blocks along x, set at launch (a __cluster_dims__
+ * attribute would not compile for the pre-Hopper archs of a mixed build). */
+static cudaLaunchConfig_t cluster_config(cudaLaunchAttribute *attr, int grid, int smem, cudaStream_t stream)
+{
+    attr->id = cudaLaunchAttributeClusterDimension;
+    attr->val.clusterDim.x = kCluster, attr->val.clusterDim.y = 1, attr->val.clusterDim.z = 1;
+    cudaLaunchConfig_t config = {};
+    config.gridDim = dim3(grid), config.blockDim = dim3(kThreads), config.dynamicSmemBytes = smem;
+    config.stream = stream, config.attrs = attr, config.numAttrs = 1;
+    return config;
+}
+
+/* How many clusters of this kernel the GPU holds at once: sms / kCluster
+ * when every GPC has an even count of free SMs, fewer otherwise (then a grid
+ * of sms / kCluster clusters would run a second, nearly empty round). */
+static const char *max_clusters(const tma_ctx *c, cluster_kernel k, int smem, int *n)
+{
+    cudaLaunchAttribute attr;
+    const cudaLaunchConfig_t config = cluster_config(&attr, c->sms / kCluster * kCluster, smem, NULL);
+    const char *err = kb_cuda_status(cudaOccupancyMaxActiveClusters(n, k, &config));
+    if (!err && *n < 1)
+        err = "no cluster of two 384-thread blocks with ~200 KiB of shared memory each fits on this GPU";
+    return err;
+}
+
+/* The driver's cuTensorMapEncodeTiled through the runtime, the SM count,
+ * the shared-memory opt-in of both tile widths and of wgmma's kernel (the
+ * fallback), and the maps. */
+static const char *setup(const void *args, void **ctx)
+{
+    const kb_matmul_args *a = (const kb_matmul_args *)args;
+    tma_ctx *c = (tma_ctx *)calloc(1, sizeof *c);
+    if (!c)
+        return "out of host memory";
+    void *fn = NULL;
+    cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+#if CUDART_VERSION >= 12050
+    cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found);
+#else
+    cudaError_t e = cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &fn, cudaEnableDefault, &found);
+#endif
+    const char *err = e != cudaSuccess ? cudaGetErrorString(e)
+                      : found != cudaDriverEntryPointSuccess || !fn ? "the driver has no cuTensorMapEncodeTiled"
+                                                                     : NULL;
+    c->encode = (encode_tiled_fn)fn;
+    int dev = 0;
+    if (!err)
+        err = kb_cuda_status(cudaGetDevice(&dev));
+    if (!err)
+        err = kb_cuda_status(cudaDeviceGetAttribute(&c->sms, cudaDevAttrMultiProcessorCount, dev));
+    if (!err)
+        err = kb_cuda_status(cudaFuncSetAttribute((const void *)matmul_wgmma_tma_store_kernel<256>,
+                                                  cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes<256>));
+    if (!err)
+        err = kb_cuda_status(cudaFuncSetAttribute((const void *)matmul_wgmma_tma_store_kernel<192>,
+                                                  cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes<192>));
+    if (!err)
+        err = max_clusters(c, matmul_wgmma_tma_store_kernel<256>, kSmemBytes<256>, &c->clusters[0]);
+    if (!err)
+        err = max_clusters(c, matmul_wgmma_tma_store_kernel<192>, kSmemBytes<192>, &c->clusters[1]);
+    if (!err && matmul_wgmma.setup)
+        err = matmul_wgmma.setup(args, &c->fallback_ctx);
+    if (!err && tma_ok(a))
+        err = make_maps(c, a);
+    if (err) {
+        teardown(c);
+        return err;
+    }
+    *ctx = c;
+    return NULL;
+}
+
+/* The tile width that covers C in fewer rounds of the clusters, a
+ * 192-wide tile counted 8% dearer (its A operand is read for 3/4 of the MMA
+ * work). */
+static int pick_tile_n(int M, int N, int clusters)
+{
+    const long m = KB_CEIL_DIV(M, kCluster * kBM);
+    const long rounds256 = KB_CEIL_DIV(m * KB_CEIL_DIV(N, 256), clusters);
+    const long rounds192 = KB_CEIL_DIV(m * KB_CEIL_DIV(N, 192), clusters);
+    return rounds192 * 192 * 1.08 < rounds256 * 256 ? 192 : 256;
+}
+
+static const char *launch(const void *args, void *ctx, cudaStream_t stream)
+{
+    const kb_matmul_args *a = (const kb_matmul_args *)args;
+    tma_ctx *c = (tma_ctx *)ctx;
+    if (!tma_ok(a))
+        return matmul_wgmma.launch(args, c->fallback_ctx, stream);
+    if (c->a != a->A16 || c->b != a->B16 || c->c != a->C16 || c->M != a->M || c->N != a->N || c->K != a->K) {
+        const char *err = make_maps(c, a); /* other tensors than setup saw: a few microseconds on the host */
+        if (err)
+            return err;
+    }
+    const int bn = pick_tile_n(a->M, a->N, c->clusters[0]);
+    const int resident = c->clusters[bn == 256 ? 0 : 1];
+    const long pairs = (long)KB_CEIL_DIV(a->M, kCluster * kBM) * KB_CEIL_DIV(a->N, bn);
+    const int grid = kCluster * (int)(pairs < resident ? pairs : resident); /* whole clusters */
+    cudaLaunchAttribute attr;
+    const cudaLaunchConfig_t config = cluster_config(&attr, grid, bn == 256 ? kSmemBytes<256> : kSmemBytes<192>, stream);
+    const cudaError_t e =
+        cudaLaunchKernelEx(&config, bn == 256 ? matmul_wgmma_tma_store_kernel<256> : matmul_wgmma_tma_store_kernel<192>,
+                           c->map_a, c->map_b, c->map_c, a->M, a->N, a->K);
+    if (e != cudaSuccess)
+        return cudaGetErrorString(e);
+    KB_LAUNCHED();
+}
+
+extern "C" const kb_variant matmul_wgmma_tma_store = {
+    .name = "wgmma_tma_store",
+    .summary = "wgmma_cluster with the epilogue through stmatrix into swizzled shared memory and TMA stores",
+    .dtype = KB_BF16,
+    .math = KB_MATH_BF16,
+    .min_cc = 90,
+    .unsupported = unsupported,
+    .setup = setup,
+    .teardown = teardown,
+    .launch = launch,
+};
