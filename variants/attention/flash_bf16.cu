@@ -23,11 +23,11 @@
  * 16 up to 128; any B, H, Tq, Tk.
  *
  * Builds on flash_f32: the same algorithm on the tensor cores.
- * Measured (results/h100/kbench-20261126-111139.csv; % of the run's 807 TFLOP/s
- * bf16 ceiling): 380.0 TFLOP/s at 2x16x4096x4096x128 (47.1%), 310.3 at
- * 4x16x4096x4096x64 (38.5%), 395.4 at 4x16x8192x8192x128 (49.0%), 392.8 at
- * ..128c (48.7%); PyTorch's bf16 SDPA in the same run: 667, 485, 677 and 620
- * (ours 0.57-0.64x).
+ * Measured (results/h100/kbench-20261126-124150.csv; % of the run's 776 TFLOP/s
+ * bf16 ceiling): 383.7 TFLOP/s at 2x16x4096x4096x128 (49.4%), 313.5 at
+ * 4x16x4096x4096x64 (40.4%), 369.7 at 4x16x8192x8192x128 (47.6%), 358.4 at
+ * ..128c (46.2%); PyTorch's bf16 SDPA in the same run: 664, 439, 683 and 626
+ * (ours 0.54-0.71x).
  * Gap to the limit: mma.sync tops out near 2/3 of the wgmma rate that the
  * ceiling's cuBLAS GEMM uses, and the softmax's FP32/MUFU work and the
  * ldmatrix traffic share its issue slots.  History:

@@ -31,12 +31,12 @@
  *
  * Builds on flash_bf16 (the online softmax), with the split over keys in
  * place of the split over query rows, which decoding does not have.
- * Measured (results/h100/kbench-20261126-111139.csv, cold L2, % of the
- * run's 3006 GB/s copy ceiling): 2063 GB/s (69%) at 1x32x1x32768x128x8,
- * 2514 (84%) at Tk = 131072, 2336 (78%) at 8x32x1x8192x128x8, 2644 (88%)
- * and 2799 (93%) at B = 8 and Tk = 32768, 131072, 2703 (90%) at
- * 64x32x1x8192x128x8; PyTorch's SDPA in the same run 2106, 2787, 2492,
- * 2941, 3046 and 2751.  Rounding the split's waves down (it had launched
+ * Measured (results/h100/kbench-20261126-124150.csv, cold L2, % of the
+ * run's 3007 GB/s copy ceiling): 2064 GB/s (69%) at 1x32x1x32768x128x8,
+ * 2509 (83%) at Tk = 131072, 2337 (78%) at 8x32x1x8192x128x8, 2641 (88%)
+ * and 2797 (93%) at B = 8 and Tk = 32768, 131072, 2723 (91%) at
+ * 64x32x1x8192x128x8; PyTorch's SDPA in the same run 2095, 2615, 1716,
+ * 2499, 2856 and 2926.  Rounding the split's waves down (it had launched
  * 2.4 waves at B = 8) bought most of the B = 8 figures (2333 -> 2661 GB/s
  * at Tk = 32768 in a check call, docs/notes/attention.md).
  * Gap to the limit: 69% at 1x32x1x32768x128x8 against issue 16's 80%: per

@@ -5,11 +5,11 @@
  * n = M, no transposes (variants/matmul/cublas_common.h).
  *
  * Builds on cublas: the same call in bf16, on the tensor cores.
- * Measured (results/h100/kbench-20261126-111139.csv, H100, cold L2): 798.8
- * TFLOP/s at 4096^3 and 774.4 at 8192^3, 99.0% and 96.0% of the run's 807
- * TFLOP/s bf16 tensor ceiling, 15.5x and 15.0x cublas (fp32).
- * Gap to the limit: a point to the measured ceiling at 4096^3, 4 points at
- * 8192^3; 72-75% of the 1071 TFLOP/s datasheet figure at 1980 MHz.  History:
+ * Measured (results/h100/kbench-20261126-124150.csv, H100, cold L2): 782.1
+ * TFLOP/s at 4096^3 and 778.8 at 8192^3, 100.7% and 100.3% of the run's 776
+ * TFLOP/s bf16 tensor ceiling, 15.1x and 15.2x cublas (fp32).
+ * Gap to the limit: none to the measured ceiling at 4096^3 or at 8192^3;
+ * 73% of the 1071 TFLOP/s datasheet figure at 1980 MHz.  History:
  * docs/notes/matmul.md. */
 #include "kernels/matmul.h"
 #include "variants/matmul/cublas_common.h"

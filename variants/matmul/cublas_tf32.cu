@@ -3,10 +3,11 @@
  * same function as fp32: it is checked with the tf32 tolerance.  Shows what
  * giving up fp32 products buys.
  *
- * Measured (results/h100/kbench-20261126-111139.csv, H100, cold L2): 405.7
- * TFLOP/s at 4096^3 and 398.0 at 8192^3, 100.6% and 98.7% of the run's tf32
- * ceiling (half its 807 TFLOP/s bf16 tensor ceiling), 7.89x and 7.70x cublas.
- * Gap to the limit: none at 4096^3; 1.3 points at 8192^3.
+ * Measured (results/h100/kbench-20261126-124150.csv, H100, cold L2): 394.7
+ * TFLOP/s at 4096^3 and 360.0 at 8192^3 (that row power-capped at 1837 MHz),
+ * 101.7% and 92.7% of the run's tf32 ceiling (half its 776 TFLOP/s bf16 tensor
+ * ceiling), 7.60x and 7.00x cublas.
+ * Gap to the limit: none at 4096^3; 7.3 points at 8192^3.
  * History: docs/notes/matmul.md. */
 #include "kernels/matmul.h"
 #include "variants/matmul/cublas_common.h"

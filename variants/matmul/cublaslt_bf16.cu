@@ -9,12 +9,11 @@
  * operands swapped, m = N, n = M.
  *
  * Builds on cublas_bf16: the same library GEMM through cuBLASLt.
- * Measured (results/h100/kbench-20261126-111139.csv, H100, cold L2): 800.2
- * TFLOP/s at 4096^3 and 804.2 at 8192^3 (that row power-capped at 1470 MHz),
- * 99.2% and 99.7% of the run's 807 TFLOP/s bf16 tensor ceiling, 1.00x and
- * 1.04x cublas_bf16.
- * Gap to the limit: under a point to the measured ceiling at 4096^3 and at
- * 8192^3; 75% of the 1071 TFLOP/s datasheet figure at 1980 MHz.  History:
+ * Measured (results/h100/kbench-20261126-124150.csv, H100, cold L2): 781.7
+ * TFLOP/s at 4096^3 and 779.5 at 8192^3, 100.7% and 100.4% of the run's 776
+ * TFLOP/s bf16 tensor ceiling, 1.00x and 1.00x cublas_bf16.
+ * Gap to the limit: none to the measured ceiling at 4096^3 or at 8192^3;
+ * 73% of the 1071 TFLOP/s datasheet figure at 1980 MHz.  History:
  * docs/notes/matmul.md. */
 #include <stdlib.h>
 #include <cublasLt.h>

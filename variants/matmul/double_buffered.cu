@@ -20,10 +20,10 @@
  * Every shape runs.
  *
  * Builds on warptile: the loads overlap the math.
- * Measured (results/h100/kbench-20261126-111139.csv, H100, cold L2): 47.0
- * TFLOP/s at 4096^3, 74.2% of the run's 63.3 TFLOP/s fp32 ceiling, 0.91x
- * cublas; 48.0 TFLOP/s (75.8%) at 8192^3, 0.93x cublas.
- * Gap to the limit: 26 points; FFMAs are ~92% of the main loop's instructions,
+ * Measured (results/h100/kbench-20261126-124150.csv, H100, cold L2): 46.5
+ * TFLOP/s at 4096^3, 73.0% of the run's 63.6 TFLOP/s fp32 ceiling, 0.89x
+ * cublas; 48.0 TFLOP/s (75.4%) at 8192^3, 0.93x cublas.
+ * Gap to the limit: 27 points; FFMAs are ~92% of the main loop's instructions,
  * the rest is issue and latency that one block of 8 warps per SM does not fully
  * hide.  History: docs/notes/matmul.md. */
 #include <stdint.h>

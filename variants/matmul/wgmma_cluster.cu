@@ -17,14 +17,13 @@
  * 16-byte aligned take wgmma's kernel.  Every shape runs.  Needs sm_90a.
  *
  * Builds on wgmma_persistent: 2-block clusters sharing B by TMA multicast.
- * Measured (results/h100/kbench-20261126-111139.csv, cold L2): 722 TFLOP/s
- * at 4096^3 (0.90x cublas_bf16), 705 at 8192^3 (0.91x, sw_power_cap at
- * 1410 MHz), 0.64-0.85x at the transformer shapes.
- * Gap to the limit: cublas_bf16 (799 TFLOP/s at 4096^3), the measured bf16
- * ceiling 807, ~990 dense peak on H100 SXM.
- * What is left: the epilogue still stalls the tensor cores (ping-pong
- * consumers, or stmatrix + a TMA store); the tile order could follow a
- * Hilbert curve. */
+ * Measured (results/h100/kbench-20261126-124150.csv, cold L2): 701 TFLOP/s
+ * at 4096^3 (0.90x cublas_bf16), 756 at 8192^3 (0.97x), 0.64-0.80x at the
+ * transformer shapes.
+ * Gap to the limit: cublas_bf16 (782 TFLOP/s at 4096^3), the measured bf16
+ * ceiling 776, ~990 dense peak on H100 SXM.
+ * What is left: the epilogue still stalls the tensor cores (stmatrix + TMA
+ * stores: wgmma_tma_store); the tile order could follow a Hilbert curve. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <cuda.h>
