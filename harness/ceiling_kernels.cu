@@ -1,11 +1,13 @@
-/* The compute ceilings: an fp32 FMA-chain kernel of our own, and a large
- * cuBLAS bf16 GEMM for the tensor cores.  Each is a kb_variant, so the
- * harness's timing loop measures it like any other row. */
+/* The compute ceilings: an fp32 FMA-chain kernel of our own; for the
+ * tensor cores, a wgmma kernel of our own on Hopper (sm_90a), else a large
+ * cuBLAS bf16 GEMM.  Each is a kb_variant, so the harness's timing loop
+ * measures it like any other row. */
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <stdlib.h>
 #include "harness/harness.h"
 #include "kernels/cuda_util.h"
+#include "variants/matmul/bf16_common.cuh"
 
 #define FMA_CHAINS 8       /* independent chains per thread: hides FMA latency */
 #define FMA_ITERS 4096
@@ -32,13 +34,15 @@ __global__ void __launch_bounds__(FMA_THREADS) fma_chain_kernel(float *out, floa
     out[blockIdx.x * blockDim.x + threadIdx.x] = sum;
 }
 
-static int fma_blocks(void)
+static int sm_count(void)
 {
     int dev, sms;
     cudaGetDevice(&dev);
     cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-    return sms * FMA_BLOCKS_PER_SM;
+    return sms;
 }
+
+static int fma_blocks(void) { return sm_count() * FMA_BLOCKS_PER_SM; }
 
 extern "C" double kb_fma_flops(void)
 {
@@ -132,3 +136,111 @@ extern "C" const kb_variant kb_bf16_gemm_peak = {
     .name = "cublas_bf16_gemm", .summary = "cuBLAS bf16 GEMM 8192^3", .dtype = KB_BF16,
     .math = KB_MATH_BF16, .needs = KB_NEEDS_CUBLAS, .setup = gemm_setup,
     .teardown = gemm_teardown, .launch = gemm_launch};
+
+/* ---- bf16 wgmma from shared memory (Hopper) ------------------------------ */
+
+#define WGMMA_WARPGROUPS 2  /* per block, one block per SM: as many as the matmul rungs issue from */
+#define WGMMA_ITERS 2048    /* k-tiles of 64 per warpgroup: ~2 ms at 1980 MHz on 132 SMs */
+#define WGMMA_A_BYTES (64 * 128)
+#define WGMMA_B_BYTES (4 * 64 * 128)
+#define WGMMA_SMEM (WGMMA_A_BYTES + WGMMA_B_BYTES + 1024)
+
+/* Each warpgroup multiplies one 64x64 tile of A by one 64x256 tile of B
+ * (the matmul rungs' 128-byte-swizzled layout), WGMMA_ITERS times into the
+ * same accumulators: m64n256k16 back to back with one group in flight, and
+ * no global traffic but the final sums, so only the tensor cores and their
+ * shared-memory operand reads bound it. */
+__global__ void __launch_bounds__(128 * WGMMA_WARPGROUPS, 1) wgmma_peak_kernel(float *out)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    extern __shared__ __align__(128) unsigned char smem[];
+    const uint32_t base = (bf16_smem_addr(smem) + 1023) & ~1023u, a_s = base, b_s = base + WGMMA_A_BYTES;
+    unsigned char *p = smem + (base - bf16_smem_addr(smem));
+    /* Small finite values (a bf16 of -3/64..3/64 in each 16-bit half): the
+     * sums stay far from overflow over all the iterations. */
+    for (int i = threadIdx.x; i < (WGMMA_A_BYTES + WGMMA_B_BYTES) / 4; i += blockDim.x) {
+        const __nv_bfloat16 lo = __float2bfloat16((i % 7 - 3) / 64.0f), hi = __float2bfloat16((i % 5 - 2) / 64.0f);
+        __nv_bfloat162 v = {lo, hi};
+        reinterpret_cast<__nv_bfloat162 *>(p)[i] = v;
+    }
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); /* the stores -> the MMAs' reads */
+    __syncthreads();
+    uint64_t da[4], db[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        da[j] = wgmma_desc(a_s + j * 32, 16, 1024);
+        db[j] = wgmma_desc(b_s + j * 2048, 64 * 128, 1024);
+    }
+    float d[128];
+#pragma unroll
+    for (int i = 0; i < 128; ++i)
+        d[i] = 0.0f;
+    for (int it = 0; it < WGMMA_ITERS; ++it) {
+        fence_acc(d);
+        wgmma_fence();
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+            wgmma_m64n256k16(d, da[j], db[j], 1);
+        wgmma_commit();
+        wgmma_wait<1>();
+    }
+    wgmma_wait<0>();
+    fence_acc(d);
+    float sum = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 128; ++i)
+        sum += d[i];
+    out[blockIdx.x * blockDim.x + threadIdx.x] = sum;
+#else
+    (void)out;
+    __trap(); /* setup's probe keeps this from running */
+#endif
+}
+
+/* Sets *has to 1 when this GPU runs sm_90a code of this build. */
+__global__ void wgmma_probe_kernel(int *has)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    *has = 1;
+#else
+    *has = 0;
+#endif
+}
+
+extern "C" double kb_wgmma_flops(void)
+{
+    return 2.0 * 64 * 256 * 64 * (double)WGMMA_ITERS * WGMMA_WARPGROUPS * sm_count();
+}
+
+/* The context is the output buffer; the probe's flag sits after it. */
+static const char *wgmma_setup(const void *args, void **ctx)
+{
+    (void)args;
+    int dev, major = 0, minor = 0, has = 0;
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+    if (major != 9 || minor != 0)
+        return "wgmma needs compute capability 9.0";
+    const size_t n = (size_t)sm_count() * 128 * WGMMA_WARPGROUPS;
+    const char *e = kb_cuda_status(cudaMalloc(ctx, n * sizeof(float) + sizeof(int)));
+    int *flag = (int *)((float *)*ctx + n);
+    if (!e) {
+        wgmma_probe_kernel<<<1, 1>>>(flag);
+        e = kb_cuda_status(cudaMemcpy(&has, flag, sizeof has, cudaMemcpyDeviceToHost));
+    }
+    if (!e && !has)
+        e = "this build has no sm_90a code (build with -Dgpu_arch=90)";
+    return e;
+}
+
+static const char *wgmma_launch(const void *args, void *ctx, cudaStream_t s)
+{
+    (void)args;
+    wgmma_peak_kernel<<<sm_count(), 128 * WGMMA_WARPGROUPS, WGMMA_SMEM, s>>>((float *)ctx);
+    KB_LAUNCHED();
+}
+
+extern "C" const kb_variant kb_wgmma_peak = {
+    .name = "wgmma_peak", .summary = "bf16 wgmma m64n256k16 from shared memory on every SM", .dtype = KB_BF16,
+    .math = KB_MATH_BF16, .setup = wgmma_setup, .teardown = free_ctx, .launch = wgmma_launch};

@@ -1,7 +1,7 @@
 /* This GPU's ceilings: measured (our copy kernel and cudaMemcpy for memory,
- * a hot in-L2 copy for L2, our FMA-chain kernel for fp32, a cuBLAS bf16 GEMM
- * for the tensor cores) beside the datasheet figures computed from device
- * attributes.  Every timed row is then set against the ceiling that bounds
+ * a hot in-L2 copy for L2, our FMA-chain kernel for fp32, our wgmma kernel
+ * for the tensor cores on Hopper, else a cuBLAS bf16 GEMM) beside the
+ * datasheet figures computed from device attributes.  Every timed row is then set against the ceiling that bounds
  * it on the roofline. */
 #include <math.h>
 #include <stdio.h>
@@ -9,8 +9,9 @@
 #include "harness/harness.h"
 #include "kernels/copy.h"
 
-extern const kb_variant kb_fma_peak, kb_bf16_gemm_peak;
+extern const kb_variant kb_fma_peak, kb_wgmma_peak, kb_bf16_gemm_peak;
 double kb_fma_flops(void);
+double kb_wgmma_flops(void);
 double kb_gemm_flops(void);
 
 /* Dense bf16 tensor FLOP per SM per clock, by architecture (0: unknown). */
@@ -52,15 +53,19 @@ static double copy_ceiling(int64_t n, int hot, void *flush, size_t flush_bytes)
     return best;
 }
 
-/* GFLOP/s of a compute-ceiling kernel, 0 when it cannot run. */
-static double compute_ceiling(const kb_variant *v, double flops, void *flush, size_t flush_bytes)
+/* GFLOP/s of a compute-ceiling kernel and the SM clock it held, 0 when it
+ * cannot run. */
+static double compute_ceiling(const kb_variant *v, double flops, void *flush, size_t flush_bytes, double *clock_mhz)
 {
     void *ctx = NULL;
     kb_stats st;
+    kb_result r;
+    memset(&r, 0, sizeof r);
     const char *e = v->setup(NULL, &ctx);
     if (!e)
-        e = kb_time_variant(v, NULL, ctx, 1, 1.0, flush, flush_bytes, &st);
+        e = kb_time_variant(v, NULL, ctx, 1, 1.0, flush, flush_bytes, &st, &r);
     v->teardown(ctx);
+    *clock_mhz = e ? 0 : r.clock_mhz;
     return e ? 0 : flops / (st.median * 1e-3) * 1e-9;
 }
 
@@ -70,8 +75,17 @@ void kb_measure_ceilings(const kb_device_info *d, void *flush, size_t flush_byte
     c->mem_gb_s = copy_ceiling(1 << 28, 0, flush, flush_bytes);
     /* Source and destination together fill half of L2, and L2 stays warm. */
     c->l2_gb_s = copy_ceiling(d->l2_bytes / 16, 1, flush, flush_bytes);
-    c->fp32_gflop_s = compute_ceiling(&kb_fma_peak, kb_fma_flops(), flush, flush_bytes);
-    c->tc_gflop_s = compute_ceiling(&kb_bf16_gemm_peak, kb_gemm_flops(), flush, flush_bytes);
+    c->fp32_gflop_s = compute_ceiling(&kb_fma_peak, kb_fma_flops(), flush, flush_bytes, &c->fp32_clock_mhz);
+    /* A GEMM from global memory cannot bound the GEMMs it is compared with:
+     * our kernels beat cuBLAS's.  Where wgmma exists, MMAs from shared
+     * memory alone do. */
+    const kb_variant *tc = &kb_wgmma_peak;
+    c->tc_gflop_s = compute_ceiling(tc, kb_wgmma_flops(), flush, flush_bytes, &c->tc_clock_mhz);
+    if (c->tc_gflop_s == 0) {
+        tc = &kb_bf16_gemm_peak;
+        c->tc_gflop_s = compute_ceiling(tc, kb_gemm_flops(), flush, flush_bytes, &c->tc_clock_mhz);
+    }
+    snprintf(c->tc_kernel, sizeof c->tc_kernel, "%s", c->tc_gflop_s > 0 ? tc->name : "");
 }
 
 /* Measured where we have it, else the datasheet. */
@@ -125,8 +139,14 @@ void kb_apply_ceilings(kb_result *rows, int n, kb_ceilings *c, kb_meta_set *meta
         kb_meta_set_value(meta, "ceiling_l2_gb_s", "%.1f", c->l2_gb_s);
     if (c->fp32_gflop_s > 0)
         kb_meta_set_value(meta, "ceiling_fp32_gflop_s", "%.1f", c->fp32_gflop_s);
+    if (c->fp32_clock_mhz > 0)
+        kb_meta_set_value(meta, "ceiling_fp32_clock_mhz", "%.0f", c->fp32_clock_mhz);
     if (c->tc_gflop_s > 0)
         kb_meta_set_value(meta, "ceiling_tc_gflop_s", "%.1f", c->tc_gflop_s);
+    if (c->tc_gflop_s > 0 && c->tc_kernel[0])
+        kb_meta_set_value(meta, "ceiling_tc_kernel", "%s", c->tc_kernel);
+    if (c->tc_clock_mhz > 0)
+        kb_meta_set_value(meta, "ceiling_tc_clock_mhz", "%.0f", c->tc_clock_mhz);
     kb_meta_set_value(meta, "datasheet_mem_gb_s", "%.1f", c->ds_mem_gb_s);
     kb_meta_set_value(meta, "datasheet_fp32_gflop_s", "%.1f", c->ds_fp32_gflop_s);
     if (c->ds_tc_gflop_s > 0)
@@ -163,6 +183,10 @@ int kb_cmd_ceilings(const kb_options *o)
     print_line("memory (copy)", "GB/s, read + written", c.mem_gb_s, c.ds_mem_gb_s);
     print_line("L2 (hot copy)", "GB/s, read + written", c.l2_gb_s, 0);
     print_line("fp32 FMA", "GFLOP/s", c.fp32_gflop_s, c.ds_fp32_gflop_s);
-    print_line("tensor bf16 (cuBLAS)", "GFLOP/s", c.tc_gflop_s, c.ds_tc_gflop_s);
+    print_line("tensor bf16", "GFLOP/s", c.tc_gflop_s, c.ds_tc_gflop_s);
+    if (c.tc_gflop_s > 0)
+        printf("tensor bf16 measured by %s; SM clock held: %.0f MHz (fp32 FMA), %.0f MHz (tensor), "
+               "datasheet figures at %d MHz\n",
+               c.tc_kernel, c.fp32_clock_mhz, c.tc_clock_mhz, dev.sm_clock_khz / 1000);
     return c.mem_gb_s > 0 && c.fp32_gflop_s > 0 ? 0 : KB_EXIT_FAIL;
 }

@@ -327,6 +327,8 @@ int kb_nvml_energy_begun(unsigned long long *mj);
 typedef struct {
     double mem_gb_s, l2_gb_s, fp32_gflop_s, tc_gflop_s;  /* measured; 0 = not measured */
     double ds_mem_gb_s, ds_fp32_gflop_s, ds_tc_gflop_s;  /* datasheet, from device attributes */
+    double fp32_clock_mhz, tc_clock_mhz;                 /* the SM clock their runs held; 0 = not read */
+    char tc_kernel[24];                                  /* what measured tc_gflop_s ("" = none) */
 } kb_ceilings;
 void kb_datasheet_ceilings(const kb_device_info *d, kb_ceilings *c);
 void kb_measure_ceilings(const kb_device_info *d, void *flush, size_t flush_bytes, kb_ceilings *c);
@@ -390,9 +392,10 @@ void kb_stop_rule_text(const kb_options *o, char *buf, size_t len);
 void kb_run_phases(FILE *f, double total_s, double csv_s);
 /* Warm up (0.2 s for a process's first row, else one launch), then sample one launch per CUDA event pair (flushing L2
  * first unless hot) until, from 20 samples on, the median's noise is under
- * 1%, or cap_s is spent. */
+ * 1%, or cap_s is spent.  With r, NVML's readings over the samples go into
+ * its clock, power and throttle fields. */
 const char *kb_time_variant(const kb_variant *v, const void *args, void *ctx, int hot,
-                            double cap_s, void *flush, size_t flush_bytes, kb_stats *st);
+                            double cap_s, void *flush, size_t flush_bytes, kb_stats *st, kb_result *r);
 
 /* ---- commands.c ---- */
 /* The CSV metadata of a run on this device: GPU, versions, commit, date. */

@@ -363,10 +363,10 @@ static const char *time_variant(const kb_variant *v, const void *args, void *ctx
 }
 
 const char *kb_time_variant(const kb_variant *v, const void *args, void *ctx, int hot,
-                            double cap_s, void *flush, size_t flush_bytes, kb_stats *st)
+                            double cap_s, void *flush, size_t flush_bytes, kb_stats *st, kb_result *r)
 {
     return time_variant(v, args, ctx, hot, 0, (stop_rule){cap_s, TARGET_NOISE, SETTLE_SAMPLES}, flush,
-                        flush_bytes, st, NULL);
+                        flush_bytes, st, r);
 }
 
 int kb_wants_energy(const kb_options *o, const kb_op *op, const kb_shape *s, kb_dtype t)
