@@ -18,7 +18,8 @@ set -u
 kbench=$(realpath "$1") sm90a=$2
 read -r -a wgmma_rungs <<<"$3"
 mma_rungs=(matmul/mma_sync matmul/mma_sync_swizzled)
-setmaxnreg_rungs=(matmul/wgmma_warpspec matmul/wgmma_persistent matmul/wgmma_cluster matmul/wgmma_tma_store)
+setmaxnreg_rungs=(matmul/wgmma_warpspec matmul/wgmma_persistent matmul/wgmma_cluster matmul/wgmma_tma_store
+                  attention/flash_wgmma)
 
 # tool NAME: from PATH, the CUDA toolkit, or NVIDIA's pip wheels
 # (nvidia-cuda-cuobjdump, nvidia-cuda-nvdisasm; tools/deps.sh --cuobjdump).
