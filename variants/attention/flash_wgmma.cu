@@ -19,15 +19,21 @@
  * Grouped-query attention: query head bh reads KV head bh / (H / Hkv).
  * Shapes: D of 64 or 128; any B, H, Hkv, Tq and Tk.  Needs sm_90a.
  *
+ * The two consumers take turns at issuing their MMAs (ping-pong, two named
+ * barriers), and each issues tile t's S together with tile t - 1's P V, so
+ * that its softmax of tile t runs while its own P V and the other
+ * consumer's MMAs keep the tensor cores busy.
+ *
  * Builds on flash_bf16: the same algorithm, from mma.sync to wgmma with a
  * TMA producer warpgroup.
  * Measured (check call on an H100, 2026-11-26, 1980 MHz, not the reference
- * run; SDPA in the same call): 551 TFLOP/s at 2x16x4096x4096x128 (0.86x
- * SDPA, 1.46x flash_bf16), 380 at 4x16x4096x4096x64 (0.85x), causal 472
- * and 335 (0.98x, 0.90x); 2.5x SDPA at 1x32x512x4096x128x8c.
- * Gap to the limit: each consumer's softmax runs while its tensor cores
- * idle (FA3 overlaps them: ping-pong between the warpgroups, and the next
- * S issued before this softmax). */
+ * run; SDPA in the same call): 591 TFLOP/s at 2x16x4096x4096x128 (0.91x
+ * SDPA), 382 at 4x16x4096x4096x64 (0.83x), causal 488 and 339 (1.01x,
+ * 0.88x), 601 at the GQA 2x32x4096x4096x128x8 (0.92x); 2.1x SDPA at the
+ * chunked prefill 1x32x512x4096x128x8c.
+ * Gap to the limit: the measured bf16 ceiling (~960 TFLOP/s): 62% of it at
+ * D = 128.  At D = 64 the GEMMs of a tile are half as long against the
+ * same softmax, which two consumers no longer hide (FA3 runs three there). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -157,6 +163,140 @@ __device__ __forceinline__ float quad_sum(float v)
     return v + __shfl_xor_sync(0xffffffffu, v, 2);
 }
 
+/* Ping-pong: consumer cw waits for its turn at the tensor cores (barrier
+ * 1 + cw, both consumers' 256 threads), and hands the turn on. */
+__device__ __forceinline__ void sched_wait(int cw)
+{
+    asm volatile("bar.sync %0, 256;\n" ::"r"(1 + cw) : "memory");
+}
+__device__ __forceinline__ void sched_signal(int to)
+{
+    asm volatile("bar.arrive %0, 256;\n" ::"r"(1 + to) : "memory");
+}
+
+/* Keep the compiler from reusing registers that an MMA in flight still reads. */
+template <int N>
+__device__ __forceinline__ void fence_regs(uint32_t (&r)[N])
+{
+#pragma unroll
+    for (int i = 0; i < N; ++i)
+        asm volatile("" : "+r"(r[i])::"memory");
+}
+
+/* S = Q K^T for this consumer's 64 rows and a tile of 128 keys, issued.
+ * The caller fences the registers and issues wgmma.fence once before a
+ * batch: a register written between the fence and the batch's last MMA
+ * makes ptxas serialize every MMA of the kernel. */
+template <int D>
+__device__ __forceinline__ void issue_s(float (&sc)[64], uint32_t q_wg, uint32_t k_t)
+{
+#pragma unroll
+    for (int j = 0; j < D / 16; ++j) {
+        const uint32_t off = (j / 4) * kPanelBytes + (j % 4) * 32;
+        wgmma_m64n128k16_ss(sc, wgmma_desc(q_wg + off, 16, 1024), wgmma_desc(k_t + off, 16, 1024), j > 0);
+    }
+    wgmma_commit();
+}
+
+/* O += P V, issued: the k16 slice kk of P is columns 16kk.. = 8-column
+ * groups 2kk and 2kk + 1, already A's fragments. */
+template <int D>
+__device__ __forceinline__ void issue_pv(float (&acc)[D / 2], const uint32_t (&p)[32], uint32_t v_t)
+{
+#pragma unroll
+    for (int kk = 0; kk < kBC / 16; ++kk) {
+        const uint32_t a[4] = {p[4 * kk], p[4 * kk + 1], p[4 * kk + 2], p[4 * kk + 3]};
+        wgmma_pv<D>(acc, a, wgmma_desc(v_t + kk * 16 * 128, kPanelBytes, 1024));
+    }
+    wgmma_commit();
+}
+
+/* -inf for keys past Tk and, causal, above the diagonal, on the tiles that
+ * reach them (this warp's rows start at wrow; rows r0 and r1 are this
+ * thread's, its columns 8j + 2 t4 ..). */
+__device__ __forceinline__ void mask_tile(float (&sc)[64], int kv0, int Tk, int causal, int r0, int r1, int wrow,
+                                          int diag, int t4)
+{
+    if (kv0 + kBC <= Tk && !(causal && kv0 + kBC - 1 > wrow + diag))
+        return;
+#pragma unroll
+    for (int j = 0; j < 16; ++j)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+            const int key = kv0 + 8 * j + 2 * t4 + e;
+            if (key >= Tk || (causal && key > r0 + diag))
+                sc[4 * j + e] = -INFINITY;
+            if (key >= Tk || (causal && key > r1 + diag))
+                sc[4 * j + 2 + e] = -INFINITY;
+        }
+}
+
+/* Online softmax of a tile's scores in place, rows r0 (sc[4j], sc[4j+1])
+ * and r1 (sc[4j+2], sc[4j+3]): the scores become the unnormalised
+ * probabilities, with the running maxima m, this thread's partial sums l
+ * and the factors alpha that rescale O. */
+__device__ __forceinline__ void softmax(float (&sc)[64], float sl2, float &m0, float &m1, float &l0, float &l1,
+                                        float &alpha0, float &alpha1)
+{
+    float mx0 = m0, mx1 = m1;
+#pragma unroll
+    for (int j = 0; j < 16; ++j) {
+        mx0 = fmaxf(mx0, fmaxf(sc[4 * j], sc[4 * j + 1]));
+        mx1 = fmaxf(mx1, fmaxf(sc[4 * j + 2], sc[4 * j + 3]));
+    }
+    mx0 = quad_max(mx0), mx1 = quad_max(mx1);
+    /* A row with no key yet keeps -inf: its reference point is 0, so every exp2 is 0. */
+    const float b0 = mx0 == -INFINITY ? 0.f : mx0 * sl2, b1 = mx1 == -INFINITY ? 0.f : mx1 * sl2;
+    alpha0 = exp2f(m0 * sl2 - b0), alpha1 = exp2f(m1 * sl2 - b1);
+    m0 = mx0, m1 = mx1;
+    l0 *= alpha0, l1 *= alpha1;
+#pragma unroll
+    for (int j = 0; j < 16; ++j) {
+        const float e0 = exp2f(fmaf(sc[4 * j], sl2, -b0)), e1 = exp2f(fmaf(sc[4 * j + 1], sl2, -b0));
+        const float e2 = exp2f(fmaf(sc[4 * j + 2], sl2, -b1)), e3 = exp2f(fmaf(sc[4 * j + 3], sl2, -b1));
+        l0 += e0 + e1, l1 += e2 + e3;
+        sc[4 * j] = e0, sc[4 * j + 1] = e1, sc[4 * j + 2] = e2, sc[4 * j + 3] = e3;
+    }
+}
+
+/* The probabilities as bf16 pairs: p[2j] row r0, p[2j+1] row r1. */
+__device__ __forceinline__ void to_bf16(const float (&sc)[64], uint32_t (&p)[32])
+{
+#pragma unroll
+    for (int j = 0; j < 16; ++j)
+        p[2 * j] = pack_bf16(sc[4 * j], sc[4 * j + 1]), p[2 * j + 1] = pack_bf16(sc[4 * j + 2], sc[4 * j + 3]);
+}
+
+template <int D>
+__device__ __forceinline__ void rescale(float (&acc)[D / 2], float alpha0, float alpha1)
+{
+#pragma unroll
+    for (int j = 0; j < D / 8; ++j) {
+        acc[4 * j] *= alpha0, acc[4 * j + 1] *= alpha0;
+        acc[4 * j + 2] *= alpha1, acc[4 * j + 3] *= alpha1;
+    }
+}
+
+/* O / l into this thread's rows r0 and r1 of out (those under Tq); a row
+ * that saw no key (l = 0) as zeros. */
+template <int D>
+__device__ __forceinline__ void store_o(const float (&acc)[D / 2], float l0, float l1, __nv_bfloat16 *out, int r0,
+                                        int r1, int Tq, int t4)
+{
+    l0 = quad_sum(l0), l1 = quad_sum(l1);
+    const float inv0 = l0 > 0.f ? 1.f / l0 : 0.f, inv1 = l1 > 0.f ? 1.f / l1 : 0.f;
+#pragma unroll
+    for (int j = 0; j < D / 8; ++j) {
+        const int c = 8 * j + 2 * t4;
+        if (r0 < Tq)
+            *reinterpret_cast<__nv_bfloat162 *>(out + (size_t)r0 * D + c) =
+                __floats2bfloat162_rn(acc[4 * j] * inv0, acc[4 * j + 1] * inv0);
+        if (r1 < Tq)
+            *reinterpret_cast<__nv_bfloat162 *>(out + (size_t)r1 * D + c) =
+                __floats2bfloat162_rn(acc[4 * j + 2] * inv1, acc[4 * j + 3] * inv1);
+    }
+}
+
 /* Key tiles block rows row0.. need: all of Tk, or under the causal mask up
  * to the last row's last key. */
 __device__ __forceinline__ int key_tiles(int row0, int Tq, int Tk, int causal)
@@ -216,106 +356,89 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
 
     bf16_setmaxnreg_inc<kConsumerRegs>();
-    const int cw = wg - 1, lane = tid % 32, w = (tid % 128) / 32, g = lane / 4, t4 = lane % 4;
-    const int r0 = tile.row0 + cw * 64 + w * 16 + g, r1 = r0 + 8; /* this thread's two query rows */
-    const int diag = Tk - Tq;                                     /* key j is masked for row i when j > i + diag */
+    const int cw = wg - 1, lane = tid % 32, w = (tid % 128) / 32, t4 = lane % 4;
+    const int wrow = tile.row0 + cw * 64 + w * 16;      /* this warp's first query row */
+    const int r0 = wrow + lane / 4, r1 = r0 + 8;        /* this thread's two query rows */
+    const int diag = Tk - Tq;                           /* key j is masked for row i when j > i + diag */
+    const uint32_t q_wg = q_s + cw * 64 * 128;          /* this consumer's 64 rows in each panel of Q */
     float acc[D / 2], m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;
 #pragma unroll
     for (int i = 0; i < D / 2; ++i)
         acc[i] = 0.f;
-    if (n_tiles > 0)
-        kb_mbar_wait(&q_full, 0);
-    const uint32_t q_wg = q_s + cw * 64 * 128; /* this consumer's 64 rows in each panel of Q */
-    for (int t = 0, s = 0, phase = 0; t < n_tiles; ++t) {
-        /* S = Q K^T */
+    /* Tile t's S is issued together with tile t - 1's P V, and its softmax
+     * runs while that P V does; the two consumers take turns at issuing
+     * (ping-pong), so one's softmax runs under the other's MMAs.  The first
+     * tile (S alone) and the last P V are peeled off the loop: an MMA
+     * issued under a branch would make ptxas serialize them all. */
+    if (n_tiles == 0) { /* every row of the block sees no key */
+        store_o<D>(acc, 0.f, 0.f, o + (size_t)tile.bh * Tq * D, r0, r1, Tq, t4);
+        return;
+    }
+    uint32_t p[32];                            /* P of the tile before, as bf16 pairs, while its P V runs */
+    float alpha0, alpha1;                      /* and the factors that rescale O before it */
+    int s = 0, phase = 0, ps = 0, pphase = 0; /* the ring stage (and phase) of this tile and of the one before */
+    kb_mbar_wait(&q_full, 0);
+    if (cw == 1)
+        sched_signal(0); /* consumer 0 issues first */
+    {
         float sc[64];
-        kb_mbar_wait(&k_full[s], phase);
-        const uint32_t k_t = k_s + s * kTile, v_t = v_s + s * kTile;
+        sched_wait(cw);
+        kb_mbar_wait(&k_full[0], 0);
         fence_acc(sc);
         wgmma_fence();
-#pragma unroll
-        for (int j = 0; j < D / 16; ++j) {
-            const uint32_t off = (j / 4) * kPanelBytes + (j % 4) * 32;
-            wgmma_m64n128k16_ss(sc, wgmma_desc(q_wg + off, 16, 1024), wgmma_desc(k_t + off, 16, 1024), j > 0);
-        }
-        wgmma_commit();
+        issue_s<D>(sc, q_wg, k_s);
+        sched_signal(1 - cw);
         wgmma_wait<0>();
         fence_acc(sc);
-
-        /* The mask, on the tiles that reach past Tk or cross the diagonal. */
-        const int kv0 = t * kBC;
-        if (kv0 + kBC > Tk || (causal && kv0 + kBC - 1 > tile.row0 + cw * 64 + w * 16 + diag)) {
-#pragma unroll
-            for (int j = 0; j < 16; ++j)
-#pragma unroll
-                for (int e = 0; e < 2; ++e) {
-                    const int key = kv0 + 8 * j + 2 * t4 + e;
-                    if (key >= Tk || (causal && key > r0 + diag))
-                        sc[4 * j + e] = -INFINITY;
-                    if (key >= Tk || (causal && key > r1 + diag))
-                        sc[4 * j + 2 + e] = -INFINITY;
-                }
-        }
-
-        /* Online softmax, rows r0 (sc[4j], sc[4j+1]) and r1 (sc[4j+2], sc[4j+3]). */
-        float mx0 = m0, mx1 = m1;
-#pragma unroll
-        for (int j = 0; j < 16; ++j) {
-            mx0 = fmaxf(mx0, fmaxf(sc[4 * j], sc[4 * j + 1]));
-            mx1 = fmaxf(mx1, fmaxf(sc[4 * j + 2], sc[4 * j + 3]));
-        }
-        mx0 = quad_max(mx0), mx1 = quad_max(mx1);
-        /* A row with no key yet keeps -inf: its reference point is 0, so every exp2 is 0. */
-        const float b0 = mx0 == -INFINITY ? 0.f : mx0 * sl2, b1 = mx1 == -INFINITY ? 0.f : mx1 * sl2;
-        const float alpha0 = exp2f(m0 * sl2 - b0), alpha1 = exp2f(m1 * sl2 - b1);
-        m0 = mx0, m1 = mx1;
-        l0 *= alpha0, l1 *= alpha1;
-        uint32_t p[32]; /* P as bf16 pairs: p[2j] row r0, p[2j+1] row r1, columns 8j + 2t4 .. */
-#pragma unroll
-        for (int j = 0; j < 16; ++j) {
-            const float e0 = exp2f(fmaf(sc[4 * j], sl2, -b0)), e1 = exp2f(fmaf(sc[4 * j + 1], sl2, -b0));
-            const float e2 = exp2f(fmaf(sc[4 * j + 2], sl2, -b1)), e3 = exp2f(fmaf(sc[4 * j + 3], sl2, -b1));
-            l0 += e0 + e1, l1 += e2 + e3;
-            p[2 * j] = pack_bf16(e0, e1), p[2 * j + 1] = pack_bf16(e2, e3);
-        }
-#pragma unroll
-        for (int j = 0; j < D / 8; ++j) {
-            acc[4 * j] *= alpha0, acc[4 * j + 1] *= alpha0;
-            acc[4 * j + 2] *= alpha1, acc[4 * j + 3] *= alpha1;
-        }
-
-        /* O += P V: the k16 slice kk of P is columns 16kk.. = 8-column groups 2kk and 2kk + 1. */
-        kb_mbar_wait(&v_full[s], phase);
-        fence_acc(acc);
-        wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < kBC / 16; ++kk) {
-            const uint32_t a[4] = {p[4 * kk], p[4 * kk + 1], p[4 * kk + 2], p[4 * kk + 3]};
-            wgmma_pv<D>(acc, a, wgmma_desc(v_t + kk * 16 * 128, kPanelBytes, 1024));
-        }
-        wgmma_commit();
-        wgmma_wait<0>();
-        fence_acc(acc);
-        if (lane == 0)
-            bf16_mbar_arrive(&empty[s]);
+        mask_tile(sc, 0, Tk, causal, r0, r1, wrow, diag, t4);
+        softmax(sc, sl2, m0, m1, l0, l1, alpha0, alpha1);
+        to_bf16(sc, p);
         if (++s == S)
             s = 0, phase ^= 1;
     }
-
-    /* O / l, rows that saw no key (l = 0) as zeros. */
-    l0 = quad_sum(l0), l1 = quad_sum(l1);
-    const float inv0 = l0 > 0.f ? 1.f / l0 : 0.f, inv1 = l1 > 0.f ? 1.f / l1 : 0.f;
-    __nv_bfloat16 *out = o + (size_t)tile.bh * Tq * D;
-#pragma unroll
-    for (int j = 0; j < D / 8; ++j) {
-        const int c = 8 * j + 2 * t4;
-        if (r0 < Tq)
-            *reinterpret_cast<__nv_bfloat162 *>(out + (size_t)r0 * D + c) =
-                __floats2bfloat162_rn(acc[4 * j] * inv0, acc[4 * j + 1] * inv0);
-        if (r1 < Tq)
-            *reinterpret_cast<__nv_bfloat162 *>(out + (size_t)r1 * D + c) =
-                __floats2bfloat162_rn(acc[4 * j + 2] * inv1, acc[4 * j + 3] * inv1);
+    for (int t = 1; t < n_tiles; ++t) {
+        float sc[64];
+        sched_wait(cw);
+        kb_mbar_wait(&k_full[s], phase);
+        kb_mbar_wait(&v_full[ps], pphase);
+        rescale<D>(acc, alpha0, alpha1); /* no MMA is in flight on O now */
+        fence_acc(sc);
+        fence_acc(acc);
+        fence_regs(p);
+        wgmma_fence();
+        issue_s<D>(sc, q_wg, k_s + s * kTile);
+        issue_pv<D>(acc, p, v_s + ps * kTile);
+        sched_signal(1 - cw);
+        wgmma_wait<1>(); /* S is done; the P V before may still run */
+        fence_acc(sc);
+        mask_tile(sc, t * kBC, Tk, causal, r0, r1, wrow, diag, t4);
+        softmax(sc, sl2, m0, m1, l0, l1, alpha0, alpha1);
+        wgmma_wait<0>(); /* the P V before is done: its stage goes back, its P registers are free */
+        fence_acc(acc);
+        fence_regs(p);
+        if (lane == 0)
+            bf16_mbar_arrive(&empty[ps]);
+        to_bf16(sc, p);
+        ps = s, pphase = phase;
+        if (++s == S)
+            s = 0, phase ^= 1;
     }
+    sched_wait(cw);
+    kb_mbar_wait(&v_full[ps], pphase);
+    rescale<D>(acc, alpha0, alpha1);
+    fence_acc(acc);
+    fence_regs(p);
+    wgmma_fence();
+    issue_pv<D>(acc, p, v_s + ps * kTile);
+    if (cw == 0)
+        sched_signal(1); /* consumer 1's last turn; consumer 0 has none left */
+    wgmma_wait<0>();
+    fence_acc(acc);
+    fence_regs(p);
+    if (lane == 0)
+        bf16_mbar_arrive(&empty[ps]);
+
+    store_o<D>(acc, l0, l1, o + (size_t)tile.bh * Tq * D, r0, r1, Tq, t4);
 #else
     (void)map_q, (void)map_k, (void)map_v, (void)Tq, (void)Tk, (void)causal, (void)group, (void)sl2;
     (void)row_tiles, (void)heads, (void)o;
