@@ -23,14 +23,14 @@
  * 16 up to 128; any B, H, Tq, Tk.
  *
  * Builds on flash_f32: the same algorithm on the tensor cores.
- * Measured (results/h100/kbench-20261126-124150.csv; % of the run's 776 TFLOP/s
- * bf16 ceiling): 383.7 TFLOP/s at 2x16x4096x4096x128 (49.4%), 313.5 at
- * 4x16x4096x4096x64 (40.4%), 369.7 at 4x16x8192x8192x128 (47.6%), 358.4 at
- * ..128c (46.2%); PyTorch's bf16 SDPA in the same run: 664, 439, 683 and 626
- * (ours 0.54-0.71x).
+ * Measured (results/h100/kbench-20261126-132435.csv; % of the run's 970 TFLOP/s
+ * bf16 ceiling): 381.7 TFLOP/s at 2x16x4096x4096x128 (39.3%), 310.8 at
+ * 4x16x4096x4096x64 (32.0%), 366.3 at 4x16x8192x8192x128 (37.8%), 364.6 at
+ * ..128c (37.6%); PyTorch's bf16 SDPA in the same run: 652, 473, 685 and 625
+ * (ours 0.53-0.66x).
  * Gap to the limit: mma.sync tops out near 2/3 of the wgmma rate that the
- * ceiling's cuBLAS GEMM uses, and the softmax's FP32/MUFU work and the
- * ldmatrix traffic share its issue slots.  History:
+ * ceiling's wgmma kernel measures, and the softmax's FP32/MUFU work and the
+ * ldmatrix traffic share its issue slots (next rung: flash_wgmma).  History:
  * docs/notes/attention.md. */
 #include <stdint.h>
 #include <type_traits>

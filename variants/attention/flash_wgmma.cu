@@ -26,13 +26,13 @@
  *
  * Builds on flash_bf16: the same algorithm, from mma.sync to wgmma with a
  * TMA producer warpgroup.
- * Measured (check call on an H100, 2026-11-26, 1980 MHz, not the reference
- * run; SDPA in the same call): 591 TFLOP/s at 2x16x4096x4096x128 (0.91x
- * SDPA), 382 at 4x16x4096x4096x64 (0.83x), causal 488 and 339 (1.01x,
- * 0.88x), 601 at the GQA 2x32x4096x4096x128x8 (0.92x); 2.1x SDPA at the
- * chunked prefill 1x32x512x4096x128x8c.
- * Gap to the limit: the measured bf16 ceiling (~960 TFLOP/s): 62% of it at
- * D = 128.  At D = 64 the GEMMs of a tile are half as long against the
+ * Measured (results/h100/kbench-20261126-132435.csv, 1980 MHz; PyTorch's
+ * SDPA in the same run): 591 TFLOP/s at 2x16x4096x4096x128 (0.91x SDPA,
+ * 1.55x flash_bf16), 384 at 4x16x4096x4096x64 (0.81x), causal 482 and 335
+ * (0.93x, 1.00x), 585 at 4x16x8192x8192x128 (0.85x), 600 at the GQA
+ * 2x32x4096x4096x128x8 (0.89x); 2.7x SDPA at the chunked prefill
+ * 1x32x512x4096x128c.
+ * Gap to the limit: 61% of the run's bf16 ceiling (970 TFLOP/s) at D = 128.  At D = 64 the GEMMs of a tile are half as long against the
  * same softmax, which two consumers no longer hide (FA3 runs three there). */
 #include <stdint.h>
 #include <stdlib.h>

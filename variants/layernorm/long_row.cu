@@ -15,10 +15,10 @@
  * C = 32768, two reads of x past it): a cluster's registers hold rows of up
  * to 262144, in blocks half that size (two per SM).
  * Prediction: ~85-90% of the copy ceiling from 1024x32768 to 128x262144.
- * Measured (results/h100/kbench-20261126-124150.csv, H100, cold L2): 2,519 GB/s
- * at 1024x32768, 83.8% of the run's 3007 GB/s memory ceiling, 100.31x naive;
- * 1,460 GB/s (48.5%) at 128x262144, 470.29x naive.
- * Gap to the limit: 16 points at 1024x32768, 51 at 128x262144, where split_row
+ * Measured (results/h100/kbench-20261126-132435.csv, H100, cold L2): 2,464 GB/s
+ * at 1024x32768, 81.9% of the run's 3007 GB/s memory ceiling, 98.01x naive;
+ * 1,391 GB/s (46.3%) at 128x262144, 442.68x naive.
+ * Gap to the limit: 18 points at 1024x32768, 54 at 128x262144, where split_row
  * and persistent_row are ahead: as for softmax long_row, the clusters of 8 and
  * 16 of the longest rows cannot all be placed and wait for their slowest block;
  * layernorm's two register passes and gamma/beta loads add some 6 points to

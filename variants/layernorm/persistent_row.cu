@@ -16,9 +16,9 @@
  * beta with every chunk and waits on its row with its shared memory idle):
  * the loads run two rounds ahead of the statistics, and gamma and beta
  * stay in registers.
- * Measured (results/h100/kbench-20261126-124150.csv, H100, cold L2): 2,757 GB/s
- * at 1024x32768, 91.7% of the run's 3007 GB/s memory ceiling, 109.79x naive;
- * 2,731 GB/s (90.8%) at 128x262144, 879.81x naive.
+ * Measured (results/h100/kbench-20261126-132435.csv, H100, cold L2): 2,768 GB/s
+ * at 1024x32768, 92.1% of the run's 3007 GB/s memory ceiling, 110.12x naive;
+ * 2,738 GB/s (91.0%) at 128x262144, 871.32x naive.
  * Gap to the limit: 8 points at 1024x32768, 8-9 on the 256 MB long rows: as
  * for softmax persistent_row, the start and the end of a launch, and a point or
  * two more for layernorm's second pass over each chunk. History:

@@ -3,11 +3,10 @@
  * same function as fp32: it is checked with the tf32 tolerance.  Shows what
  * giving up fp32 products buys.
  *
- * Measured (results/h100/kbench-20261126-124150.csv, H100, cold L2): 394.7
- * TFLOP/s at 4096^3 and 360.0 at 8192^3 (that row power-capped at 1837 MHz),
- * 101.7% and 92.7% of the run's tf32 ceiling (half its 776 TFLOP/s bf16 tensor
- * ceiling), 7.60x and 7.00x cublas.
- * Gap to the limit: none at 4096^3; 7.3 points at 8192^3.
+ * Measured (results/h100/kbench-20261126-132435.csv, H100, cold L2): 392.4
+ * TFLOP/s at 4096^3 and 400.9 at 8192^3, 80.9% and 82.6% of the run's tf32
+ * ceiling (half its 970 TFLOP/s bf16 tensor ceiling), 7.55x and 7.80x cublas.
+ * Gap to the limit: 19.1 points at 4096^3; 17.4 points at 8192^3.
  * History: docs/notes/matmul.md. */
 #include "kernels/matmul.h"
 #include "variants/matmul/cublas_common.h"

@@ -11,9 +11,9 @@
  * row with its shared memory idle): the loads run two rounds ahead of the
  * statistics, and a partial costs a tagged store and a load issued a round
  * early instead of a ticket, a release and an acquire.
- * Measured (results/h100/kbench-20261126-124150.csv, H100, cold L2): 2,815 GB/s
- * at 1024x32768, 93.6% of the run's 3007 GB/s memory ceiling, 1.20x cudnn;
- * 2,779 GB/s (92.4%) at 128x262144, 7.33x cudnn.
+ * Measured (results/h100/kbench-20261126-132435.csv, H100, cold L2): 2,813 GB/s
+ * at 1024x32768, 93.5% of the run's 3007 GB/s memory ceiling, 1.20x cudnn;
+ * 2,789 GB/s (92.8%) at 128x262144, 7.38x cudnn.
  * Gap to the limit: 6 points at 1024x32768, 7 on the 256 MB long rows. The
  * rounds move bytes at the ceiling; a launch takes some 7 us longer than its
  * bytes at the ceiling, its start (three rounds of loads before the first
