@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include "harness/harness.h"
 #include "kernels/cuda_util.h"
+#include "kernels/tensor_map.h"
 #include "variants/matmul/bf16_common.cuh"
 
 #define FMA_CHAINS 8       /* independent chains per thread: hides FMA latency */
@@ -216,12 +217,10 @@ extern "C" double kb_wgmma_flops(void)
 static const char *wgmma_setup(const void *args, void **ctx)
 {
     (void)args;
-    int dev, major = 0, minor = 0, has = 0;
-    cudaGetDevice(&dev);
-    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
-    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
-    if (major != 9 || minor != 0)
-        return "wgmma needs compute capability 9.0";
+    int has = 0;
+    const char *why = kb_sm90a_unsupported();
+    if (why)
+        return why;
     const size_t n = (size_t)sm_count() * 128 * WGMMA_WARPGROUPS;
     const char *e = kb_cuda_status(cudaMalloc(ctx, n * sizeof(float) + sizeof(int)));
     int *flag = (int *)((float *)*ctx + n);

@@ -41,6 +41,7 @@
 #include <cuda_bf16.h>
 #include "kernels/attention.h"
 #include "kernels/cuda_util.h"
+#include "kernels/tensor_map.h"
 #include "kernels/cp_async.cuh"
 #include "variants/attention/attention_common.cuh"
 #include "variants/matmul/bf16_common.cuh"
@@ -448,26 +449,16 @@ __global__ void __launch_bounds__(kThreads, 1)
 
 /* ---- host side -------------------------------------------------------------- */
 
-typedef CUresult (*encode_tiled_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *,
-                                    const cuuint64_t *, const cuuint32_t *, const cuuint32_t *, CUtensorMapInterleave,
-                                    CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
-
 typedef struct {
-    encode_tiled_fn encode;
+    kb_encode_tiled_fn encode;
     CUtensorMap map_q, map_k, map_v;
     kb_attention_args seen; /* the arguments the maps describe */
 } wgmma_ctx;
 
 static const char *unsupported(const kb_shape *s)
 {
-    const int64_t D = s->d[4];
-    int dev = 0, major = 0, minor = 0;
-    cudaGetDevice(&dev);
-    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
-    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
-    if (major != 9 || minor != 0)
-        return "wgmma needs sm_90a: compute capability 9.0 only";
-    return D == 64 || D == 128 ? NULL : "flash_wgmma has head dims 64 and 128";
+    const char *why = kb_sm90a_unsupported();
+    return why ? why : s->d[4] == 64 || s->d[4] == 128 ? NULL : "flash_wgmma has head dims 64 and 128";
 }
 
 /* A bf16 tensor of `heads` blocks of `rows` x D (head_stride elements
@@ -478,11 +469,8 @@ static const char *encode(const wgmma_ctx *c, CUtensorMap *map, const void *base
 {
     const cuuint64_t dims[3] = {(cuuint64_t)D, (cuuint64_t)rows, (cuuint64_t)heads};
     const cuuint64_t strides[2] = {(cuuint64_t)D * 2, (cuuint64_t)head_stride * 2}; /* bytes */
-    const cuuint32_t box[3] = {64, kBR, 1}, elem_strides[3] = {1, 1, 1};
-    CUresult r = c->encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, (void *)base, dims, strides, box, elem_strides,
-                           CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                           CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    return r == CUDA_SUCCESS ? NULL : "cuTensorMapEncodeTiled rejected the tensor map";
+    const cuuint32_t box[3] = {64, kBR, 1};
+    return kb_encode_bf16(c->encode, map, base, 3, dims, strides, box);
 }
 
 static const char *make_maps(wgmma_ctx *c, const kb_attention_args *a)
@@ -518,17 +506,7 @@ static const char *setup(const void *args, void **ctx)
     wgmma_ctx *c = (wgmma_ctx *)calloc(1, sizeof *c);
     if (!c)
         return "out of host memory";
-    void *fn = NULL;
-    cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
-#if CUDART_VERSION >= 12050
-    cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found);
-#else
-    cudaError_t e = cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &fn, cudaEnableDefault, &found);
-#endif
-    const char *err = e != cudaSuccess ? cudaGetErrorString(e)
-                      : found != cudaDriverEntryPointSuccess || !fn ? "the driver has no cuTensorMapEncodeTiled"
-                                                                     : NULL;
-    c->encode = (encode_tiled_fn)fn;
+    const char *err = kb_tensor_map_encoder(&c->encode);
     if (!err)
         err = kb_cuda_status(cudaFuncSetAttribute((const void *)attention_flash_wgmma_kernel<64>,
                                                   cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes<64>));

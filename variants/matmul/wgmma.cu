@@ -38,6 +38,7 @@
 #include <stdint.h>
 #include "kernels/matmul.h"
 #include "kernels/cuda_util.h"
+#include "kernels/tensor_map.h"
 #include "variants/matmul/bf16_common.cuh"
 
 namespace {
@@ -153,11 +154,7 @@ static bool aligned(const void *p, uintptr_t bytes) { return ((uintptr_t)p & (by
 static const char *unsupported(const kb_shape *s)
 {
     (void)s;
-    int dev = 0, major = 0, minor = 0;
-    cudaGetDevice(&dev);
-    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
-    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
-    return major == 9 && minor == 0 ? NULL : "wgmma needs sm_90a: compute capability 9.0 only";
+    return kb_sm90a_unsupported();
 }
 
 /* Both instantiations use more than the default 48 KiB of shared memory:

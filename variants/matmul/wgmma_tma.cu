@@ -32,6 +32,7 @@
 #include <cuda.h>
 #include "kernels/matmul.h"
 #include "kernels/cuda_util.h"
+#include "kernels/tensor_map.h"
 #include "kernels/cp_async.cuh"
 #include "variants/matmul/bf16_common.cuh"
 
@@ -130,12 +131,8 @@ __global__ void __launch_bounds__(kThreads, 1) matmul_wgmma_tma_kernel(const __g
 
 /* ---- host side -------------------------------------------------------------- */
 
-typedef CUresult (*encode_tiled_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *,
-                                    const cuuint64_t *, const cuuint32_t *, const cuuint32_t *, CUtensorMapInterleave,
-                                    CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
-
 typedef struct {
-    encode_tiled_fn encode;
+    kb_encode_tiled_fn encode;
     CUtensorMap map_a, map_b;
     const void *a, *b; /* the pointers the maps describe */
     int M, N, K;
@@ -154,11 +151,7 @@ static bool tma_ok(const kb_matmul_args *a)
 static const char *unsupported(const kb_shape *s)
 {
     (void)s;
-    int dev = 0, major = 0, minor = 0;
-    cudaGetDevice(&dev);
-    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
-    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
-    return major == 9 && minor == 0 ? NULL : "wgmma needs sm_90a: compute capability 9.0 only";
+    return kb_sm90a_unsupported();
 }
 
 /* A row-major outer x inner bf16 matrix, read in boxes of box_inner x
@@ -170,11 +163,7 @@ static const char *encode(const tma_ctx *c, CUtensorMap *map, const void *base, 
     const cuuint64_t dims[2] = {(cuuint64_t)inner, (cuuint64_t)outer};
     const cuuint64_t strides[1] = {(cuuint64_t)inner * 2}; /* bytes between rows */
     const cuuint32_t box[2] = {(cuuint32_t)box_inner, (cuuint32_t)box_outer};
-    const cuuint32_t elem_strides[2] = {1, 1};
-    CUresult r = c->encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, (void *)base, dims, strides, box, elem_strides,
-                           CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                           CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    return r == CUDA_SUCCESS ? NULL : "cuTensorMapEncodeTiled rejected the tensor map";
+    return kb_encode_bf16(c->encode, map, base, 2, dims, strides, box);
 }
 
 /* A: K x M (inner K), boxes of 64 x 128; B: N x K (inner N), boxes of 64 x 64. */
@@ -207,17 +196,7 @@ static const char *setup(const void *args, void **ctx)
     tma_ctx *c = (tma_ctx *)calloc(1, sizeof *c);
     if (!c)
         return "out of host memory";
-    void *fn = NULL;
-    cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
-#if CUDART_VERSION >= 12050
-    cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found);
-#else
-    cudaError_t e = cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &fn, cudaEnableDefault, &found);
-#endif
-    const char *err = e != cudaSuccess ? cudaGetErrorString(e)
-                      : found != cudaDriverEntryPointSuccess || !fn ? "the driver has no cuTensorMapEncodeTiled"
-                                                                     : NULL;
-    c->encode = (encode_tiled_fn)fn;
+    const char *err = kb_tensor_map_encoder(&c->encode);
     if (!err)
         err = kb_cuda_status(cudaFuncSetAttribute((const void *)matmul_wgmma_tma_kernel,
                                                   cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
