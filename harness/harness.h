@@ -386,8 +386,8 @@ void kb_run_plan(const kb_job *jobs, int n);
 void kb_stop_rule_text(const kb_options *o, char *buf, size_t len);
 /* Where the sweep's total_s went (the CSV rewrites, csv_s, then device
  * alloc and upload, waits for the host's inputs and reference, input
- * resets, check, warm-up,
- * timed launches, L2 flush, NVML, other), and the host's time on inputs
+ * resets, check, warm-up, timed launches, L2 flush, NVML, energy windows,
+ * settling, other), and the host's time on inputs
  * and references, mostly overlapped with the GPU. */
 void kb_run_phases(FILE *f, double total_s, double csv_s);
 /* Warm up (0.2 s for a process's first row, else one launch), then sample one launch per CUDA event pair (flushing L2

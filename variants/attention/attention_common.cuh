@@ -3,7 +3,7 @@
  * cublas), sized and checked before the allocation so that a shape whose
  * scores do not fit becomes a SKIP with a reason instead of a sticky CUDA
  * error; the block order of the fused kernels; the mma.sync wrappers of the
- * tensor-core ones. */
+ * tensor-core ones and their quad reductions. */
 #ifndef KBENCH_ATTENTION_COMMON_CUH
 #define KBENCH_ATTENTION_COMMON_CUH
 
@@ -14,6 +14,7 @@
 #include "kernels/attention.h"
 #include "kernels/cuda_util.h"
 #include "kernels/cp_async.cuh"
+#include "variants/matmul/bf16_common.cuh" /* pack_bf16 */
 
 /* log2(e): the fused kernels use exp2 with it folded into the score scale. */
 #define KB_LOG2E 1.4426950408889634f
@@ -104,11 +105,18 @@ __device__ __forceinline__ void mma_bf16(float (&c)[4], const uint32_t (&a)[4], 
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-/* Two floats as a bf16 pair, lo in the low half (the lower column). */
-__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi)
+/* The max and the sum of v over the four lanes of a quad: the lanes that
+ * hold one row of an mma.sync or wgmma accumulator. */
+__device__ __forceinline__ float quad_max(float v)
 {
-    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<uint32_t *>(&v);
+    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
+    return fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
+}
+
+__device__ __forceinline__ float quad_sum(float v)
+{
+    v += __shfl_xor_sync(0xffffffffu, v, 1);
+    return v + __shfl_xor_sync(0xffffffffu, v, 2);
 }
 
 #endif

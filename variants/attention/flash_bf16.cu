@@ -272,8 +272,7 @@ attention_flash_bf16_kernel(int Tq, int Tk, int64_t kv_stride, int causal, int g
 #pragma unroll
                     for (int nt = 1; nt < NS; ++nt)
                         mx = fmaxf(mx, fmaxf(s[mt][nt][2 * h], s[mt][nt][2 * h + 1]));
-                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+                    mx = quad_max(mx);
                     const float m_new = fmaxf(m[mt][h], mx);
                     const float alpha = kb_ex2((m[mt][h] - m_new) * sl2); /* m = -inf: 0 */
                     const float msl = m_new * sl2;
@@ -337,8 +336,7 @@ attention_flash_bf16_kernel(int Tq, int Tk, int64_t kv_stride, int causal, int g
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
             float sum = l_s[(mt * 2 + h) * Cfg::kThreads];
-            sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-            sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+            sum = quad_sum(sum);
             const float inv = 1.0f / sum;
             bf16 *row = Qs + (warp * Cfg::kWarpRows + mt * Cfg::kMtRows + g + 8 * h) * LD + 2 * tq;
 #pragma unroll

@@ -44,7 +44,6 @@
 #include "kernels/tensor_map.h"
 #include "kernels/cp_async.cuh"
 #include "variants/attention/attention_common.cuh"
-#include "variants/matmul/bf16_common.cuh"
 
 namespace {
 constexpr int kBR = 128;                             /* query rows a block; and 128 keys a tile (kBC) */
@@ -149,19 +148,6 @@ __device__ __forceinline__ void load_tile(uint32_t dst, const CUtensorMap *map, 
 #pragma unroll
     for (int p = 0; p < D / 64; ++p)
         tma_load_3d(dst + p * kPanelBytes, map, p * 64, y, z, bar);
-}
-
-/* The max of v over the four lanes of a quad (the lanes that share a row). */
-__device__ __forceinline__ float quad_max(float v)
-{
-    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
-    return fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
-}
-
-__device__ __forceinline__ float quad_sum(float v)
-{
-    v += __shfl_xor_sync(0xffffffffu, v, 1);
-    return v + __shfl_xor_sync(0xffffffffu, v, 2);
 }
 
 /* Ping-pong: consumer cw waits for its turn at the tensor cores (barrier

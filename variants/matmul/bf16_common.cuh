@@ -22,6 +22,14 @@ __device__ __forceinline__ uint32_t bf16_smem_addr(const void *p)
     return (uint32_t)__cvta_generic_to_shared(p);
 }
 
+/* Two floats as a bf16 pair, lo in the low half (the lower column): the
+ * layout of an accumulator pair as an MMA operand or a stored pair. */
+__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi)
+{
+    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<uint32_t *>(&v);
+}
+
 /* ---- copies global -> shared ---------------------------------------------- */
 
 /* 16 bytes by cp.async (sm_80+), src_bytes 0 or 16 (0: zero-fill). .cg: L2 only. */

@@ -136,12 +136,6 @@ __device__ __forceinline__ void stmatrix_x4(uint32_t addr, uint32_t r0, uint32_t
                  : "memory");
 }
 
-__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi)
-{
-    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<const uint32_t *>(&v);
-}
-
 /* One consumer's 64 x BN accumulator to C at (row0, n0), kCPanels panels
  * at a time through its staging buffer c_wg.  Warp w holds rows 16w..16w+15;
  * for each 16-column group j, stmatrix writes its four 8x8 pieces (rows
