@@ -111,6 +111,7 @@ const kb_op kb_op_attention = {
                   "2x8x1x1x64x2,1x32x1x77x128x8,2x4x1x1001x64,1x32x1x1000x128x8c,1x32x16x1000x128x8c,"
                   "1x8x16x4099x64x2,1x4x16x5x64x2c",
     .baseline = "cublas",
+    .baseline_bf16 = "cudnn_bf16",
     .variants = attention_variants,
     KB_OP_CONTRACT(kb_attention_args),
     .flag_suffix = "c",
