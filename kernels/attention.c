@@ -81,7 +81,7 @@ const kb_op kb_op_attention = {
     /* Self-attention at 4 x 16 heads over T from 128 to 8192, per head
      * size and mask; then prefill shapes of other layouts (GQA with H = 32
      * over 8 KV heads, chunked prefill with causal Tq < Tk, a
-     * bottom-right mask); decode (Tq = 1, H = 32 over 8 KV heads, D = 128)
+     * bottom-right mask, head dim 256); decode (Tq = 1, H = 32 over 8 KV heads, D = 128)
      * over Tk per batch: B = 64 stops at Tk = 8192 (at 32768 K alone is
      * 2^31 elements, at 131072 K and V are 69 GB in fp32, twice that with
      * the harness's pristine copies); tile-hostile shapes (Tk = 1, Tq = 1
@@ -95,7 +95,7 @@ const kb_op kb_op_attention = {
             {"prefill", NULL,
              "2x16x4096x4096x128,2x16x4096x4096x128c,4x16x128x1024x64,32x8x128x128x64,32x8x128x128x64c,"
              "2x32x4096x4096x128x8,2x32x4096x4096x128x8c,1x32x512x4096x128c,1x32x512x4096x128x8c,"
-             "4x16x1024x4096x64c"},
+             "4x16x1024x4096x64c,2x16x4096x4096x256,2x16x4096x4096x256c"},
             {"decode-b1", "Tk", "1x32x1x1024x128x8,1x32x1x8192x128x8,1x32x1x32768x128x8,1x32x1x131072x128x8", 1},
             {"decode-b8", "Tk", "8x32x1x1024x128x8,8x32x1x8192x128x8,8x32x1x32768x128x8,8x32x1x131072x128x8"},
             {"decode-b64", "Tk", "64x32x1x1024x128x8,64x32x1x8192x128x8"},
@@ -109,7 +109,12 @@ const kb_op kb_op_attention = {
                    * that see no key: zeros); decode, Tq = 1 with odd Tk, and Tq = 16 */
                   "2x8x33x70x64x2,1x4x77x300x64x2c,1x2x130x1000x128c,1x2x200x77x64c,1x4x3x1000x80x1c,"
                   "2x8x1x1x64x2,1x32x1x77x128x8,2x4x1x1001x64,1x32x1x1000x128x8c,1x32x16x1000x128x8c,"
-                  "1x8x16x4099x64x2,1x4x16x5x64x2c",
+                  "1x8x16x4099x64x2,1x4x16x5x64x2c,"
+                  /* D = 256: tails, causal Tq < Tk and Tq > Tk, GQA, many key tiles, decode */
+                  "2x4x77x77x256,1x2x130x200x256c,2x2x300x300x256x1c,1x2x300x100x256c,1x2x128x1000x256,"
+                  "1x4x1x1000x256x2,"
+                  /* more row tiles than SMs (persistent blocks take several; causal Tq > Tk: some see no key) */
+                  "4x32x260x300x128x8c,4x32x400x100x64c",
     .baseline = "cublas",
     .baseline_bf16 = "cudnn_bf16",
     .variants = attention_variants,

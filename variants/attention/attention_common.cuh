@@ -19,6 +19,16 @@
 /* log2(e): the fused kernels use exp2 with it folded into the score scale. */
 #define KB_LOG2E 1.4426950408889634f
 
+/* 2^x in one MUFU.EX2, results under 2^-126 flushed to zero: exp2f adds
+ * four instructions around it to keep subnormals, which a probability
+ * that small never needs (it is below bf16's and the sum's resolution). */
+__device__ __forceinline__ float exp2_ftz(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
 /* B*H*Tq*Tk fp32 scores, or a reason why they cannot be had. */
 static inline const char *kb_attention_alloc_scores(const kb_attention_args *a, float **scores)
 {
