@@ -27,11 +27,11 @@
  * multiple of 8 up to 128, any B, H, Tq, Tk.
  *
  * Builds on flash_f32: the products on the tensor cores at fp32 accuracy.
- * Measured (results/h100/kbench-20261126-132435.csv; % of a sixth of the run's
- * 970 TFLOP/s bf16 ceiling): 60.7 TFLOP/s at 4x16x4096x4096x64 (37.5%, 2.13x
- * cublas), 60.9 at 2x16x4096x4096x128 (37.7%, 1.59x), 62.5 at
- * 4x16x8192x8192x128 (38.6%, 1.64x), 56.3 at ..128c (34.8%, 2.82x); PyTorch's
- * fp32 SDPA 45.6 and 45.7 at the middle two.
+ * Measured (results/h100/kbench-20261126-151343.csv; % of a sixth of the run's
+ * 963 TFLOP/s bf16 ceiling): 60.7 TFLOP/s at 4x16x4096x4096x64 (37.8%, 2.13x
+ * cublas), 61.4 at 2x16x4096x4096x128 (38.3%, 1.64x), 62.4 at
+ * 4x16x8192x8192x128 (38.9%, 1.64x), 57.5 at ..128c (35.8%, 2.89x); PyTorch's
+ * fp32 SDPA 44.8 and 46.9 at the middle two.
  * Gap to the limit: the MMAs issue at flash_bf16's rate, the mma.sync limit
  * at 8-12 warps per SM, and the operand splits (~1800 instructions per 768
  * MMAs per warp and tile at D = 128), the scalar V loads and the softmax

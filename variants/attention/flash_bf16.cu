@@ -23,11 +23,11 @@
  * 16 up to 128; any B, H, Tq, Tk.
  *
  * Builds on flash_f32: the same algorithm on the tensor cores.
- * Measured (results/h100/kbench-20261126-132435.csv; % of the run's 970 TFLOP/s
- * bf16 ceiling): 381.7 TFLOP/s at 2x16x4096x4096x128 (39.3%), 310.8 at
- * 4x16x4096x4096x64 (32.0%), 366.3 at 4x16x8192x8192x128 (37.8%), 364.6 at
- * ..128c (37.6%); PyTorch's bf16 SDPA in the same run: 652, 473, 685 and 625
- * (ours 0.53-0.66x).
+ * Measured (results/h100/kbench-20261126-151343.csv; % of the run's 963 TFLOP/s
+ * bf16 ceiling): 380.2 TFLOP/s at 2x16x4096x4096x128 (39.5%), 312.6 at
+ * 4x16x4096x4096x64 (32.5%), 379.4 at 4x16x8192x8192x128 (39.4%), 358.6 at
+ * ..128c (37.3%); PyTorch's bf16 SDPA in the same run: 568, 410, 665 and 640
+ * (ours 0.56-0.76x); cudnn_bf16 678, 535, 694 and 644 (ours 0.55-0.58x).
  * Gap to the limit: mma.sync tops out near 2/3 of the wgmma rate that the
  * ceiling's wgmma kernel measures, and the softmax's FP32/MUFU work and the
  * ldmatrix traffic share its issue slots (next rung: flash_wgmma).  History:

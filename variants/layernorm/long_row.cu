@@ -15,14 +15,15 @@
  * C = 32768, two reads of x past it): a cluster's registers hold rows of up
  * to 262144, in blocks half that size (two per SM).
  * Prediction: ~85-90% of the copy ceiling from 1024x32768 to 128x262144.
- * Measured (results/h100/kbench-20261126-132435.csv, H100, cold L2): 2,464 GB/s
- * at 1024x32768, 81.9% of the run's 3007 GB/s memory ceiling, 98.01x naive;
- * 1,391 GB/s (46.3%) at 128x262144, 442.68x naive.
- * Gap to the limit: 18 points at 1024x32768, 54 at 128x262144, where split_row
- * and persistent_row are ahead: as for softmax long_row, the clusters of 8 and
- * 16 of the longest rows cannot all be placed and wait for their slowest block;
- * layernorm's two register passes and gamma/beta loads add some 6 points to
- * softmax's loss. History: docs/notes/softmax-layernorm.md. */
+ * Measured (results/h100/kbench-20261126-151343.csv, H100, cold L2): 2,466 GB/s
+ * at 1024x32768, 82.2% of the run's 3000 GB/s memory ceiling, 99.80x naive;
+ * 1,426 GB/s (47.5%) at 128x262144, 453.51x naive.
+ * Gap to the limit: 18 points at 1024x32768 (level with split_row there, 82.2
+ * vs 82.1%), 52 at 128x262144, where split_row is ahead; persistent_row leads
+ * at both: as for softmax long_row, the clusters of 8 and 16 of the longest
+ * rows cannot all be placed and wait for their slowest block; layernorm's two
+ * register passes and gamma/beta loads add 4 (1024x32768) to 16 (128x262144)
+ * points to softmax's loss. History: docs/notes/softmax-layernorm.md. */
 #include "kernels/layernorm.h"
 #include "kernels/cuda_util.h"
 #include "kernels/cluster_row.cuh"

@@ -19,9 +19,9 @@
  * row, the row in its registers): no cluster to place, and six waiting
  * blocks per SM instead of two.
  * Prediction: ~85-90% of the copy ceiling from 1024x32768 to 128x262144.
- * Measured (results/h100/kbench-20261126-132435.csv, H100, cold L2): 2,475 GB/s
- * at 1024x32768, 82.3% of the run's 3007 GB/s memory ceiling, 98.45x naive;
- * 2,377 GB/s (79.0%) at 128x262144, 756.43x naive.
+ * Measured (results/h100/kbench-20261126-151343.csv, H100, cold L2): 2,465 GB/s
+ * at 1024x32768, 82.1% of the run's 3000 GB/s memory ceiling, 99.73x naive;
+ * 2,370 GB/s (79.0%) at 128x262144, 753.84x naive.
  * Gap to the limit: 18 points at 1024x32768, 21 at 128x262144: as for softmax
  * split_row (each block's chain of dependent round trips, its shared memory
  * idle while it waits), plus the second pass over the chunk and the gamma and

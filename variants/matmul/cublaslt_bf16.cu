@@ -9,12 +9,12 @@
  * operands swapped, m = N, n = M.
  *
  * Builds on cublas_bf16: the same library GEMM through cuBLASLt.
- * Measured (results/h100/kbench-20261126-132435.csv, H100, cold L2): 774.6
- * TFLOP/s at 4096^3 and 777.8 at 8192^3, 79.8% and 80.2% of the run's 970
- * TFLOP/s bf16 tensor ceiling, 1.00x and 1.00x cublas_bf16.
- * Gap to the limit: 20 points to the measured ceiling at 4096^3 and at
- * 8192^3; 72% of the 1071 TFLOP/s datasheet figure at 1980 MHz.  History:
- * docs/notes/matmul.md. */
+ * Measured (results/h100/kbench-20261126-151343.csv, H100, cold L2): 784.3
+ * TFLOP/s at 4096^3 and 795.8 at 8192^3, 81.5% and 82.7% of the run's 963
+ * TFLOP/s bf16 tensor ceiling, 0.99x and 1.01x cublas_bf16.
+ * Gap to the limit: 19 points to the measured ceiling at 4096^3, 17 at
+ * 8192^3; 73% and 74% of the 1071 TFLOP/s datasheet figure at 1980 MHz.
+ * History: docs/notes/matmul.md. */
 #include <stdlib.h>
 #include <cublasLt.h>
 #include "kernels/lt_gemm.h"

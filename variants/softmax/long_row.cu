@@ -10,9 +10,9 @@
  * and reads longer rows twice): a cluster's registers hold rows of up to
  * 262144, and its blocks are as small as short rows' (two per SM).
  * Prediction: ~85-90% of the copy ceiling from 512x65536 to 128x262144.
- * Measured (results/h100/kbench-20261126-132435.csv, H100, cold L2): 2,581 GB/s
- * at 1024x32768, 85.8% of the run's 3007 GB/s memory ceiling, 1.10x cudnn;
- * 1,888 GB/s (62.8%) at 128x262144, 5.00x cudnn.
+ * Measured (results/h100/kbench-20261126-151343.csv, H100, cold L2): 2,580 GB/s
+ * at 1024x32768, 86.0% of the run's 3000 GB/s memory ceiling, 1.11x cudnn;
+ * 1,896 GB/s (63.2%) at 128x262144, 4.96x cudnn.
  * Gap to the limit: 14 points at 1024x32768, 37 at 128x262144, where split_row
  * and persistent_row are ahead.  Clusters of 2 (C = 32768) cost some 5 points
  * against the same row in one block (vectorized); clusters of 8 and 16 lose
