@@ -98,6 +98,10 @@ int kb_pick_rows(int64_t total_rows, double row_cost, double budget, uint64_t se
 
 /* ---- inputs.c ---- */
 uint64_t kb_seed_for(const char *op, const kb_shape *s, int tensor);
+/* kb_fill_uniform's elements first .. first + n - 1 of `seed`, in dtype t
+ * (f32 or bf16, rounded as the host rounds), made on the current GPU
+ * into device memory x (inputs_device.cu); complete on return. */
+cudaError_t kb_device_fill_uniform(void *x, kb_dtype t, int64_t n, int64_t first, uint64_t seed);
 float kb_bf16_to_float(uint16_t h);
 uint16_t kb_float_to_bf16(float f);
 

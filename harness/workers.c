@@ -744,10 +744,12 @@ static int watch_workers(gather *g, char *err, size_t errlen)
 }
 
 /* The groups that span GPUs, here, on every GPU of the run, with the
- * one-GPU sweep's per-row code and a CSV write after every row. */
+ * one-GPU sweep's per-row code; the CSV is rewritten every WRITE_EVERY_S
+ * as while the workers run (the caller writes the last rows). */
 static int run_across(gather *g, char *err, size_t errlen)
 {
     int m = 0, rc = 0;
+    double last_write = omp_get_wtime();
     kb_job *list = alloc(g->p.njobs, sizeof *list);
     char why[512], few[512];
     /* Rows that need more GPUs than the run has are skipped here, so a run
@@ -777,8 +779,10 @@ static int run_across(gather *g, char *err, size_t errlen)
             skip_row(g, r, g->across_text, too_few ? too_few : why);
         g->done[r] = 1;
         kb_table_row(stdout, &g->rows[r], r + 1, g->p.nrows);
-        if (ran) /* the CSV keeps each measured row; the caller writes the skips with the rest */
+        if (ran && omp_get_wtime() - last_write >= WRITE_EVERY_S) {
             rc = write_rows(g, err, errlen);
+            last_write = omp_get_wtime();
+        }
     }
     if (flush) {
         kb_run_release();
