@@ -23,11 +23,11 @@
  * 16 up to 128; any B, H, Tq, Tk.
  *
  * Builds on flash_f32: the same algorithm on the tensor cores.
- * Measured (results/h100/kbench-20261126-151343.csv; % of the run's 963 TFLOP/s
- * bf16 ceiling): 380.2 TFLOP/s at 2x16x4096x4096x128 (39.5%), 312.6 at
- * 4x16x4096x4096x64 (32.5%), 379.4 at 4x16x8192x8192x128 (39.4%), 358.6 at
- * ..128c (37.3%); PyTorch's bf16 SDPA in the same run: 568, 410, 665 and 640
- * (ours 0.56-0.76x); cudnn_bf16 678, 535, 694 and 644 (ours 0.55-0.58x).
+ * Measured (results/h100/kbench-20261126-154516.csv; % of the run's 966 TFLOP/s
+ * bf16 ceiling): 386.0 TFLOP/s at 2x16x4096x4096x128 (39.9%), 313.9 at
+ * 4x16x4096x4096x64 (32.5%), 369.7 at 4x16x8192x8192x128 (38.3%), 364.4 at
+ * ..128c (37.7%); PyTorch's bf16 SDPA in the same run: 585, 478, 703 and 649
+ * (ours 0.53-0.66x); cudnn_bf16 680, 541, 646 and 652 (ours 0.56-0.58x).
  * Gap to the limit: mma.sync tops out near 2/3 of the wgmma rate that the
  * ceiling's wgmma kernel measures, and the softmax's FP32/MUFU work and the
  * ldmatrix traffic share its issue slots (next rung: flash_wgmma).  History:

@@ -31,16 +31,17 @@
  *
  * Builds on flash_bf16 (the online softmax), with the split over keys in
  * place of the split over query rows, which decoding does not have.
- * Measured (results/h100/kbench-20261126-151343.csv, cold L2, % of the
- * run's 3000 GB/s copy ceiling): 1995 GB/s (66%) at 1x32x1x32768x128x8,
- * 2451 (82%) at Tk = 131072, 2286 (76%) at 8x32x1x8192x128x8, 2615 (87%)
- * and 2792 (93%) at B = 8 and Tk = 32768, 131072, 2683 (89%) at
- * 64x32x1x8192x128x8; PyTorch's SDPA in the same run 1588, 2290, 2191,
- * 2425, 2991 and 2698; cudnn_bf16 2098, 2778, 2480, 2939, 3077 and 3028
- * (ours 0.88-0.95x).  Rounding the split's waves down (it had launched
- * 2.4 waves at B = 8) bought most of the B = 8 figures (2333 -> 2661 GB/s
- * at Tk = 32768 in a check call, docs/notes/attention.md).
- * Gap to the limit: 66% at 1x32x1x32768x128x8 against issue 16's 80%: per
+ * Measured (results/h100/kbench-20261126-154516.csv, cold L2, % of the
+ * run's 3007 GB/s copy ceiling): 2055 GB/s (68%) at 1x32x1x32768x128x8,
+ * 2502 (83%) at Tk = 131072, 2368 (79%) at 8x32x1x8192x128x8, 2631 (87%)
+ * and 2800 (93%) at B = 8 and Tk = 32768, 131072, 2719 (90%) at
+ * 64x32x1x8192x128x8; PyTorch's SDPA in the same run 2100, 2758, 2473,
+ * 2878, 3047 and 3016 (ahead of ours at all six, ours 0.90-0.98x);
+ * cudnn_bf16 2103, 2783, 2490, 2948, 3071 and 3033 (ours 0.89-0.98x).
+ * Rounding the split's waves down (it had launched 2.4 waves at B = 8)
+ * bought most of the B = 8 figures (2333 -> 2661 GB/s at Tk = 32768 in a
+ * check call, docs/notes/attention.md).
+ * Gap to the limit: 68% at 1x32x1x32768x128x8 against issue 16's 80%: per
  * key work, ~1300 instructions a warp per 32-key tile (counted, not
  * profiled) at 1 warp a scheduler (the 2 stages' 136 KiB of tiles let one
  * block an SM); flash_decode_mma puts the tiles on the tensor cores. */

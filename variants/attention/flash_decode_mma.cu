@@ -21,19 +21,19 @@
  * block's merge of the chunks, the bottom-right causal mask, the shapes.
  *
  * Builds on flash_decode: the tile's arithmetic moves to the tensor cores.
- * Measured (results/h100/kbench-20261126-151343.csv, cold L2, % of the
- * run's 3000 GB/s copy ceiling): 2152 GB/s (72%) at 1x32x1x32768x128x8
- * (flash_decode 1995, PyTorch's SDPA 1588, cudnn_bf16 2098), 2549 (85%) at
- * Tk = 131072 (SDPA 2290, cudnn_bf16 2778), 2871 (96%) at
- * 8x32x1x131072x128x8 (SDPA 2991, cudnn_bf16 3077), 2747 (92%) at
- * 64x32x1x8192x128x8 (SDPA 2698, cudnn_bf16 3028); causal Tq = 16 at
+ * Measured (results/h100/kbench-20261126-154516.csv, cold L2, % of the
+ * run's 3007 GB/s copy ceiling): 2227 GB/s (74%) at 1x32x1x32768x128x8
+ * (flash_decode 2055, PyTorch's SDPA 2100, cudnn_bf16 2103), 2563 (85%) at
+ * Tk = 131072 (SDPA 2758, cudnn_bf16 2783), 2877 (96%) at
+ * 8x32x1x131072x128x8 (SDPA 3047, cudnn_bf16 3071), 2782 (93%) at
+ * 64x32x1x8192x128x8 (SDPA 3016, cudnn_bf16 3033); causal Tq = 16 at
  * 1x32x16x4096x128x8c 0.030 ms in a check call (flash_decode 0.080, SDPA
  * 0.129).
- * Gap to the limit: 72% at 1x32x1x32768x128x8 against issue 16's 80%: the
- * B = 1 rows fit ~10 us a launch (ramp, merge, tail) plus ~2600 GB/s, and
- * at B = 8, Tk = 131072 it reads some 4% slower than SDPA (7% than
- * cudnn_bf16), at B = 64 some 2% faster than SDPA but 9% slower than
- * cudnn_bf16. */
+ * Gap to the limit: 74% at 1x32x1x32768x128x8 against issue 16's 80%: the
+ * B = 1 rows fit ~11 us a launch (ramp, merge, tail) plus ~2700 GB/s, and
+ * at B = 8, Tk = 131072 it reads some 6% slower than SDPA (6% than
+ * cudnn_bf16), at B = 64 some 8% slower than SDPA (2% faster in the
+ * previous run) and 8% slower than cudnn_bf16. */
 #include "variants/attention/decode_split.cuh"
 
 /* Each warp's tiles in flight: 3 stages measured 2% faster than 2 at B = 8,

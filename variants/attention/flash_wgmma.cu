@@ -38,14 +38,14 @@
  *
  * Builds on flash_bf16: the same algorithm, from mma.sync to wgmma with a
  * TMA producer warpgroup.
- * Measured (results/h100/kbench-20261126-151343.csv, 1980 MHz; PyTorch's
- * SDPA and cudnn_bf16 in the same run): 644 TFLOP/s at
- * 2x16x4096x4096x128 (1.13x SDPA, 0.95x cudnn_bf16), 500 at
- * 4x16x4096x4096x64 (1.22x, 0.94x), causal 522 and 410 (1.07x and 1.14x
- * SDPA, 0.96x and 0.92x cudnn_bf16), 677 at 4x16x8192x8192x128 (0.98x
- * cudnn_bf16), 650 at the GQA 2x32x4096x4096x128x8 (0.95x); 481 at D = 256
- * (0.66x cudnn_bf16); 3.2x SDPA at the chunked prefill 1x32x512x4096x128c.
- * Gap to the limit: 67% of the run's bf16 ceiling (963 TFLOP/s) at
+ * Measured (results/h100/kbench-20261126-154516.csv; PyTorch's SDPA and
+ * cudnn_bf16 in the same run): 639 TFLOP/s at 2x16x4096x4096x128 (1.09x
+ * SDPA, 0.94x cudnn_bf16), 493 at 4x16x4096x4096x64 (1.03x, 0.91x; 1945
+ * MHz), causal 554 and 410 (1.29x and 1.00x SDPA, 1.00x and 0.91x
+ * cudnn_bf16), 650 at 4x16x8192x8192x128c (1.00x cudnn_bf16), 654 at the
+ * GQA 2x32x4096x4096x128x8 (0.96x); 481 at D = 256 (0.66x cudnn_bf16);
+ * 3.3x SDPA at the chunked prefill 1x32x512x4096x128c.
+ * Gap to the limit: 66% of the run's bf16 ceiling (966 TFLOP/s) at
  * D = 128, where cuDNN's kernel reaches 70%; at D = 256 the 64-key tiles
  * and two stages leave the MMAs short (cuDNN 75%).  History:
  * docs/notes/attention.md. */

@@ -15,15 +15,16 @@
  * C = 32768, two reads of x past it): a cluster's registers hold rows of up
  * to 262144, in blocks half that size (two per SM).
  * Prediction: ~85-90% of the copy ceiling from 1024x32768 to 128x262144.
- * Measured (results/h100/kbench-20261126-151343.csv, H100, cold L2): 2,466 GB/s
- * at 1024x32768, 82.2% of the run's 3000 GB/s memory ceiling, 99.80x naive;
- * 1,426 GB/s (47.5%) at 128x262144, 453.51x naive.
- * Gap to the limit: 18 points at 1024x32768 (level with split_row there, 82.2
- * vs 82.1%), 52 at 128x262144, where split_row is ahead; persistent_row leads
- * at both: as for softmax long_row, the clusters of 8 and 16 of the longest
- * rows cannot all be placed and wait for their slowest block; layernorm's two
- * register passes and gamma/beta loads add 4 (1024x32768) to 16 (128x262144)
- * points to softmax's loss. History: docs/notes/softmax-layernorm.md. */
+ * Measured (results/h100/kbench-20261126-154516.csv, H100, cold L2): 2,483 GB/s
+ * at 1024x32768, 82.6% of the run's 3007 GB/s memory ceiling, 98.03x naive;
+ * 1,427 GB/s (47.5%) at 128x262144, 451.41x naive.
+ * Gap to the limit: 17 points at 1024x32768 (level with split_row there, 82.6
+ * vs 82.4%, and now behind welford's 84.3%), 52 at 128x262144, where split_row
+ * is ahead; persistent_row leads at both: as for softmax long_row, the
+ * clusters of 8 and 16 of the longest rows cannot all be placed and wait for
+ * their slowest block; layernorm's two register passes and gamma/beta loads
+ * add 4 (1024x32768) to 15 (128x262144) points to softmax's loss. History:
+ * docs/notes/softmax-layernorm.md. */
 #include "kernels/layernorm.h"
 #include "kernels/cuda_util.h"
 #include "kernels/cluster_row.cuh"

@@ -16,12 +16,12 @@
  * beta with every chunk and waits on its row with its shared memory idle):
  * the loads run two rounds ahead of the statistics, and gamma and beta
  * stay in registers.
- * Measured (results/h100/kbench-20261126-151343.csv, H100, cold L2): 2,697 GB/s
- * at 1024x32768, 89.9% of the run's 3000 GB/s memory ceiling, 109.15x naive;
- * 2,717 GB/s (90.6%) at 128x262144, 864.32x naive.
- * Gap to the limit: 10 points at 1024x32768, 9-11 on the 256 MB long rows: as
+ * Measured (results/h100/kbench-20261126-154516.csv, H100, cold L2): 2,768 GB/s
+ * at 1024x32768, 92.1% of the run's 3007 GB/s memory ceiling, 109.31x naive;
+ * 2,760 GB/s (91.8%) at 128x262144, 872.77x naive.
+ * Gap to the limit: 8 points at 1024x32768, 8-9 on the 256 MB long rows: as
  * for softmax persistent_row, the start and the end of a launch, and one to
- * three points more for layernorm's second pass over each chunk. History:
+ * two points more for layernorm's second pass over each chunk. History:
  * docs/notes/softmax-layernorm.md. */
 #include "kernels/layernorm.h"
 #include "kernels/cuda_util.h"

@@ -9,11 +9,11 @@
  * operands swapped, m = N, n = M.
  *
  * Builds on cublas_bf16: the same library GEMM through cuBLASLt.
- * Measured (results/h100/kbench-20261126-151343.csv, H100, cold L2): 784.3
- * TFLOP/s at 4096^3 and 795.8 at 8192^3, 81.5% and 82.7% of the run's 963
- * TFLOP/s bf16 tensor ceiling, 0.99x and 1.01x cublas_bf16.
- * Gap to the limit: 19 points to the measured ceiling at 4096^3, 17 at
- * 8192^3; 73% and 74% of the 1071 TFLOP/s datasheet figure at 1980 MHz.
+ * Measured (results/h100/kbench-20261126-154516.csv, H100, cold L2): 801.4
+ * TFLOP/s at 4096^3 and 800.0 at 8192^3, 82.9% and 82.8% of the run's 966
+ * TFLOP/s bf16 tensor ceiling, 1.00x and 1.00x cublas_bf16.
+ * Gap to the limit: 17 points to the measured ceiling at 4096^3, 17 at
+ * 8192^3; 75% and 75% of the 1071 TFLOP/s datasheet figure at 1980 MHz.
  * History: docs/notes/matmul.md. */
 #include <stdlib.h>
 #include <cublasLt.h>

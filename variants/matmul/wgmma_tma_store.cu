@@ -16,11 +16,10 @@
  *
  * Builds on wgmma_cluster: stmatrix + TMA stores in place of 4-byte global
  * stores from the accumulators.
- * Measured (results/h100/kbench-20261126-151343.csv, cold L2, 1980 MHz
- * but 1950 at 4096^3): 790 TFLOP/s at 4096^3 (1.00x cublas_bf16), 806 at
- * 8192^3 (1.02x); 1.01x at 4096x3072x768, 0.87x at 4096x768x3072, 0.92x at
- * 4096x768x768.
- * Gap to the limit: 84% of the run's bf16 ceiling (963 TFLOP/s, wgmma from
+ * Measured (results/h100/kbench-20261126-154516.csv, cold L2, 1980 MHz):
+ * 806 TFLOP/s at 4096^3 (1.01x cublas_bf16), 814 at 8192^3 (1.01x); 1.02x
+ * at 4096x3072x768, 0.89x at 4096x768x3072, 0.90x at 4096x768x768.
+ * Gap to the limit: 84% of the run's bf16 ceiling (966 TFLOP/s, wgmma from
  * shared memory) at 8192^3.  What is left: at N = 768 (one round of
  * 128x192 tiles) it reads more L2 bytes than cuBLAS's kernel of the same
  * tile and cluster. */

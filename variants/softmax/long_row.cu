@@ -10,16 +10,17 @@
  * and reads longer rows twice): a cluster's registers hold rows of up to
  * 262144, and its blocks are as small as short rows' (two per SM).
  * Prediction: ~85-90% of the copy ceiling from 512x65536 to 128x262144.
- * Measured (results/h100/kbench-20261126-151343.csv, H100, cold L2): 2,580 GB/s
- * at 1024x32768, 86.0% of the run's 3000 GB/s memory ceiling, 1.11x cudnn;
- * 1,896 GB/s (63.2%) at 128x262144, 4.96x cudnn.
- * Gap to the limit: 14 points at 1024x32768, 37 at 128x262144, where split_row
- * and persistent_row are ahead.  Clusters of 2 (C = 32768) cost some 5 points
- * against the same row in one block (vectorized); clusters of 8 and 16 lose
- * more, since all of a cluster's blocks must be placed in one GPC at once (with
- * two blocks per SM, a GPC of 16-18 SMs takes two or four clusters of 16 and
- * leaves SMs idle), and every block of a row waits at the barrier for the
- * slowest one's loads. History: docs/notes/softmax-layernorm.md. */
+ * Measured (results/h100/kbench-20261126-154516.csv, H100, cold L2): 2,602 GB/s
+ * at 1024x32768, 86.5% of the run's 3007 GB/s memory ceiling, 1.10x cudnn;
+ * 1,881 GB/s (62.5%) at 128x262144, 4.92x cudnn.
+ * Gap to the limit: 13.5 points at 1024x32768, 37.5 at 128x262144, where
+ * split_row and persistent_row are ahead.  Clusters of 2 (C = 32768) cost
+ * some 4 points against the same row in one block (vectorized); clusters of
+ * 8 and 16 lose more, since all of a cluster's blocks must be placed in one
+ * GPC at once (with two blocks per SM, a GPC of 16-18 SMs takes two or four
+ * clusters of 16 and leaves SMs idle), and every block of a row waits at the
+ * barrier for the slowest one's loads. History:
+ * docs/notes/softmax-layernorm.md. */
 #include "kernels/softmax.h"
 #include "kernels/cuda_util.h"
 #include "kernels/cluster_row.cuh"

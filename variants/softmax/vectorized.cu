@@ -22,13 +22,13 @@
  * Prediction: ~90% of the copy ceiling for C from 128 to 32768 once
  * thousands of rows are in flight; ~60% past C = 32768 (12 bytes moved per
  * element).
- * Measured (results/h100/kbench-20261126-151343.csv, H100, cold L2): 2,958 GB/s
- * at 65536x4096, 98.6% of the run's 3000 GB/s memory ceiling, 0.98x cudnn
- * (90.6% at 1024x32768, 61.8% at 128x262144 on two reads).
- * Gap to the limit: 1.4 points at 65536x4096, where cudnn (100.4%) is now 2%
- * faster; a row's reduction and exps leave its SM with no loads in flight for
- * a moment, which other rows on the SM (or, at C = 32768 with one block per
- * SM, other SMs) have to cover. History:
+ * Measured (results/h100/kbench-20261126-154516.csv, H100, cold L2): 3,007 GB/s
+ * at 65536x4096, 100.0% of the run's 3007 GB/s memory ceiling, 1.00x cudnn
+ * (90.3% at 1024x32768, 62.0% at 128x262144 on two reads).
+ * Gap to the limit: none at 65536x4096, where cudnn (100.1%) is 0.1% faster;
+ * 10 points at 1024x32768: a row's reduction and exps leave its SM with no
+ * loads in flight for a moment, which other rows on the SM (or, at C = 32768
+ * with one block per SM, other SMs) have to cover. History:
  * docs/notes/softmax-layernorm.md. */
 #include "kernels/softmax.h"
 #include "kernels/cuda_util.h"
