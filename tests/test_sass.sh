@@ -2,7 +2,10 @@
 # The machine code of the tensor-core matmul rungs, read from the built
 # binary with cuobjdump -sass (no GPU needed): every kernel of an mma.sync
 # rung has HMMA instructions in each of its cubins, every kernel of a wgmma
-# rung (kb_sm90a) has HGMMA in its sm_90a cubin, and none has local-memory
+# rung (kb_sm90a) has HGMMA in its sm_90a cubin, and fewer waits on them
+# (WARPGROUP.DEPBAR) than HGMMAs: where ptxas serializes a kernel's wgmmas
+# (warnings C7518 / C7513) it waits after each one, which halved
+# flash_wgmma's speed; none has local-memory
 # traffic (LDL/STL: spills or a stack array); the kernels of a
 # warp-specialized rung (setmaxnreg_rungs) also have USETMAXREG, the
 # setmaxnreg that moves registers from producer to consumers.  A rung that
@@ -44,30 +47,33 @@ fail() {
 }
 elfs=$("$cuobjdump" --list-elf "$kbench" | sed -n 's/^ELF file *[0-9]*: *//p')
 
-# per_kernel CUBIN: one line per kernel, "NAME HMMA HGMMA LOCAL SETMAXREG"
-# with the count of each kind of instruction in it.
+# per_kernel CUBIN: one line per kernel, "NAME HMMA HGMMA LOCAL SETMAXREG
+# DEPBAR" with the count of each kind of instruction in it.
 per_kernel() {
     "$cuobjdump" -sass "$1" | awk '
-        /Function :/ { if (f != "") print f, h, g, l, r; f = $NF; h = g = l = r = 0; next }
+        /Function :/ { if (f != "") print f, h, g, l, r, d; f = $NF; h = g = l = r = d = 0; next }
         /[[:space:]]HMMA\./ { h++ }
         /[[:space:]]HGMMA\./ { g++ }
         /[[:space:]](LDL|STL)[[:space:].]/ { l++ }
         /[[:space:]]USETMAXREG[[:space:].]/ { r++ }
-        END { if (f != "") print f, h, g, l, r }'
+        /[[:space:]]WARPGROUP\.DEPBAR/ { d++ }
+        END { if (f != "") print f, h, g, l, r, d }'
 }
 
 # check CUBIN WANT [SETMAXREG]: every kernel in CUBIN (extracted from
-# kbench) has WANT (HMMA or HGMMA), no LDL/STL and, given a third argument,
-# USETMAXREG.
+# kbench) has WANT (HMMA or HGMMA; the latter with fewer DEPBARs), no
+# LDL/STL and, given a third argument, USETMAXREG.
 check() {
-    local cubin=$1 want=$2 setmaxreg=${3:-} col name h g l r n=0
+    local cubin=$1 want=$2 setmaxreg=${3:-} col name h g l r d n=0
     "$cuobjdump" -xelf "$cubin" "$kbench" >/dev/null || { fail "cannot extract $cubin"; return; }
     [[ $want == HMMA ]] && col=2 || col=3
-    while read -r name h g l r; do
+    while read -r name h g l r d; do
         n=$((n + 1))
         local count
         [[ $col == 2 ]] && count=$h || count=$g
         [[ $count -gt 0 ]] || fail "$cubin: $name has no $want"
+        [[ $col == 2 || $d -lt $g ]] ||
+            fail "$cubin: $name waits $d times on its $g HGMMAs (ptxas serialized them)"
         [[ $l -eq 0 ]] || fail "$cubin: $name has $l LDL/STL (local memory)"
         [[ -z $setmaxreg || $r -gt 0 ]] || fail "$cubin: $name has no USETMAXREG (setmaxnreg)"
     done < <(per_kernel "$cubin")
