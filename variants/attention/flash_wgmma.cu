@@ -19,6 +19,8 @@
  * land as zeros; keys past Tk and under the causal mask (bottom-right
  * aligned: key j > i + Tk - Tq) score -inf, and key tiles wholly above a
  * block's last row are never loaded.  A row that sees no key writes zeros.
+ * Causal blocks run longest first within groups of heads whose K and V fit
+ * half of L2, so that the blocks in flight share K and V there.
  * Grouped-query attention: query head bh reads KV head bh / (H / Hkv).
  * Shapes: D of 64, 128 or 256; any B, H, Hkv, Tq and Tk.  Needs sm_90a.
  *
