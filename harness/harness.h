@@ -98,6 +98,21 @@ int kb_pick_rows(int64_t total_rows, double row_cost, double budget, uint64_t se
 
 /* ---- inputs.c ---- */
 uint64_t kb_seed_for(const char *op, const kb_shape *s, int tensor);
+/* Element i of the uniform stream `seed`: splitmix64 of (seed, i + 1), its
+ * top 24 bits k as k / 2^23 - 1 in [-1, 1) (exact in float).  One
+ * definition for the host's kb_fill_uniform and the GPU's
+ * kb_device_fill_uniform, so both make the same inputs bit for bit. */
+#ifdef __CUDACC__
+__host__ __device__
+#endif
+static inline float kb_uniform_at(uint64_t seed, int64_t i)
+{
+    uint64_t z = seed + 0x9e3779b97f4a7c15ull * (uint64_t)(i + 1);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    return (float)((int32_t)(z >> 40) - (1 << 23)) * 0x1p-23f;
+}
 /* kb_fill_uniform's elements first .. first + n - 1 of `seed`, in dtype t
  * (f32 or bf16, rounded as the host rounds), made on the current GPU
  * into device memory x (inputs_device.cu); complete on return. */

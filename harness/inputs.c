@@ -20,19 +20,13 @@ uint64_t kb_seed_for(const char *op, const kb_shape *s, int tensor)
     return mix(h, (uint64_t)tensor);
 }
 
-/* splitmix64 of (seed, index): counter-based, so the fill splits across
- * threads and element i is the same however it is computed. */
+/* Counter-based (kb_uniform_at), so the fill splits across threads and
+ * element i is the same however it is computed. */
 void kb_fill_uniform(float *x, int64_t n, uint64_t seed)
 {
 #pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < n; ++i) {
-        uint64_t z = seed + 0x9e3779b97f4a7c15ull * (uint64_t)(i + 1);
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-        z ^= z >> 31;
-        /* 24 random bits -> [-1, 1) */
-        x[i] = (float)((double)(z >> 40) * 0x1p-23 - 1.0);
-    }
+    for (int64_t i = 0; i < n; ++i)
+        x[i] = kb_uniform_at(seed, i);
 }
 
 float kb_bf16_to_float(uint16_t h)
