@@ -384,9 +384,8 @@ __device__ __forceinline__ void store_o(const float (&acc)[D / 2], float l0, flo
 
 /* Causal blocks, longest first within groups of `hg` heads, one group
  * after another: the blocks in flight read the K and V of a few heads,
- * which L2 keeps.  (kb_attn_tile's longest first across all heads streamed
- * every head's K and V from DRAM at once: 415 TFLOP/s at
- * 4x16x8192x8192x128c, 636 in groups of a quarter of L2.) */
+ * which L2 keeps, where kb_attn_tile's longest first across all heads
+ * streams every head's K and V from DRAM at once (docs/notes/attention.md). */
 __device__ __forceinline__ KbAttnTile causal_tile(int row_tiles, int heads, int rows_per_tile, int hg)
 {
     const int64_t id = blockIdx.x, per_group = (int64_t)hg * row_tiles, g = id / per_group;
@@ -682,7 +681,7 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
 
 extern "C" const kb_variant attention_flash_wgmma = {
     .name = "flash_wgmma",
-    .summary = "FlashAttention-3 structure: TMA producer warpgroup, 2 wgmma consumers, P in registers; D 64, 128, 256",
+    .summary = "FlashAttention-3 structure: TMA producer warpgroup, 2-3 wgmma consumers, P in registers; D 64, 128, 256",
     .dtype = KB_BF16,
     .math = KB_MATH_BF16,
     .min_cc = 90,
