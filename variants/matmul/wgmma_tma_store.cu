@@ -6,9 +6,10 @@
  * tile while the copy engine writes C.  The store clips rows and columns
  * outside C, so edge tiles need no checks.  The staging buffer takes shared
  * memory from the ring: at 128x256 it holds half a warpgroup's tile (two
- * panels), filled twice, so the ring keeps 4 stages; at 128x192 all three
- * panels, with 4 stages.  Before a buffer is written again, the thread that
- * stored from it waits until the copy engine has read it.
+ * panels), filled twice, so the ring keeps 4 stages; at 128x192 one panel,
+ * filled three times, so that the ring keeps 5 (the N = 768 shapes wait on
+ * their loads, not on the stores).  Before a buffer is written again, the
+ * thread that stored from it waits until the copy engine has read it.
  *
  * Edges: TMA zero fill on loads, clipping on stores; rows that are not
  * 16-byte aligned (or C not 16-byte aligned) take wgmma's kernel.  Every
@@ -42,16 +43,17 @@ constexpr int kProducerRegs = 40, kConsumerRegs = 232;
 static_assert(kProducerRegs * 128 + kConsumerRegs * 128 * kConsumers <= 65536, "the SM's register file");
 constexpr int kAStageBytes = kBM * kBK * 2;
 template <int BN> constexpr int kBStageBytes = kBK * BN * 2;
-/* As many stages as fit in 227 KiB with the alignment: 4 of 48 KiB, 5 of 40. */
 constexpr int kCPanelBytes = 64 * 128;                /* a 64 x 64 bf16 panel of C, one swizzle line a row */
-/* Panels of C a consumer stages at once: half its 256-wide tile, or all of a 192-wide one. */
-template <int BN> constexpr int kCPanels = BN == 256 ? 2 : 3;
-template <int BN> constexpr int kCBytes = kConsumers * kCPanels<BN> * kCPanelBytes;
-/* As many stages as fit in 227 KiB beside the staging buffer: 4 of 48 KiB + 32, or 4 of 40 + 48. */
-template <int BN>
-constexpr int kStages = (227 * 1024 - 1024 - kCBytes<BN>) / (kAStageBytes + kBStageBytes<BN>);
-template <int BN> constexpr int kSmemBytes = kStages<BN> * (kAStageBytes + kBStageBytes<BN>) + kCBytes<BN> + 1024;
-static_assert(kStages<256> == 4 && kStages<192> == 4, "the rings the header describes");
+/* A configuration: the tile width BN and the panels of C a consumer stages
+ * at once (P), which leave the ring as many stages as fit in 227 KiB. */
+template <int P> constexpr int kCBytes = kConsumers * P * kCPanelBytes;
+template <int BN, int P>
+constexpr int kStages = (227 * 1024 - 1024 - kCBytes<P>) / (kAStageBytes + kBStageBytes<BN>);
+template <int BN, int P>
+constexpr int kSmemBytes = kStages<BN, P> * (kAStageBytes + kBStageBytes<BN>) + kCBytes<P> + 1024;
+/* 128x256: half a tile staged, 4 stages of 48 KiB; 128x192: one panel, 5
+ * stages of 40 KiB. */
+static_assert(kStages<256, 2> == 4 && kStages<192, 1> == 5, "the rings the header describes");
 static_assert(kBK * 2 == 128, "A's rows and B's panels are one 128-byte swizzle line wide");
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -67,10 +69,13 @@ __device__ __forceinline__ int cluster_rank()
     return (int)r;
 }
 
-/* Every thread of the cluster's blocks arrives and waits (release/acquire). */
+/* Every thread of the cluster's blocks arrives and waits.  The arrival is
+ * relaxed: the one ordering it has to carry, the mbarriers' initialisation
+ * before the peer's first multicast or arrival, is the release of
+ * fence.mbarrier_init (a release arrival adds a GPU-wide MEMBAR). */
 __device__ __forceinline__ void cluster_sync()
 {
-    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+    asm volatile("barrier.cluster.arrive.relaxed.aligned;\nbarrier.cluster.wait.aligned;\n" ::: "memory");
 }
 
 /* An arrival on the mbarrier at bar's offset in block `rank` of the
@@ -136,16 +141,16 @@ __device__ __forceinline__ void stmatrix_x4(uint32_t addr, uint32_t r0, uint32_t
                  : "memory");
 }
 
-/* One consumer's 64 x BN accumulator to C at (row0, n0), kCPanels panels
+/* One consumer's 64 x BN accumulator to C at (row0, n0), P panels
  * at a time through its staging buffer c_wg.  Warp w holds rows 16w..16w+15;
  * for each 16-column group j, stmatrix writes its four 8x8 pieces (rows
  * +0 / +8, columns +0 / +8), each row's 16-byte chunk at its 128-byte
  * swizzled place (chunk ^ row % 8), the layout the tensor map reads. */
-template <int BN>
+template <int BN, int P>
 __device__ __forceinline__ void store_tile(const float (&d)[BN / 2], const CUtensorMap *map_c, uint32_t c_wg,
                                            int row0, int n0, int cw, int w, int lane)
 {
-    constexpr int P = kCPanels<BN>, kPasses = BN / 64 / P;
+    constexpr int kPasses = BN / 64 / P;
     const bool leader = w == 0 && lane == 0;
     const int row = w * 16 + (lane / 8 % 2) * 8 + lane % 8; /* the row whose address this lane gives */
     const int half = lane / 16;                             /* columns +0 or +8 of the group */
@@ -176,14 +181,14 @@ __device__ __forceinline__ void store_tile(const float (&d)[BN / 2], const CUten
 #endif
 }
 
-template <int BN>
+template <int BN, int P>
 __global__ void __launch_bounds__(kThreads, 1) matmul_wgmma_tma_store_kernel(const __grid_constant__ CUtensorMap map_a,
                                                                             const __grid_constant__ CUtensorMap map_b,
                                                                             const __grid_constant__ CUtensorMap map_c,
                                                                             int M, int N, int K)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    constexpr int S = kStages<BN>, kBBytes = kBStageBytes<BN>;
+    constexpr int S = kStages<BN, P>, kBBytes = kBStageBytes<BN>;
     __shared__ unsigned long long full[S];  /* stage s holds its tile: one phase per fill */
     __shared__ unsigned long long empty[S]; /* stage s was read: one phase per use */
     extern __shared__ __align__(128) unsigned char smem[];
@@ -250,7 +255,7 @@ __global__ void __launch_bounds__(kThreads, 1) matmul_wgmma_tma_store_kernel(con
     const int ctid = tid - 128, cw = ctid / 128, lane = tid % 32;
     const int w = (ctid % 128) / 32;
     const uint32_t a_wg = a_s + cw * kWgM * 128;                  /* this consumer's 64 rows of A */
-    const uint32_t c_wg = c_s + cw * kCPanels<BN> * kCPanelBytes; /* and its staging panels */
+    const uint32_t c_wg = c_s + cw * P * kCPanelBytes;            /* and its staging panels */
     float d[BN / 2]; /* set by each tile's first MMA (accumulate = 0), never by other code */
     int s = 0, phase = 0;
     for (int job = cluster; job < pairs; job += clusters) { /* job: a pair of tiles */
@@ -290,7 +295,7 @@ __global__ void __launch_bounds__(kThreads, 1) matmul_wgmma_tma_store_kernel(con
             for (int r = 0; r < kCluster; ++r)
                 mbar_arrive_cluster(&empty[prev], r);
 
-        store_tile<BN>(d, &map_c, c_wg, m0 + cw * kWgM, n0, cw, w, lane);
+        store_tile<BN, P>(d, &map_c, c_wg, m0 + cw * kWgM, n0, cw, w, lane);
     }
     if (ctid % 128 == 0)
         bulk_store_wait_read(); /* the block's shared memory outlives the last stores' reads of it */
@@ -308,7 +313,7 @@ typedef struct {
     const void *a, *b, *c; /* the pointers the maps describe */
     int M, N, K;
     int sms;
-    int clusters[2]; /* the persistent grid: clusters resident at once, 256- and 192-wide tiles */
+    int clusters[2]; /* the persistent grid: clusters resident at once, of each of kConfigs */
     void *fallback_ctx;
 } tma_ctx;
 
@@ -393,8 +398,20 @@ static const char *max_clusters(const tma_ctx *c, cluster_kernel k, int smem, in
     return err;
 }
 
+/* The kernel's configurations: tile width, panels staged at once, and the
+ * shared memory that leaves for the ring. */
+typedef struct {
+    int bn;
+    cluster_kernel kernel;
+    int smem;
+} tile_config;
+static const tile_config kConfigs[2] = {
+    {256, matmul_wgmma_tma_store_kernel<256, 2>, kSmemBytes<256, 2>},
+    {192, matmul_wgmma_tma_store_kernel<192, 1>, kSmemBytes<192, 1>},
+};
+
 /* The driver's cuTensorMapEncodeTiled through the runtime, the SM count,
- * the shared-memory opt-in of both tile widths and of wgmma's kernel (the
+ * the shared-memory opt-in of each configuration and of wgmma's kernel (the
  * fallback), and the maps. */
 static const char *setup(const void *args, void **ctx)
 {
@@ -408,16 +425,12 @@ static const char *setup(const void *args, void **ctx)
         err = kb_cuda_status(cudaGetDevice(&dev));
     if (!err)
         err = kb_cuda_status(cudaDeviceGetAttribute(&c->sms, cudaDevAttrMultiProcessorCount, dev));
-    if (!err)
-        err = kb_cuda_status(cudaFuncSetAttribute((const void *)matmul_wgmma_tma_store_kernel<256>,
-                                                  cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes<256>));
-    if (!err)
-        err = kb_cuda_status(cudaFuncSetAttribute((const void *)matmul_wgmma_tma_store_kernel<192>,
-                                                  cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes<192>));
-    if (!err)
-        err = max_clusters(c, matmul_wgmma_tma_store_kernel<256>, kSmemBytes<256>, &c->clusters[0]);
-    if (!err)
-        err = max_clusters(c, matmul_wgmma_tma_store_kernel<192>, kSmemBytes<192>, &c->clusters[1]);
+    for (int i = 0; i < 2 && !err; ++i) {
+        err = kb_cuda_status(cudaFuncSetAttribute((const void *)kConfigs[i].kernel,
+                                                  cudaFuncAttributeMaxDynamicSharedMemorySize, kConfigs[i].smem));
+        if (!err)
+            err = max_clusters(c, kConfigs[i].kernel, kConfigs[i].smem, &c->clusters[i]);
+    }
     if (!err && matmul_wgmma.setup)
         err = matmul_wgmma.setup(args, &c->fallback_ctx);
     if (!err && tma_ok(a))
@@ -452,15 +465,13 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
         if (err)
             return err;
     }
-    const int bn = pick_tile_n(a->M, a->N, c->clusters[0]);
-    const int resident = c->clusters[bn == 256 ? 0 : 1];
-    const long pairs = (long)KB_CEIL_DIV(a->M, kCluster * kBM) * KB_CEIL_DIV(a->N, bn);
+    const int i = pick_tile_n(a->M, a->N, c->clusters[0]) == 256 ? 0 : 1;
+    const int resident = c->clusters[i];
+    const long pairs = (long)KB_CEIL_DIV(a->M, kCluster * kBM) * KB_CEIL_DIV(a->N, kConfigs[i].bn);
     const int grid = kCluster * (int)(pairs < resident ? pairs : resident); /* whole clusters */
     cudaLaunchAttribute attr;
-    const cudaLaunchConfig_t config = cluster_config(&attr, grid, bn == 256 ? kSmemBytes<256> : kSmemBytes<192>, stream);
-    const cudaError_t e =
-        cudaLaunchKernelEx(&config, bn == 256 ? matmul_wgmma_tma_store_kernel<256> : matmul_wgmma_tma_store_kernel<192>,
-                           c->map_a, c->map_b, c->map_c, a->M, a->N, a->K);
+    const cudaLaunchConfig_t config = cluster_config(&attr, grid, kConfigs[i].smem, stream);
+    const cudaError_t e = cudaLaunchKernelEx(&config, kConfigs[i].kernel, c->map_a, c->map_b, c->map_c, a->M, a->N, a->K);
     if (e != cudaSuccess)
         return cudaGetErrorString(e);
     KB_LAUNCHED();
