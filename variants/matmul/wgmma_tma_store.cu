@@ -10,6 +10,9 @@
  * filled three times, so that the ring keeps 5 (the N = 768 shapes wait on
  * their loads, not on the stores).  Before a buffer is written again, the
  * thread that stored from it waits until the copy engine has read it.
+ * When one round of clusters covers C (the N = 768 shapes), the loads tell
+ * L2 what to keep: B's lines, read by every pair of block-rows, are
+ * evict_last, and A's, read at once by one block-row's tiles, evict_first.
  *
  * Edges: TMA zero fill on loads, clipping on stores; rows that are not
  * 16-byte aligned (or C not 16-byte aligned) take wgmma's kernel.  Every
@@ -91,7 +94,18 @@ __device__ __forceinline__ void mbar_arrive_cluster(unsigned long long *bar, int
 }
 
 /* The box of `map` at (x, y) into shared dst of every block in cta_mask,
- * its bytes counted on the mbarrier at bar's offset in each of them. */
+ * its bytes counted on the mbarrier at bar's offset in each of them, its
+ * lines in L2 under the eviction policy `pol`. */
+__device__ __forceinline__ void tma_load_2d_multicast(uint32_t dst, const CUtensorMap *map, int x, int y,
+                                                      unsigned long long *bar, uint16_t cta_mask, uint64_t pol)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+                 ".L2::cache_hint [%0], [%1, {%2, %3}], [%4], %5, %6;\n"
+                 ::"r"(dst), "l"((uint64_t)map), "r"(x), "r"(y), "r"(bf16_smem_addr(bar)), "h"(cta_mask), "l"(pol)
+                 : "memory");
+}
+
+/* tma_load_2d_multicast without a policy: L2's default for the lines. */
 __device__ __forceinline__ void tma_load_2d_multicast(uint32_t dst, const CUtensorMap *map, int x, int y,
                                                       unsigned long long *bar, uint16_t cta_mask)
 {
@@ -99,6 +113,30 @@ __device__ __forceinline__ void tma_load_2d_multicast(uint32_t dst, const CUtens
                  " [%0], [%1, {%2, %3}], [%4], %5;\n"
                  ::"r"(dst), "l"((uint64_t)map), "r"(x), "r"(y), "r"(bf16_smem_addr(bar)), "h"(cta_mask)
                  : "memory");
+}
+
+/* tma_load_2d with an L2 eviction policy. */
+__device__ __forceinline__ void tma_load_2d_policy(uint32_t dst, const CUtensorMap *map, int x, int y,
+                                                   unsigned long long *bar, uint64_t pol)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
+                 " [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(dst), "l"((uint64_t)map), "r"(x), "r"(y),
+                 "r"(bf16_smem_addr(bar)), "l"(pol)
+                 : "memory");
+}
+
+/* L2 eviction policies for all of a load's lines. */
+__device__ __forceinline__ uint64_t l2_evict_last()
+{
+    uint64_t p;
+    asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\n" : "=l"(p));
+    return p;
+}
+__device__ __forceinline__ uint64_t l2_evict_first()
+{
+    uint64_t p;
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(p));
+    return p;
 }
 
 /* The 128 threads of a consumer warpgroup meet (barrier 1 + cw; 0 is
@@ -220,6 +258,12 @@ __global__ void __launch_bounds__(kThreads, 1) matmul_wgmma_tma_store_kernel(con
          * panel (maps_b's boxes are 64 x 32), to both blocks. */
         bf16_setmaxnreg_dec<kProducerRegs>();
         if (tid == 0) {
+            /* When one round of clusters covers C, the tiles of a block-row
+             * all run at once and read A's lines fresh, so those may leave
+             * L2 first, while B's, which every pair of block-rows reads, stay
+             * (evict_last).  Over several rounds L2's default serves better. */
+            const bool one_round = pairs <= clusters;
+            const uint64_t keep = l2_evict_last(), stream = l2_evict_first();
             int s = 0, phase = 0;
             for (int job = cluster; job < pairs; job += clusters) { /* job: a pair of tiles */
                 int pair_m, tile_n;
@@ -228,12 +272,21 @@ __global__ void __launch_bounds__(kThreads, 1) matmul_wgmma_tma_store_kernel(con
                 for (int kt = 0; kt < k_tiles; ++kt) {
                     kb_mbar_wait(&empty[s], phase ^ 1);
                     kb_mbar_arrive_expect(&full[s], kAStageBytes + kBBytes); /* all of B: both halves land here */
-                    tma_load_2d(a_s + s * kAStageBytes, &map_a, kt * kBK, m0, &full[s]);
+                    const uint32_t b_half = b_s + s * kBBytes + rank * (kBK / kCluster) * 128;
+                    const int k_half = kt * kBK + rank * (kBK / kCluster);
+                    if (one_round) {
+                        tma_load_2d_policy(a_s + s * kAStageBytes, &map_a, kt * kBK, m0, &full[s], stream);
 #pragma unroll
-                    for (int p = 0; p < BN / 64; ++p)
-                        tma_load_2d_multicast(b_s + s * kBBytes + p * kPanelBytes + rank * (kBK / kCluster) * 128,
-                                              &map_b, n0 + p * 64, kt * kBK + rank * (kBK / kCluster), &full[s],
-                                              (1u << kCluster) - 1);
+                        for (int p = 0; p < BN / 64; ++p)
+                            tma_load_2d_multicast(b_half + p * kPanelBytes, &map_b, n0 + p * 64, k_half, &full[s],
+                                                  (1u << kCluster) - 1, keep);
+                    } else {
+                        tma_load_2d(a_s + s * kAStageBytes, &map_a, kt * kBK, m0, &full[s]);
+#pragma unroll
+                        for (int p = 0; p < BN / 64; ++p)
+                            tma_load_2d_multicast(b_half + p * kPanelBytes, &map_b, n0 + p * 64, k_half, &full[s],
+                                                  (1u << kCluster) - 1);
+                    }
                     if (++s == S)
                         s = 0, phase ^= 1;
                 }
