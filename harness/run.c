@@ -90,8 +90,9 @@ static void describe_failure(kb_result *r, const char *when)
         snprintf(r->reason, sizeof r->reason, "%s: %lld NaN/Inf outputs (unwritten or overflowed)",
                  when, (long long)r->check.nonfinite);
     else if (r->check.bad_elems)
-        snprintf(r->reason, sizeof r->reason, "%s: %lld elements over tolerance (max err %.3g > %.3g)",
-                 when, (long long)r->check.bad_elems, r->check.max_abs_err, r->check.worst_tol);
+        snprintf(r->reason, sizeof r->reason,
+                 "%s: %lld elements over tolerance (the largest error, %.3g, where the bound is %.3g)", when,
+                 (long long)r->check.bad_elems, r->check.max_abs_err, r->check.worst_tol);
     else
         snprintf(r->reason, sizeof r->reason, "%s: relative L2 error %.3g over its bound",
                  when, r->check.rel_l2_err);
