@@ -49,11 +49,6 @@ static const char *pick_algo(kb_lt_product *p, cublasLtHandle_t lt, const void *
         s = set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, alignment(Y));
     if (s == CUBLAS_STATUS_SUCCESS)
         s = set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, alignment(Y));
-    /* Split-K partial sums in fp32, never in the output type (bf16 partials
-     * failed the bf16 check at 1000x770x1000). */
-    if (s == CUBLAS_STATUS_SUCCESS)
-        s = set_pref(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK,
-                     CUBLASLT_REDUCTION_SCHEME_INPLACE | CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE);
     if (s == CUBLAS_STATUS_SUCCESS)
         s = cublasLtMatmulAlgoGetHeuristic(lt, p->desc, p->w, p->x, p->y, p->y, pref, 1, &result, &found);
     cublasLtMatmulPreferenceDestroy(pref);

