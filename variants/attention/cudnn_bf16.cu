@@ -26,13 +26,13 @@
  * not plan, with cuDNN's reason.
  *
  * Builds on: the library baseline of the bf16 rows.
- * Measured (results/h100/kbench-20261126-154516.csv, 1980 MHz, the GPU
- * machine's cuDNN 9.14): 680 TFLOP/s at 2x16x4096x4096x128, 541 at
- * 4x16x4096x4096x64, 729 at 2x16x4096x4096x256; 2103 GB/s of K and V at
- * the decode shape 1x32x1x32768x128x8, 3071 at 8x32x1x131072x128x8.
- * Gap to the limit: 70% of the run's bf16 ceiling (966 TFLOP/s) at
+ * Measured (results/h100/kbench-20261126-181539.csv, 1980 MHz, the GPU
+ * machine's cuDNN 9.14): 677 TFLOP/s at 2x16x4096x4096x128, 537 at
+ * 4x16x4096x4096x64, 724 at 2x16x4096x4096x256; 2087 GB/s of K and V at
+ * the decode shape 1x32x1x32768x128x8, 3066 at 8x32x1x131072x128x8.
+ * Gap to the limit: 70% of the run's bf16 ceiling (962 TFLOP/s) at
  * D = 128, 75% at D = 256; decode at B = 8 and more reads at the copy
- * ceiling (3007 GB/s), at B = 1 at 70% of it. */
+ * ceiling (3006 GB/s), at B = 1 at 69% of it. */
 #include <cudnn.h>
 #include <float.h>
 #include <math.h>

@@ -40,14 +40,14 @@
  *
  * Builds on flash_bf16: the same algorithm, from mma.sync to wgmma with a
  * TMA producer warpgroup.
- * Measured (results/h100/kbench-20261126-154516.csv; PyTorch's SDPA and
- * cudnn_bf16 in the same run): 639 TFLOP/s at 2x16x4096x4096x128 (1.09x
- * SDPA, 0.94x cudnn_bf16), 493 at 4x16x4096x4096x64 (1.03x, 0.91x; 1945
- * MHz), causal 554 and 410 (1.29x and 1.00x SDPA, 1.00x and 0.91x
- * cudnn_bf16), 650 at 4x16x8192x8192x128c (1.00x cudnn_bf16), 654 at the
- * GQA 2x32x4096x4096x128x8 (0.96x); 481 at D = 256 (0.66x cudnn_bf16);
- * 3.3x SDPA at the chunked prefill 1x32x512x4096x128c.
- * Gap to the limit: 66% of the run's bf16 ceiling (966 TFLOP/s) at
+ * Measured (results/h100/kbench-20261126-181539.csv; PyTorch's SDPA and
+ * cudnn_bf16 in the same run): 637 TFLOP/s at 2x16x4096x4096x128 (0.96x
+ * SDPA, 0.94x cudnn_bf16), 492 at 4x16x4096x4096x64 (1.03x, 0.91x; 1920
+ * MHz), causal 554 and 389 (1.24x and 0.95x SDPA, 1.02x and 0.87x
+ * cudnn_bf16), 644 at 4x16x8192x8192x128c (1.00x cudnn_bf16), 653 at the
+ * GQA 2x32x4096x4096x128x8 (0.96x); 478 at D = 256 (0.66x cudnn_bf16);
+ * 2.5x SDPA at the chunked prefill 1x32x512x4096x128c.
+ * Gap to the limit: 66% of the run's bf16 ceiling (962 TFLOP/s) at
  * D = 128, where cuDNN's kernel reaches 70%; at D = 256 the 64-key tiles
  * and two stages leave the MMAs short (cuDNN 75%).  History:
  * docs/notes/attention.md. */

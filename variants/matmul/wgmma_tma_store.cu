@@ -20,13 +20,13 @@
  *
  * Builds on wgmma_cluster: stmatrix + TMA stores in place of 4-byte global
  * stores from the accumulators.
- * Measured (results/h100/kbench-20261126-154516.csv, cold L2, 1980 MHz):
- * 806 TFLOP/s at 4096^3 (1.01x cublas_bf16), 814 at 8192^3 (1.01x); 1.02x
- * at 4096x3072x768, 0.89x at 4096x768x3072, 0.90x at 4096x768x768.
- * Gap to the limit: 84% of the run's bf16 ceiling (966 TFLOP/s, wgmma from
- * shared memory) at 8192^3.  What is left: at N = 768 (one round of
- * 128x192 tiles) it reads more L2 bytes than cuBLAS's kernel of the same
- * tile and cluster. */
+ * Measured (results/h100/kbench-20261126-181539.csv, cold L2, 1980 MHz):
+ * 801 TFLOP/s at 4096^3 (1.01x cublas_bf16), 804 at 8192^3 (1.02x); 1.02x
+ * at 4096x3072x768, 1.00x at 4096x768x3072, 0.98x at 4096x768x768.
+ * Gap to the limit: 84% of the run's bf16 ceiling (962 TFLOP/s, wgmma from
+ * shared memory) at 8192^3.  What is left: the consumers wait on their
+ * loads more than on the tensor cores (ncu's stall reasons at N = 768),
+ * and 4096^3 takes 3.9 rounds of clusters, run as 4. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <cuda.h>
