@@ -23,11 +23,11 @@
  * 16 up to 128; any B, H, Tq, Tk.
  *
  * Builds on flash_f32: the same algorithm on the tensor cores.
- * Measured (results/h100/kbench-20261126-154516.csv; % of the run's 966 TFLOP/s
- * bf16 ceiling): 386.0 TFLOP/s at 2x16x4096x4096x128 (39.9%), 313.9 at
- * 4x16x4096x4096x64 (32.5%), 369.7 at 4x16x8192x8192x128 (38.3%), 364.4 at
- * ..128c (37.7%); PyTorch's bf16 SDPA in the same run: 585, 478, 703 and 649
- * (ours 0.53-0.66x); cudnn_bf16 680, 541, 646 and 652 (ours 0.56-0.58x).
+ * Measured (results/h100/kbench-20261126-181539.csv; % of the run's 962 TFLOP/s
+ * bf16 ceiling): 384.4 TFLOP/s at 2x16x4096x4096x128 (40.0%), 313.6 at
+ * 4x16x4096x4096x64 (32.6%), 388.4 at 4x16x8192x8192x128 (40.4%), 395.1 at
+ * ..128c (41.1%); PyTorch's bf16 SDPA in the same run: 667, 477, 693 and 642
+ * (ours 0.56-0.66x); cudnn_bf16 677, 537, 628 and 643 (ours 0.57-0.62x).
  * Gap to the limit: mma.sync tops out near 2/3 of the wgmma rate that the
  * ceiling's wgmma kernel measures, and the softmax's FP32/MUFU work and the
  * ldmatrix traffic share its issue slots (next rung: flash_wgmma).  History:

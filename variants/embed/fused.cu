@@ -3,8 +3,8 @@
  * written once and never read.
  * Builds on separate: ~2x on large shapes predicted (8 bytes moved per
  * element instead of 16), the sincosf hidden behind the gather's latency.
- * Measured (results/h100/kbench-20261126-154516.csv, H100, cold L2): 2,434 GB/s
- * at 16x1024x32000x4096, 81.0% of the run's 3007 GB/s memory ceiling, 2.01x
+ * Measured (results/h100/kbench-20261126-181539.csv, H100, cold L2): 2,448 GB/s
+ * at 16x1024x32000x4096, 81.4% of the run's 3006 GB/s memory ceiling, 2.02x
  * separate.
  * Gap to the limit: 19 points: a 4-byte gather per pair from a random table
  * row; rows are contiguous, so a warp still reads whole lines. History:

@@ -15,11 +15,11 @@
  * C = 32768, two reads of x past it): a cluster's registers hold rows of up
  * to 262144, in blocks half that size (two per SM).
  * Prediction: ~85-90% of the copy ceiling from 1024x32768 to 128x262144.
- * Measured (results/h100/kbench-20261126-154516.csv, H100, cold L2): 2,483 GB/s
- * at 1024x32768, 82.6% of the run's 3007 GB/s memory ceiling, 98.03x naive;
- * 1,427 GB/s (47.5%) at 128x262144, 451.41x naive.
- * Gap to the limit: 17 points at 1024x32768 (level with split_row there, 82.6
- * vs 82.4%, and now behind welford's 84.3%), 52 at 128x262144, where split_row
+ * Measured (results/h100/kbench-20261126-181539.csv, H100, cold L2): 2,464 GB/s
+ * at 1024x32768, 82.0% of the run's 3006 GB/s memory ceiling, 99.69x naive;
+ * 1,440 GB/s (47.9%) at 128x262144, 456.38x naive.
+ * Gap to the limit: 18 points at 1024x32768 (level with split_row there, 82.0
+ * vs 82.5%, and now behind welford's 83.7%), 52 at 128x262144, where split_row
  * is ahead; persistent_row leads at both: as for softmax long_row, the
  * clusters of 8 and 16 of the longest rows cannot all be placed and wait for
  * their slowest block; layernorm's two register passes and gamma/beta loads

@@ -5,12 +5,12 @@
  * n = M, no transposes (variants/matmul/cublas_common.h).
  *
  * Builds on cublas: the same call in bf16, on the tensor cores.
- * Measured (results/h100/kbench-20261126-154516.csv, H100, cold L2): 801.4
- * TFLOP/s at 4096^3 and 802.8 at 8192^3, 82.9% and 83.1% of the run's 966
- * TFLOP/s bf16 tensor ceiling (its wgmma_peak kernel), 15.4x and 15.5x
+ * Measured (results/h100/kbench-20261126-181539.csv, H100, cold L2): 790.0
+ * TFLOP/s at 4096^3 and 790.7 at 8192^3, 82.2% and 82.2% of the run's 962
+ * TFLOP/s bf16 tensor ceiling (its wgmma_peak kernel), 15.2x and 15.4x
  * cublas (fp32).
- * Gap to the limit: 17 points to the measured ceiling at 4096^3 and at
- * 8192^3; 75% of the 1071 TFLOP/s datasheet figure at 1980 MHz.  History:
+ * Gap to the limit: 18 points to the measured ceiling at 4096^3 and at
+ * 8192^3; 74% of the 1071 TFLOP/s datasheet figure at 1980 MHz.  History:
  * docs/notes/matmul.md. */
 #include "kernels/matmul.h"
 #include "variants/matmul/cublas_common.h"
