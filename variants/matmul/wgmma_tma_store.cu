@@ -47,16 +47,15 @@ static_assert(kProducerRegs * 128 + kConsumerRegs * 128 * kConsumers <= 65536, "
 constexpr int kAStageBytes = kBM * kBK * 2;
 template <int BN> constexpr int kBStageBytes = kBK * BN * 2;
 constexpr int kCPanelBytes = 64 * 128;                /* a 64 x 64 bf16 panel of C, one swizzle line a row */
-/* A configuration: the tile width BN and the panels of C a consumer stages
- * at once (P), which leave the ring as many stages as fit in 227 KiB. */
-template <int P> constexpr int kCBytes = kConsumers * P * kCPanelBytes;
-template <int BN, int P>
-constexpr int kStages = (227 * 1024 - 1024 - kCBytes<P>) / (kAStageBytes + kBStageBytes<BN>);
-template <int BN, int P>
-constexpr int kSmemBytes = kStages<BN, P> * (kAStageBytes + kBStageBytes<BN>) + kCBytes<P> + 1024;
-/* 128x256: half a tile staged, 4 stages of 48 KiB; 128x192: one panel, 5
- * stages of 40 KiB. */
-static_assert(kStages<256, 2> == 4 && kStages<192, 1> == 5, "the rings the header describes");
+/* Panels of C a consumer stages at once: half its 256-wide tile, or one of
+ * a 192-wide one's three, which leaves the ring a fifth stage. */
+template <int BN> constexpr int kCPanels = BN == 256 ? 2 : 1;
+template <int BN> constexpr int kCBytes = kConsumers * kCPanels<BN> * kCPanelBytes;
+/* As many stages as fit in 227 KiB beside the staging buffer: 4 of 48 KiB + 32, or 5 of 40 + 16. */
+template <int BN>
+constexpr int kStages = (227 * 1024 - 1024 - kCBytes<BN>) / (kAStageBytes + kBStageBytes<BN>);
+template <int BN> constexpr int kSmemBytes = kStages<BN> * (kAStageBytes + kBStageBytes<BN>) + kCBytes<BN> + 1024;
+static_assert(kStages<256> == 4 && kStages<192> == 5, "the rings the header describes");
 static_assert(kBK * 2 == 128, "A's rows and B's panels are one 128-byte swizzle line wide");
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -94,35 +93,37 @@ __device__ __forceinline__ void mbar_arrive_cluster(unsigned long long *bar, int
 }
 
 /* The box of `map` at (x, y) into shared dst of every block in cta_mask,
- * its bytes counted on the mbarrier at bar's offset in each of them, its
- * lines in L2 under the eviction policy `pol`. */
+ * its bytes counted on the mbarrier at bar's offset in each of them; its
+ * lines in L2 under the eviction policy `pol` where `hint`, else L2's
+ * default. */
 __device__ __forceinline__ void tma_load_2d_multicast(uint32_t dst, const CUtensorMap *map, int x, int y,
-                                                      unsigned long long *bar, uint16_t cta_mask, uint64_t pol)
+                                                      unsigned long long *bar, uint16_t cta_mask, bool hint,
+                                                      uint64_t pol)
 {
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
-                 ".L2::cache_hint [%0], [%1, {%2, %3}], [%4], %5, %6;\n"
-                 ::"r"(dst), "l"((uint64_t)map), "r"(x), "r"(y), "r"(bf16_smem_addr(bar)), "h"(cta_mask), "l"(pol)
-                 : "memory");
+    if (hint)
+        asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+                     ".L2::cache_hint [%0], [%1, {%2, %3}], [%4], %5, %6;\n"
+                     ::"r"(dst), "l"((uint64_t)map), "r"(x), "r"(y), "r"(bf16_smem_addr(bar)), "h"(cta_mask),
+                     "l"(pol)
+                     : "memory");
+    else
+        asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+                     " [%0], [%1, {%2, %3}], [%4], %5;\n"
+                     ::"r"(dst), "l"((uint64_t)map), "r"(x), "r"(y), "r"(bf16_smem_addr(bar)), "h"(cta_mask)
+                     : "memory");
 }
 
-/* tma_load_2d_multicast without a policy: L2's default for the lines. */
-__device__ __forceinline__ void tma_load_2d_multicast(uint32_t dst, const CUtensorMap *map, int x, int y,
-                                                      unsigned long long *bar, uint16_t cta_mask)
+/* tma_load_2d, under the eviction policy `pol` where `hint`. */
+__device__ __forceinline__ void tma_load_2d_hinted(uint32_t dst, const CUtensorMap *map, int x, int y,
+                                                   unsigned long long *bar, bool hint, uint64_t pol)
 {
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
-                 " [%0], [%1, {%2, %3}], [%4], %5;\n"
-                 ::"r"(dst), "l"((uint64_t)map), "r"(x), "r"(y), "r"(bf16_smem_addr(bar)), "h"(cta_mask)
-                 : "memory");
-}
-
-/* tma_load_2d with an L2 eviction policy. */
-__device__ __forceinline__ void tma_load_2d_policy(uint32_t dst, const CUtensorMap *map, int x, int y,
-                                                   unsigned long long *bar, uint64_t pol)
-{
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
-                 " [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(dst), "l"((uint64_t)map), "r"(x), "r"(y),
-                 "r"(bf16_smem_addr(bar)), "l"(pol)
-                 : "memory");
+    if (hint)
+        asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
+                     " [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(dst), "l"((uint64_t)map), "r"(x), "r"(y),
+                     "r"(bf16_smem_addr(bar)), "l"(pol)
+                     : "memory");
+    else
+        tma_load_2d(dst, map, x, y, bar);
 }
 
 /* L2 eviction policies for all of a load's lines. */
@@ -179,16 +180,16 @@ __device__ __forceinline__ void stmatrix_x4(uint32_t addr, uint32_t r0, uint32_t
                  : "memory");
 }
 
-/* One consumer's 64 x BN accumulator to C at (row0, n0), P panels
+/* One consumer's 64 x BN accumulator to C at (row0, n0), kCPanels panels
  * at a time through its staging buffer c_wg.  Warp w holds rows 16w..16w+15;
  * for each 16-column group j, stmatrix writes its four 8x8 pieces (rows
  * +0 / +8, columns +0 / +8), each row's 16-byte chunk at its 128-byte
  * swizzled place (chunk ^ row % 8), the layout the tensor map reads. */
-template <int BN, int P>
+template <int BN>
 __device__ __forceinline__ void store_tile(const float (&d)[BN / 2], const CUtensorMap *map_c, uint32_t c_wg,
                                            int row0, int n0, int cw, int w, int lane)
 {
-    constexpr int kPasses = BN / 64 / P;
+    constexpr int P = kCPanels<BN>, kPasses = BN / 64 / P;
     const bool leader = w == 0 && lane == 0;
     const int row = w * 16 + (lane / 8 % 2) * 8 + lane % 8; /* the row whose address this lane gives */
     const int half = lane / 16;                             /* columns +0 or +8 of the group */
@@ -219,14 +220,14 @@ __device__ __forceinline__ void store_tile(const float (&d)[BN / 2], const CUten
 #endif
 }
 
-template <int BN, int P>
+template <int BN>
 __global__ void __launch_bounds__(kThreads, 1) matmul_wgmma_tma_store_kernel(const __grid_constant__ CUtensorMap map_a,
                                                                             const __grid_constant__ CUtensorMap map_b,
                                                                             const __grid_constant__ CUtensorMap map_c,
                                                                             int M, int N, int K)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    constexpr int S = kStages<BN, P>, kBBytes = kBStageBytes<BN>;
+    constexpr int S = kStages<BN>, kBBytes = kBStageBytes<BN>;
     __shared__ unsigned long long full[S];  /* stage s holds its tile: one phase per fill */
     __shared__ unsigned long long empty[S]; /* stage s was read: one phase per use */
     extern __shared__ __align__(128) unsigned char smem[];
@@ -272,21 +273,12 @@ __global__ void __launch_bounds__(kThreads, 1) matmul_wgmma_tma_store_kernel(con
                 for (int kt = 0; kt < k_tiles; ++kt) {
                     kb_mbar_wait(&empty[s], phase ^ 1);
                     kb_mbar_arrive_expect(&full[s], kAStageBytes + kBBytes); /* all of B: both halves land here */
-                    const uint32_t b_half = b_s + s * kBBytes + rank * (kBK / kCluster) * 128;
-                    const int k_half = kt * kBK + rank * (kBK / kCluster);
-                    if (one_round) {
-                        tma_load_2d_policy(a_s + s * kAStageBytes, &map_a, kt * kBK, m0, &full[s], stream);
+                    tma_load_2d_hinted(a_s + s * kAStageBytes, &map_a, kt * kBK, m0, &full[s], one_round, stream);
 #pragma unroll
-                        for (int p = 0; p < BN / 64; ++p)
-                            tma_load_2d_multicast(b_half + p * kPanelBytes, &map_b, n0 + p * 64, k_half, &full[s],
-                                                  (1u << kCluster) - 1, keep);
-                    } else {
-                        tma_load_2d(a_s + s * kAStageBytes, &map_a, kt * kBK, m0, &full[s]);
-#pragma unroll
-                        for (int p = 0; p < BN / 64; ++p)
-                            tma_load_2d_multicast(b_half + p * kPanelBytes, &map_b, n0 + p * 64, k_half, &full[s],
-                                                  (1u << kCluster) - 1);
-                    }
+                    for (int p = 0; p < BN / 64; ++p)
+                        tma_load_2d_multicast(b_s + s * kBBytes + p * kPanelBytes + rank * (kBK / kCluster) * 128,
+                                              &map_b, n0 + p * 64, kt * kBK + rank * (kBK / kCluster), &full[s],
+                                              (1u << kCluster) - 1, one_round, keep);
                     if (++s == S)
                         s = 0, phase ^= 1;
                 }
@@ -308,7 +300,7 @@ __global__ void __launch_bounds__(kThreads, 1) matmul_wgmma_tma_store_kernel(con
     const int ctid = tid - 128, cw = ctid / 128, lane = tid % 32;
     const int w = (ctid % 128) / 32;
     const uint32_t a_wg = a_s + cw * kWgM * 128;                  /* this consumer's 64 rows of A */
-    const uint32_t c_wg = c_s + cw * P * kCPanelBytes;            /* and its staging panels */
+    const uint32_t c_wg = c_s + cw * kCPanels<BN> * kCPanelBytes; /* and its staging panels */
     float d[BN / 2]; /* set by each tile's first MMA (accumulate = 0), never by other code */
     int s = 0, phase = 0;
     for (int job = cluster; job < pairs; job += clusters) { /* job: a pair of tiles */
@@ -348,7 +340,7 @@ __global__ void __launch_bounds__(kThreads, 1) matmul_wgmma_tma_store_kernel(con
             for (int r = 0; r < kCluster; ++r)
                 mbar_arrive_cluster(&empty[prev], r);
 
-        store_tile<BN, P>(d, &map_c, c_wg, m0 + cw * kWgM, n0, cw, w, lane);
+        store_tile<BN>(d, &map_c, c_wg, m0 + cw * kWgM, n0, cw, w, lane);
     }
     if (ctid % 128 == 0)
         bulk_store_wait_read(); /* the block's shared memory outlives the last stores' reads of it */
@@ -451,16 +443,15 @@ static const char *max_clusters(const tma_ctx *c, cluster_kernel k, int smem, in
     return err;
 }
 
-/* The kernel's configurations: tile width, panels staged at once, and the
- * shared memory that leaves for the ring. */
+/* The kernel's two tile widths and their shared memory. */
 typedef struct {
     int bn;
     cluster_kernel kernel;
     int smem;
 } tile_config;
 static const tile_config kConfigs[2] = {
-    {256, matmul_wgmma_tma_store_kernel<256, 2>, kSmemBytes<256, 2>},
-    {192, matmul_wgmma_tma_store_kernel<192, 1>, kSmemBytes<192, 1>},
+    {256, matmul_wgmma_tma_store_kernel<256>, kSmemBytes<256>},
+    {192, matmul_wgmma_tma_store_kernel<192>, kSmemBytes<192>},
 };
 
 /* The driver's cuTensorMapEncodeTiled through the runtime, the SM count,
@@ -478,7 +469,7 @@ static const char *setup(const void *args, void **ctx)
         err = kb_cuda_status(cudaGetDevice(&dev));
     if (!err)
         err = kb_cuda_status(cudaDeviceGetAttribute(&c->sms, cudaDevAttrMultiProcessorCount, dev));
-    for (int i = 0; i < 2 && !err; ++i) {
+    for (int i = 0; i < (int)(sizeof kConfigs / sizeof kConfigs[0]) && !err; ++i) {
         err = kb_cuda_status(cudaFuncSetAttribute((const void *)kConfigs[i].kernel,
                                                   cudaFuncAttributeMaxDynamicSharedMemorySize, kConfigs[i].smem));
         if (!err)
