@@ -40,28 +40,37 @@ static void store_as(kb_dtype t, const float *src, void *dst, int64_t n)
     }
 }
 
-/* The reference of the sampled rows, in chunks across CPU threads.
- * References are pure functions of their rows, so chunks are independent. */
+/* The reference rows from sampled row `first` on, one pointer per output. */
+static void ref_rows_at(const kb_host_case *h, int first, double **outs)
+{
+    int no = 0;
+    for (int i = 0; i < h->n; ++i)
+        if (h->t[i].is_output)
+            outs[no++] = h->ref[i] + (int64_t)first * h->t[i].row_len;
+}
+
+/* The reference of the sampled rows, in chunks across CPU threads, small
+ * enough that every thread gets some (a decode row is a softmax over all
+ * Tk keys).  References are pure functions of their rows, so chunks are
+ * independent. */
 static void reference_parallel(kb_host_case *h)
 {
     enum { CHUNK = 16 };
-    if (h->op->distributed) { /* a row per GPU, each huge: the reference spreads its elements itself */
-        double *outs[KB_MAX_TENSORS];
-        int no = 0;
-        for (int i = 0; i < h->n; ++i)
-            if (h->t[i].is_output)
-                outs[no++] = h->ref[i];
+    double *outs[KB_MAX_TENSORS];
+    /* A collective's row per GPU, or copy's one row, is huge: the
+     * reference spreads its elements over the threads itself. */
+    if (h->op->distributed || h->nrows <= 1) {
+        ref_rows_at(h, 0, outs);
         h->op->reference(&h->shape, h->dtype, (const void *const *)h->host, h->rows, h->nrows, outs);
         return;
     }
-    int nchunks = (h->nrows + CHUNK - 1) / CHUNK;
-#pragma omp parallel for schedule(dynamic)
+    int chunk = h->nrows / (4 * omp_get_max_threads());
+    chunk = chunk < 1 ? 1 : chunk > CHUNK ? CHUNK : chunk;
+    int nchunks = (h->nrows + chunk - 1) / chunk;
+#pragma omp parallel for schedule(dynamic) private(outs)
     for (int k = 0; k < nchunks; ++k) {
-        double *outs[KB_MAX_TENSORS];
-        int no = 0, first = k * CHUNK, n = h->nrows - first < CHUNK ? h->nrows - first : CHUNK;
-        for (int i = 0; i < h->n; ++i)
-            if (h->t[i].is_output)
-                outs[no++] = h->ref[i] + (int64_t)first * h->t[i].row_len;
+        int first = k * chunk, n = h->nrows - first < chunk ? h->nrows - first : chunk;
+        ref_rows_at(h, first, outs);
         h->op->reference(&h->shape, h->dtype, (const void *const *)h->host, h->rows + first, n, outs);
     }
 }
@@ -187,29 +196,37 @@ static struct {
     pthread_mutex_t mu;
     pthread_cond_t changed;
     const kb_job *plan;
+    int njobs;
     int *first, ncases;   /* plan index of each case's first job */
     int taken;            /* cases before this one were taken or dropped */
     int made[AHEAD];      /* the case in each slot, or -1 */
     kb_host_case slot[AHEAD];
 } ahead = {.mu = PTHREAD_MUTEX_INITIALIZER, .changed = PTHREAD_COND_INITIALIZER};
 
+static int host_sharers = 1; /* processes making cases on this host at once */
+
+void kb_case_share_host(int processes) { host_sharers = processes > 1 ? processes : 1; }
+
 static void *make_ahead(void *arg)
 {
     (void)arg;
-    /* Leave two cores to the thread that launches and times kernels. */
-    int cores = omp_get_num_procs();
+    /* This process's share of the cores, less two for the thread that
+     * launches and times kernels. */
+    int cores = omp_get_num_procs() / host_sharers;
     omp_set_num_threads(cores > 3 ? cores - 2 : 1);
-    for (int c = 0; c < ahead.ncases; ++c) {
+    for (int c = 0;; ++c) {
+        /* Under the lock: kb_case_plan_extend may move the plan's index. */
         pthread_mutex_lock(&ahead.mu);
-        while (!ahead.stop && c >= ahead.taken + AHEAD)
+        while (!ahead.stop && (c >= ahead.taken + AHEAD || c >= ahead.ncases))
             pthread_cond_wait(&ahead.changed, &ahead.mu);
         int stop = ahead.stop;
+        const kb_job *job = stop ? NULL : &ahead.plan[ahead.first[c]];
         pthread_mutex_unlock(&ahead.mu);
         if (stop)
             break;
         /* The slot is free: its last case was taken or dropped. */
         kb_host_case *h = &ahead.slot[c % AHEAD];
-        host_case_init(h, &ahead.plan[ahead.first[c]]);
+        host_case_init(h, job);
         host_case_make(h);
         pthread_mutex_lock(&ahead.mu);
         ahead.made[c % AHEAD] = c;
@@ -232,23 +249,35 @@ static void stop_ahead(void)
         host_case_free(&ahead.slot[i]);
     free(ahead.first);
     ahead.first = NULL;
-    ahead.ncases = ahead.taken = ahead.running = ahead.stop = 0;
+    ahead.njobs = ahead.ncases = ahead.taken = ahead.running = ahead.stop = 0;
 }
 
 void kb_case_plan(const kb_job *jobs, int n)
 {
     stop_ahead();
-    ahead.first = malloc((size_t)(n > 0 ? n : 1) * sizeof *ahead.first);
-    for (int i = 0; i < n; ++i)
-        if (i == 0 || !kb_case_same(&jobs[i - 1], &jobs[i]))
-            ahead.first[ahead.ncases++] = i;
     ahead.plan = jobs;
     ahead.taken = 0;
     for (int i = 0; i < AHEAD; ++i)
         ahead.made[i] = -1;
     ahead.running = pthread_create(&ahead.thread, NULL, make_ahead, NULL) == 0;
-    if (!ahead.running)
-        ahead.ncases = 0; /* every case made when needed instead */
+    kb_case_plan_extend(n);
+}
+
+void kb_case_plan_extend(int n)
+{
+    if (!ahead.running) /* every case made when needed instead */
+        return;
+    pthread_mutex_lock(&ahead.mu);
+    int *first = realloc(ahead.first, (size_t)(n > 0 ? n : 1) * sizeof *first);
+    if (first) {
+        ahead.first = first;
+        for (int i = ahead.njobs; i < n; ++i)
+            if (i == 0 || !kb_case_same(&ahead.plan[i - 1], &ahead.plan[i]))
+                ahead.first[ahead.ncases++] = i;
+        ahead.njobs = n;
+        pthread_cond_broadcast(&ahead.changed);
+    }
+    pthread_mutex_unlock(&ahead.mu);
 }
 
 /* Wait for case c to be made; move it into h (or drop it when h is NULL). */

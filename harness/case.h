@@ -48,6 +48,12 @@ const char *kb_case_for(kb_case *c, const kb_job *job, char *why, size_t len);
 /* The sweep's jobs, in order (until kb_case_release): a thread makes the
  * host halves of their cases ahead of their use. */
 void kb_case_plan(const kb_job *jobs, int n);
+/* The plan's array (the one kb_case_plan got) now holds n jobs: more were
+ * appended in place, and their cases are made ahead too. */
+void kb_case_plan_extend(int n);
+/* How many processes (--devices workers) make cases on this host at once;
+ * each plan's thread takes its share of the cores.  1 unless set. */
+void kb_case_share_host(int processes);
 /* Whether two jobs share a case. */
 int kb_case_same(const kb_job *a, const kb_job *b);
 void kb_case_free(kb_case *c);

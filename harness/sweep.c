@@ -21,7 +21,15 @@ static int push(kb_job **jobs, int *n, int *cap, const kb_op *op, const kb_varia
         *jobs = grown;
         *cap = bigger;
     }
-    (*jobs)[(*n)++] = (kb_job){op, v, *s, family, axis};
+    /* Shapes are compared with memcmp: the padding is copied too, not left
+     * to what the array held. */
+    kb_job *j = &(*jobs)[(*n)++];
+    memset(j, 0, sizeof *j);
+    j->op = op;
+    j->variant = v;
+    memcpy(&j->shape, s, sizeof *s);
+    j->family = family;
+    j->axis = axis;
     return 0;
 }
 
@@ -39,6 +47,35 @@ static int validate_shapes(const kb_options *o, const kb_op *op, const kb_shape 
     return 0;
 }
 
+/* A job's place among its shape's rows: by dtype, then the case of the
+ * dtype's baseline first (cuDNN's softmax baseline has quirks of its own),
+ * then by quirks. */
+static unsigned case_rank(const kb_job *j, const kb_variant *const base[2])
+{
+    const kb_variant *v = j->variant;
+    int b = base[0] && base[0]->dtype == v->dtype ? 0 : 1;
+    int leads = base[b] && base[b]->dtype == v->dtype && base[b]->quirks == v->quirks;
+    return (unsigned)v->dtype << 24 | (unsigned)!leads << 16 | v->quirks;
+}
+
+/* One shape's rows ordered by case, stably, so that each dtype's baseline
+ * stays first: a case's rows then run one after the other, and its inputs
+ * and reference are made and uploaded once, not once for every change of
+ * dtype along the variant table. */
+static void group_by_case(kb_job *j, int n, const kb_variant *const base[2])
+{
+    /* memcpy, not assignment, so the padding of the shapes, which
+     * memcmp compares, moves with them. */
+    for (int i = 1; i < n; ++i) {
+        kb_job x;
+        memcpy(&x, &j[i], sizeof x);
+        int k = i;
+        for (; k > 0 && case_rank(&j[k - 1], base) > case_rank(&x, base); --k)
+            memcpy(&j[k], &j[k - 1], sizeof x);
+        memcpy(&j[k], &x, sizeof x);
+    }
+}
+
 static int add_op_jobs(const kb_options *o, const kb_op *op, const kb_shape *s, int ns, const char *family,
                        const char *axis, kb_job **jobs, int *n, int *cap)
 {
@@ -46,6 +83,7 @@ static int add_op_jobs(const kb_options *o, const kb_op *op, const kb_shape *s, 
     const kb_variant *base[2] = {kb_find_variant(op, op->baseline),
                                  op->baseline_bf16 ? kb_find_variant(op, op->baseline_bf16) : NULL};
     for (int i = 0; i < ns; ++i) {
+        const int first = *n;
         for (int b = 0; b < 2; ++b)
             if (base[b] && wanted(o, base[b]) && push(jobs, n, cap, op, base[b], &s[i], family, axis) != 0)
                 return -1;
@@ -53,6 +91,7 @@ static int add_op_jobs(const kb_options *o, const kb_op *op, const kb_shape *s, 
             if (op->variants[j] != base[0] && op->variants[j] != base[1] && wanted(o, op->variants[j]) &&
                 push(jobs, n, cap, op, op->variants[j], &s[i], family, axis) != 0)
                 return -1;
+        group_by_case(*jobs + first, *n - first, base);
     }
     return 0;
 }

@@ -4,11 +4,12 @@
  * it, then takes rows not yet begun from the others, and leaves each
  * finished row in memory shared with this process, which writes the CSV
  * from them.  Rows that span GPUs (collectives,
- * tensor-parallel variants) run here afterwards, once every worker is gone
- * and this process may open the GPUs itself. */
+ * tensor-parallel variants) run here afterwards, once every worker is gone;
+ * a thread of this process opens what they need while the workers run. */
 #include <errno.h>
 #include <math.h>
 #include <omp.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -19,8 +20,10 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "harness/case.h"
 #include "harness/csv_read.h"
 #include "harness/harness.h"
+#include "kernels/nccl_comm.h"
 
 #define WRITE_EVERY_S 1.0  /* the CSV is rewritten this often while workers run */
 #define POLL_S 0.05        /* how often finished rows and workers are looked for */
@@ -112,6 +115,7 @@ enum { ACROSS = -1, EVERY = -2 }; /* a job's worker: this process after the work
 typedef struct {
     int first, n;
     double cost;
+    int pinned;       /* has rows across GPUs: the rest stay with the first GPU's worker */
 } group;
 
 typedef struct {
@@ -130,8 +134,8 @@ typedef struct {
 /* A group is the consecutive jobs of one op and shape, so that a row's
  * baseline runs on its GPU: the sweep puts each shape's baselines first,
  * but a case (kb_case_same) is narrower, one dtype and set of quirks, and
- * cuDNN's softmax baseline has a case of its own.  (A dtype with a row
- * across GPUs leaves its group for this process: across_dtypes.) */
+ * cuDNN's softmax baseline has a case of its own.  (A group's rows across
+ * GPUs run in this process, its others on the first GPU's worker: deal.) */
 static int same_group(const kb_job *a, const kb_job *b)
 {
     return a->op == b->op && !memcmp(&a->shape, &b->shape, sizeof a->shape);
@@ -188,16 +192,12 @@ static int by_cost(const void *pa, const void *pb)
     return a->first - b->first;
 }
 
-/* The dtypes (bits 1 << dtype) of a group that have a row across GPUs:
- * those rows, and the rest of their dtype (its baseline among them), run
- * here after the workers; the group's other dtypes are dealt as usual. */
-static unsigned across_dtypes(const kb_job *jobs, const group *g)
+static int has_across(const kb_job *jobs, const group *g)
 {
-    unsigned mask = 0;
     for (int i = g->first; i < g->first + g->n; ++i)
         if (kb_job_multi_device(&jobs[i]))
-            mask |= 1u << jobs[i].variant->dtype;
-    return mask;
+            return 1;
+    return 0;
 }
 
 /* Longest processing time first: each group, dearest first, to the worker
@@ -218,15 +218,18 @@ static void deal(const kb_options *o, plan *p)
     for (int w = 0; w < p->ndev; ++w)
         p->order[w] = alloc(p->ngroups, sizeof(int));
     for (int s = 0; s < p->ngroups; ++s) {
-        const group *g = &p->groups[sorted[s]];
-        unsigned across = across_dtypes(p->jobs, g);
+        group *g = &p->groups[sorted[s]];
+        /* A group with rows across GPUs: those run here after the workers,
+         * the rest (their baseline among them) on the worker of the first
+         * GPU, the one their speedups are over, and no other takes them. */
+        g->pinned = has_across(p->jobs, g);
         int w = o->replicate ? EVERY : 0, dealt = 0;
-        if (w == 0)
+        if (w == 0 && !g->pinned)
             for (int i = 1; i < p->ndev; ++i)
                 if (load[i] < load[w])
                     w = i;
         for (int i = g->first; i < g->first + g->n; ++i) {
-            p->worker[i] = across & (1u << p->jobs[i].variant->dtype) ? ACROSS : w;
+            p->worker[i] = kb_job_multi_device(&p->jobs[i]) ? ACROSS : w;
             dealt += p->worker[i] == w;
         }
         if (w >= 0 && dealt) {
@@ -360,7 +363,7 @@ static int next_stolen(const plan *p, shared_state *sh, int w)
         for (int v = 0; v < p->ndev; ++v) {
             double left = 0;
             for (int i = 0; v != w && i < p->norder[v]; ++i)
-                if (!claimed(sh, p, p->order[v][i]))
+                if (!p->groups[p->order[v][i]].pinned && !claimed(sh, p, p->order[v][i]))
                     left += p->groups[p->order[v][i]].cost;
             if (left > most) {
                 most = left;
@@ -370,7 +373,8 @@ static int next_stolen(const plan *p, shared_state *sh, int w)
         if (victim < 0)
             return -1;
         for (int i = p->norder[victim] - 1; i >= 0; --i)
-            if (!claimed(sh, p, p->order[victim][i]) && claim(sh, p, p->order[victim][i], w))
+            if (!p->groups[p->order[victim][i]].pinned && !claimed(sh, p, p->order[victim][i]) &&
+                claim(sh, p, p->order[victim][i], w))
                 return p->order[victim][i];
     }
 }
@@ -401,45 +405,67 @@ static void run_list(worker_state *s, const kb_job *list, const int *at, int n)
     }
 }
 
-/* The worker's own groups, each claimed as it begins (one another worker
- * took is passed over), then groups taken from the others until none is
- * left.  Speedups here, against the rows this worker ran; the roofline
- * figures are the parent's, which sees the copy rows of this GPU as they come. */
-static int run_dealt(const kb_options *o, const plan *p, int w, shared_state *sh, void *flush, size_t flush_bytes)
+/* Where a worker is in its jobs: the next of its own, how many are its own,
+ * and the end of those taken from other workers, appended after them. */
+typedef struct {
+    int pos, own, end;
+} cursor;
+
+/* The group worker w runs next, claimed now, one group before it runs, so
+ * that the plan's thread makes its case meanwhile: its own next group not
+ * claimed by another, else the cheapest not begun of the worker with the
+ * most left, appended to mine and to the plan.  Its jobs are mine[*i..*i +
+ * *n); -1 when there is none. */
+static int next_group(worker_state *s, kb_job *mine, int *at, cursor *c, int *i, int *n)
 {
-    kb_job *mine = alloc(p->njobs, sizeof *mine);
-    int *at = alloc(p->njobs, sizeof *at), m = jobs_of(p, w, mine, at), taken = 0;
+    const plan *p = s->p;
+    while (c->pos < c->own) {
+        const int k = p->group_of[p->row_job[at[c->pos]]];
+        for (*i = c->pos, *n = 0; c->pos < c->own && p->group_of[p->row_job[at[c->pos]]] == k; ++c->pos)
+            ++*n;
+        if (p->replicate || claim(s->sh, p, k, s->w))
+            return k;
+    }
+    const int k = p->replicate ? -1 : next_stolen(p, s->sh, s->w);
+    if (k < 0)
+        return -1;
+    *i = c->end;
+    c->end = group_jobs(p, k, s->w, mine, at, c->end);
+    *n = c->end - *i;
+    kb_case_plan_extend(c->end);
+    return k;
+}
+
+/* The worker's own groups (one another worker took is passed over), then
+ * groups taken from the others until none is left, each claimed by
+ * next_group.  Speedups here, against the rows this worker ran; the roofline
+ * figures are the parent's, which sees the copy rows of this GPU as they come. */
+static int run_dealt(const kb_options *o, const plan *p, int w, shared_state *sh, void *flush, size_t flush_bytes,
+                     kb_job *mine, int *at, int m)
+{
+    int taken = 0;
     worker_state s = {o, p, sh, w, flush, flush_bytes, alloc(p->njobs, sizeof(kb_result)), 0, 0};
     const kb_device_info *d = &sh->worker[w].info;
     char prefix[32];
     snprintf(prefix, sizeof prefix, "GPU %d", p->dev[w]);
     printf("%s: %s (sm_%d%d, %d SMs, %s), %d rows dealt\n", prefix, d->name, d->cc_major, d->cc_minor,
            d->sm_count, d->pci_bus_id, m);
-    /* The workers share the host: each takes its share of the cores for the
-     * inputs and references it makes, rather than all of them each. */
     int cores = omp_get_num_procs() / (p->ndev > 0 ? p->ndev : 1);
     omp_set_num_threads(cores > 0 ? cores : 1);
     const double t0 = omp_get_wtime();
-    kb_run_plan(mine, m);
-    for (int i = 0, n; i < m; i += n) {
-        const int k = p->group_of[p->row_job[at[i]]];
-        for (n = 1; i + n < m && p->group_of[p->row_job[at[i + n]]] == k; ++n)
-            ;
-        if (p->replicate || claim(sh, p, k, w))
-            run_list(&s, mine + i, at + i, n);
-    }
-    for (int k; !p->replicate && (k = next_stolen(p, sh, w)) >= 0;) {
-        const int n = group_jobs(p, k, w, mine, at, 0);
-        kb_run_plan(mine, n);
-        run_list(&s, mine, at, n);
-        taken += n;
+    cursor c = {0, m, m};
+    int i, n, k = next_group(&s, mine, at, &c, &i, &n);
+    while (k >= 0) {
+        int i2, n2, k2 = next_group(&s, mine, at, &c, &i2, &n2);
+        run_list(&s, mine + i, at + i, n);
+        if (i >= c.own)
+            taken += n;
+        k = k2, i = i2, n = n2;
     }
     kb_run_release();
     if (taken)
         printf("%s: took %d rows from other GPUs\n", prefix, taken);
     print_phases(prefix, omp_get_wtime() - t0, 0);
-    free(mine);
-    free(at);
     free(s.rows);
     return s.fails ? KB_EXIT_FAIL : 0;
 }
@@ -450,6 +476,13 @@ static int worker_run(const kb_options *o, const plan *p, int w, shared_state *s
     int dev = p->dev[w];
     size_t flush_bytes = 0;
     void *flush = NULL;
+    kb_job *mine = alloc(p->njobs, sizeof *mine);
+    int *at = alloc(p->njobs, sizeof *at), m = jobs_of(p, w, mine, at);
+    /* The first cases' inputs and references are made while the GPU opens
+     * (a second or so: its context, the kernels, NVML); the workers share
+     * the host, so each takes its share of the cores for them. */
+    kb_case_share_host(p->ndev);
+    kb_run_plan(mine, m);
     if (kb_gpu_open(dev, &me->info, me->why, sizeof me->why) == 0 &&
         !(flush = kb_alloc_flush(&me->info, &flush_bytes)))
         snprintf(me->why, sizeof me->why, "out of device memory for the L2 flush buffer");
@@ -465,7 +498,9 @@ static int worker_run(const kb_options *o, const plan *p, int w, shared_state *s
         kb_datasheet_ceilings(&me->info, &me->ceil);
     kb_collect_meta(&me->info, o, &me->meta);
     __atomic_store_n(&me->ready, 1, __ATOMIC_RELEASE);
-    int rc = run_dealt(o, p, w, sh, flush, flush_bytes);
+    int rc = run_dealt(o, p, w, sh, flush, flush_bytes, mine, at, m);
+    free(mine);
+    free(at);
     cudaError_t e = cudaFree(flush);
     if (e != cudaSuccess) {
         fprintf(stderr, "kbench: GPU %d: %s\n", dev, cudaGetErrorString(e));
@@ -490,6 +525,17 @@ static void worker_main(const kb_options *o, const plan *p, int w, shared_state 
 
 /* ---- the parent ---- */
 
+/* The rows across GPUs, and what they need open before their first case. */
+typedef struct {
+    kb_job *list;
+    int m;                     /* the rows this run has the GPUs for */
+    void *flush;               /* on the first GPU; NULL when the GPUs could not be opened */
+    size_t flush_bytes;
+    char why[512];             /* why not, when flush is NULL */
+    pthread_t thread;
+    int started;
+} across_setup;
+
 typedef struct {
     const kb_options *o;
     plan p;
@@ -507,6 +553,7 @@ typedef struct {
     kb_meta_set meta, unused;  /* unused: what kb_apply_ceilings writes for the other GPUs */
     char gpu_text[KB_MAX_RANKS][16], across_text[32], list_text[32]; /* "1"; "0+1"; "0,1" */
     double csv_s;
+    across_setup ac;
 } gather;
 
 static int ready(const gather *g, int w)
@@ -708,6 +755,64 @@ static void stop_workers(gather *g)
             ;
 }
 
+/* The GPUs opened in this process, the flush buffer, peer access and,
+ * when a row uses it, NCCL's communicators: some 2 s, made here while the
+ * workers run instead of after their last row.  The workers are forked by
+ * then, so this process may touch CUDA. */
+static void *open_across(void *arg)
+{
+    gather *g = arg;
+    across_setup *a = &g->ac;
+    kb_device_info d;
+    if (kb_gpu_open(g->p.dev[0], &d, a->why, sizeof a->why) != 0)
+        return NULL;
+    if (!(a->flush = kb_alloc_flush(&d, &a->flush_bytes))) {
+        snprintf(a->why, sizeof a->why, "out of device memory for the L2 flush buffer");
+        return NULL;
+    }
+    kb_set_run_devices(g->p.dev, g->p.ndev);
+    unsigned needs = 0;
+    for (int j = 0; j < a->m; ++j)
+        needs |= a->list[j].variant->needs;
+    /* Failures here are the rows' to report: each asks again and gets the
+     * same reason (peer access and the communicators are made once). */
+    for (int w = 1; w < g->p.ndev; ++w)
+        if (cudaSetDevice(g->p.dev[w]) == cudaSuccess)
+            cudaFree(NULL);
+    kb_enable_peers();
+    ncclComm_t *comms;
+    if (needs & KB_NEEDS_NCCL)
+        kb_nccl_comms(&comms);
+    cudaGetLastError();
+    return NULL;
+}
+
+/* Once every worker has measured its ceilings (or is gone), so that the
+ * setup cannot disturb them; without the thread, run_across does it. */
+static void start_across(gather *g)
+{
+    across_setup *a = &g->ac;
+    char few[512];
+    if (a->started || a->list)
+        return;
+    for (int w = 0; w < g->p.ndev; ++w)
+        if (!g->exited[w] && !ready(g, w))
+            return;
+    a->list = alloc(g->p.njobs, sizeof *a->list);
+    for (int j = 0; j < g->p.njobs; ++j)
+        if (g->p.worker[j] == ACROSS && !kb_job_too_few_gpus(&g->p.jobs[j], g->p.ndev, few, sizeof few))
+            a->list[a->m++] = g->p.jobs[j];
+    if (a->m)
+        a->started = pthread_create(&a->thread, NULL, open_across, g) == 0;
+}
+
+static void join_across(gather *g)
+{
+    if (g->ac.started)
+        pthread_join(g->ac.thread, NULL);
+    g->ac.started = 0;
+}
+
 /* Until every worker has exited: their rows into the CSV every
  * WRITE_EVERY_S, so an interrupted sweep leaves a complete file of the
  * rows done.  0, or -1 with err set when the CSV cannot be written. */
@@ -726,6 +831,7 @@ static int watch_workers(gather *g, char *err, size_t errlen)
                 --running;
             }
         }
+        start_across(g);
         unwritten += collect(g);
         if (unwritten && omp_get_wtime() - last_write >= WRITE_EVERY_S) {
             if (write_rows(g, err, errlen) != 0) {
@@ -740,6 +846,7 @@ static int watch_workers(gather *g, char *err, size_t errlen)
         if (running > 0)
             nanosleep(&nap, NULL);
     }
+    start_across(g);
     return 0;
 }
 
@@ -748,35 +855,29 @@ static int watch_workers(gather *g, char *err, size_t errlen)
  * as while the workers run (the caller writes the last rows). */
 static int run_across(gather *g, char *err, size_t errlen)
 {
-    int m = 0, rc = 0;
+    across_setup *a = &g->ac;
+    int rc = 0;
     double last_write = omp_get_wtime();
-    kb_job *list = alloc(g->p.njobs, sizeof *list);
-    char why[512], few[512];
-    /* Rows that need more GPUs than the run has are skipped here, so a run
-     * on one GPU does not open it again only to skip them all. */
-    for (int j = 0; j < g->p.njobs; ++j)
-        if (g->p.worker[j] == ACROSS && !kb_job_too_few_gpus(&g->p.jobs[j], g->p.ndev, few, sizeof few))
-            list[m++] = g->p.jobs[j];
-    kb_device_info d;
-    size_t flush_bytes = 0;
-    void *flush = NULL;
-    if (m && kb_gpu_open(g->p.dev[0], &d, why, sizeof why) == 0 && !(flush = kb_alloc_flush(&d, &flush_bytes)))
-        snprintf(why, sizeof why, "out of device memory for the L2 flush buffer");
-    if (m && flush) {
-        kb_set_run_devices(g->p.dev, g->p.ndev);
-        kb_run_plan(list, m);
+    char few[512];
+    if (a->started)
+        join_across(g);
+    else if (a->m) /* no thread could be started */
+        open_across(g);
+    if (a->flush) {
+        cudaSetDevice(g->p.dev[0]); /* the current GPU is the thread's own */
+        kb_run_plan(a->list, a->m);
     }
     for (int j = 0; j < g->p.njobs && rc == 0; ++j) {
         const int r = g->p.first[j];
         if (g->p.worker[j] != ACROSS)
             continue;
         const char *too_few = kb_job_too_few_gpus(&g->p.jobs[j], g->p.ndev, few, sizeof few);
-        const int ran = flush && !too_few;
+        const int ran = a->flush && !too_few;
         if (ran) {
-            kb_run_job(&g->p.jobs[j], g->o, flush, flush_bytes, &g->rows[r]);
+            kb_run_job(&g->p.jobs[j], g->o, a->flush, a->flush_bytes, &g->rows[r]);
             kb_fill_speedup(g->rows, r + 1);
         } else
-            skip_row(g, r, g->across_text, too_few ? too_few : why);
+            skip_row(g, r, g->across_text, too_few ? too_few : a->why);
         g->done[r] = 1;
         kb_table_row(stdout, &g->rows[r], r + 1, g->p.nrows);
         if (ran && omp_get_wtime() - last_write >= WRITE_EVERY_S) {
@@ -784,15 +885,14 @@ static int run_across(gather *g, char *err, size_t errlen)
             last_write = omp_get_wtime();
         }
     }
-    if (flush) {
+    if (a->flush) {
         kb_run_release();
-        cudaError_t e = cudaFree(flush);
+        cudaError_t e = cudaFree(a->flush);
         if (e != cudaSuccess && rc == 0) {
             snprintf(err, errlen, "GPU %d: %s", g->p.dev[0], cudaGetErrorString(e));
             rc = -1;
         }
     }
-    free(list);
     return rc;
 }
 
@@ -843,6 +943,8 @@ static gather *gather_new(const kb_options *o, const kb_job *jobs, int n, const 
 
 static void gather_free(gather *g)
 {
+    join_across(g); /* a run that failed before its rows across GPUs may still be opening them */
+    free(g->ac.list);
     if (g->sh != MAP_FAILED)
         munmap(g->sh, g->sh_bytes);
     free_plan(&g->p);

@@ -1,8 +1,10 @@
 /* Sweep expansion: families, quick and explicit sizes, variant globs, dtype
- * filters, the baseline running first for every shape, and the rows
+ * filters, the baseline running first for every shape, each shape's rows
+ * grouped by case, and the rows
  * --energy measures; every op's families are well formed. */
 #include <string.h>
 #include <stdlib.h>
+#include "harness/case.h"
 #include "harness/harness.h"
 #include "kernels/matmul.h"
 #include "tests/check.h"
@@ -150,12 +152,39 @@ static void test_too_few_gpus(void)
     CHECK(job.variant && kb_job_too_few_gpus(&job, 1, why, sizeof why) == NULL);
 }
 
+/* In the default sweep of every op, a shape's rows of one case (dtype and
+ * quirks) follow one another, so its inputs and reference are made once,
+ * and each dtype's baseline leads its dtype's rows. */
+static void test_rows_grouped_by_case(void)
+{
+    kb_job *jobs;
+    char *all[] = {"kbench", "run"};
+    int n = expand(2, all, &jobs);
+    CHECK(n > 0);
+    for (int i = 0; i < n; ++i) {
+        int first_of_dtype = 1;
+        for (int j = i - 1; j >= 0 && jobs[j].op == jobs[i].op &&
+                            !memcmp(&jobs[j].shape, &jobs[i].shape, sizeof jobs[i].shape); --j) {
+            if (jobs[j].variant->dtype == jobs[i].variant->dtype)
+                first_of_dtype = 0;
+            /* An earlier row of this case is the row just before, or its case's run. */
+            if (kb_case_same(&jobs[j], &jobs[i]) && j < i - 1)
+                CHECK(kb_case_same(&jobs[i - 1], &jobs[i]));
+        }
+        const char *base = kb_baseline_for(jobs[i].op, jobs[i].variant->dtype);
+        if (first_of_dtype && base && kb_find_variant(jobs[i].op, base))
+            CHECK(!strcmp(jobs[i].variant->name, base));
+    }
+    free(jobs);
+}
+
 int main(void)
 {
     test_stop_rule();
     test_energy_rows();
     test_families_well_formed();
     test_too_few_gpus();
+    test_rows_grouped_by_case();
     const kb_op *mm = &kb_op_matmul;
     kb_job *jobs;
     int nv = nvariants(mm);
