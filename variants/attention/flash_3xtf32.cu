@@ -27,11 +27,11 @@
  * multiple of 8 up to 128, any B, H, Tq, Tk.
  *
  * Builds on flash_f32: the products on the tensor cores at fp32 accuracy.
- * Measured (results/h100/kbench-20261126-181539.csv; % of a sixth of the run's
- * 962 TFLOP/s bf16 ceiling): 60.7 TFLOP/s at 4x16x4096x4096x64 (37.9%, 2.11x
- * cublas), 61.2 at 2x16x4096x4096x128 (38.2%, 1.62x), 62.3 at
- * 4x16x8192x8192x128 (38.9%, 1.64x), 57.3 at ..128c (35.8%, 2.87x); PyTorch's
- * fp32 SDPA 46.2 and 45.5 at the middle two.
+ * Measured (results/h100/kbench-20261126-204851.csv; % of a sixth of the run's
+ * 964 TFLOP/s bf16 ceiling): 60.2 TFLOP/s at 4x16x4096x4096x64 (37.5%, 2.10x
+ * cublas), 60.9 at 2x16x4096x4096x128 (37.9%, 1.62x), 62.3 at
+ * 4x16x8192x8192x128 (38.8%, 1.64x), 55.9 at ..128c (34.8%, 2.80x); PyTorch's
+ * fp32 SDPA 45.7 and 46.2 at the middle two.
  * Gap to the limit: the MMAs issue at flash_bf16's rate, the mma.sync limit
  * at 8-12 warps per SM, and the operand splits (~1800 instructions per 768
  * MMAs per warp and tile at D = 128), the scalar V loads and the softmax

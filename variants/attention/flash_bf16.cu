@@ -23,11 +23,11 @@
  * 16 up to 128; any B, H, Tq, Tk.
  *
  * Builds on flash_f32: the same algorithm on the tensor cores.
- * Measured (results/h100/kbench-20261126-181539.csv; % of the run's 962 TFLOP/s
- * bf16 ceiling): 384.4 TFLOP/s at 2x16x4096x4096x128 (40.0%), 313.6 at
- * 4x16x4096x4096x64 (32.6%), 388.4 at 4x16x8192x8192x128 (40.4%), 395.1 at
- * ..128c (41.1%); PyTorch's bf16 SDPA in the same run: 667, 477, 693 and 642
- * (ours 0.56-0.66x); cudnn_bf16 677, 537, 628 and 643 (ours 0.57-0.62x).
+ * Measured (results/h100/kbench-20261126-204851.csv; % of the run's 964 TFLOP/s
+ * bf16 ceiling): 379.6 TFLOP/s at 2x16x4096x4096x128 (39.4%), 309.6 at
+ * 4x16x4096x4096x64 (32.1%), 382.9 at 4x16x8192x8192x128 (39.7%), 361.3 at
+ * ..128c (37.5%); PyTorch's bf16 SDPA in the same run: 639, 480, 685 and 617
+ * (ours 0.56-0.64x); cudnn_bf16 665, 536, 633 and 634 (ours 0.57-0.60x).
  * Gap to the limit: mma.sync tops out near 2/3 of the wgmma rate that the
  * ceiling's wgmma kernel measures, and the softmax's FP32/MUFU work and the
  * ldmatrix traffic share its issue slots (next rung: flash_wgmma).  History:

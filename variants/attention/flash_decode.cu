@@ -31,13 +31,13 @@
  *
  * Builds on flash_bf16 (the online softmax), with the split over keys in
  * place of the split over query rows, which decoding does not have.
- * Measured (results/h100/kbench-20261126-181539.csv, cold L2, % of the
- * run's 3006 GB/s copy ceiling): 2044 GB/s (68%) at 1x32x1x32768x128x8,
- * 2508 (83%) at Tk = 131072, 2353 (78%) at 8x32x1x8192x128x8, 2632 (88%)
- * and 2800 (93%) at B = 8 and Tk = 32768, 131072, 2731 (91%) at
- * 64x32x1x8192x128x8; PyTorch's SDPA in the same run 2087, 2732, 1731,
- * 2506, 2897 and 2804 (ahead of ours at four of the six, ours 0.92-1.36x);
- * cudnn_bf16 2087, 2778, 2486, 2945, 3066 and 3031 (ours 0.89-0.98x).
+ * Measured (results/h100/kbench-20261126-204851.csv, cold L2, % of the
+ * run's 3011 GB/s copy ceiling): 2035 GB/s (68%) at 1x32x1x32768x128x8,
+ * 2514 (83%) at Tk = 131072, 2355 (78%) at 8x32x1x8192x128x8, 2636 (88%)
+ * and 2805 (93%) at B = 8 and Tk = 32768, 131072, 2739 (91%) at
+ * 64x32x1x8192x128x8; PyTorch's SDPA in the same run 1819, 2683, 1755,
+ * 2539, 3018 and 3024 (ahead of ours at three of the six, ours 0.91-1.34x);
+ * cudnn_bf16 2098, 2774, 2478, 2927, 3057 and 3031 (ours 0.90-0.97x).
  * Rounding the split's waves down (it had launched 2.4 waves at B = 8)
  * bought most of the B = 8 figures (2333 -> 2661 GB/s at Tk = 32768 in a
  * check call, docs/notes/attention.md).

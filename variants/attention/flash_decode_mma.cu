@@ -21,18 +21,18 @@
  * block's merge of the chunks, the bottom-right causal mask, the shapes.
  *
  * Builds on flash_decode: the tile's arithmetic moves to the tensor cores.
- * Measured (results/h100/kbench-20261126-181539.csv, cold L2, % of the
- * run's 3006 GB/s copy ceiling): 2211 GB/s (74%) at 1x32x1x32768x128x8
- * (flash_decode 2044, PyTorch's SDPA 2087, cudnn_bf16 2087), 2561 (85%) at
- * Tk = 131072 (SDPA 2732, cudnn_bf16 2778), 2872 (96%) at
- * 8x32x1x131072x128x8 (SDPA 2897, cudnn_bf16 3066), 2773 (92%) at
- * 64x32x1x8192x128x8 (SDPA 2804, cudnn_bf16 3031); causal Tq = 16 at
+ * Measured (results/h100/kbench-20261126-204851.csv, cold L2, % of the
+ * run's 3011 GB/s copy ceiling): 2207 GB/s (73%) at 1x32x1x32768x128x8
+ * (flash_decode 2035, PyTorch's SDPA 1819, cudnn_bf16 2098), 2546 (85%) at
+ * Tk = 131072 (SDPA 2683, cudnn_bf16 2774), 2869 (95%) at
+ * 8x32x1x131072x128x8 (SDPA 3018, cudnn_bf16 3057), 2761 (92%) at
+ * 64x32x1x8192x128x8 (SDPA 3024, cudnn_bf16 3031); causal Tq = 16 at
  * 1x32x16x4096x128x8c 0.030 ms in a check call (flash_decode 0.080, SDPA
  * 0.129).
- * Gap to the limit: 74% at 1x32x1x32768x128x8 against issue 16's 80%: the
+ * Gap to the limit: 73% at 1x32x1x32768x128x8 against issue 16's 80%: the
  * B = 1 rows fit ~11 us a launch (ramp, merge, tail) plus ~2700 GB/s, and
- * at B = 8, Tk = 131072 it reads some 1% slower than SDPA (6% than
- * cudnn_bf16), at B = 64 some 1% slower than SDPA (8% slower in the
+ * at B = 8, Tk = 131072 it reads some 5% slower than SDPA (6% than
+ * cudnn_bf16), at B = 64 some 9% slower than SDPA (1% slower in the
  * previous run) and 9% slower than cudnn_bf16. */
 #include "variants/attention/decode_split.cuh"
 

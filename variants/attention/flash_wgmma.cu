@@ -40,16 +40,16 @@
  *
  * Builds on flash_bf16: the same algorithm, from mma.sync to wgmma with a
  * TMA producer warpgroup.
- * Measured (results/h100/kbench-20261126-181539.csv; PyTorch's SDPA and
- * cudnn_bf16 in the same run): 637 TFLOP/s at 2x16x4096x4096x128 (0.96x
- * SDPA, 0.94x cudnn_bf16), 492 at 4x16x4096x4096x64 (1.03x, 0.91x; 1920
- * MHz), causal 554 and 389 (1.24x and 0.95x SDPA, 1.02x and 0.87x
- * cudnn_bf16), 644 at 4x16x8192x8192x128c (1.00x cudnn_bf16), 653 at the
- * GQA 2x32x4096x4096x128x8 (0.96x); 478 at D = 256 (0.66x cudnn_bf16);
- * 2.5x SDPA at the chunked prefill 1x32x512x4096x128c.
- * Gap to the limit: 66% of the run's bf16 ceiling (962 TFLOP/s) at
- * D = 128, where cuDNN's kernel reaches 70%; at D = 256 the 64-key tiles
- * and two stages leave the MMAs short (cuDNN 75%).  History:
+ * Measured (results/h100/kbench-20261126-204851.csv; PyTorch's SDPA and
+ * cudnn_bf16 in the same run): 631 TFLOP/s at 2x16x4096x4096x128 (0.99x
+ * SDPA, 0.95x cudnn_bf16), 498 at 4x16x4096x4096x64 (1.04x, 0.93x),
+ * causal 547 and 424 (1.07x and 1.06x SDPA, 1.02x and 0.94x cudnn_bf16;
+ * 1950 and 1905 MHz), 600 at 4x16x8192x8192x128c (0.95x cudnn_bf16, at
+ * 1725 MHz), 645 at the GQA 2x32x4096x4096x128x8 (0.96x); 480 at D = 256
+ * (0.67x cudnn_bf16); 2.5x SDPA at the chunked prefill 1x32x512x4096x128c.
+ * Gap to the limit: 65% of the run's bf16 ceiling (964 TFLOP/s) at
+ * D = 128, where cuDNN's kernel reaches 69%; at D = 256 the 64-key tiles
+ * and two stages leave the MMAs short (cuDNN 74%).  History:
  * docs/notes/attention.md. */
 #include <stdint.h>
 #include <stdlib.h>

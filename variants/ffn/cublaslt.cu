@@ -12,10 +12,10 @@
  *
  * Prediction: the speed of cuBLAS SGEMM on each product, the bias and ReLU
  * free in the epilogue.
- * Measured (results/h100/kbench-20261126-181539.csv, H100, cold L2): 51.7
- * TFLOP/s at 8192x4096x16384, 81.2% of the run's 63.6 TFLOP/s fp32 ceiling
- * (matmul cublas: 51.5-51.8).
- * Gap to the limit: 19 points to the fp32 ceiling; h makes a round trip
+ * Measured (results/h100/kbench-20261126-204851.csv, H100, cold L2): 51.5
+ * TFLOP/s at 8192x4096x16384, 81.9% of the run's 62.9 TFLOP/s fp32 ceiling
+ * (matmul cublas: 51.6-51.7).
+ * Gap to the limit: 18 points to the fp32 ceiling; h makes a round trip
  * through memory between the two products.  History: docs/notes/matmul.md. */
 #include "variants/ffn/lt_ffn.cuh"
 

@@ -17,7 +17,7 @@
  * Measured (results/h200-x2/kbench-20261123-233258.csv, one H200 of two,
  * sw_power_cap at 1555 MHz): 12.19 ms at 8192x8192x32768, 722 TFLOP/s.
  * Gap to the limit: the GEMMs' own gap to the bf16 tensor ceiling
- * (matmul cublaslt_bf16: 17 points at 8192^3 on an H100).
+ * (matmul cublaslt_bf16: 19 points at 8192^3 on an H100).
  * History: docs/notes/ffn-tensor-parallel.md. */
 #include "variants/ffn/lt_ffn.cuh"
 

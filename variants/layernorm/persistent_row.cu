@@ -16,10 +16,10 @@
  * beta with every chunk and waits on its row with its shared memory idle):
  * the loads run two rounds ahead of the statistics, and gamma and beta
  * stay in registers.
- * Measured (results/h100/kbench-20261126-181539.csv, H100, cold L2): 2,768 GB/s
- * at 1024x32768, 92.1% of the run's 3006 GB/s memory ceiling, 111.96x naive;
- * 2,732 GB/s (90.9%) at 128x262144, 865.93x naive.
- * Gap to the limit: 8 points at 1024x32768, 8-9 on the 256 MB long rows: as
+ * Measured (results/h100/kbench-20261126-204851.csv, H100, cold L2): 2,782 GB/s
+ * at 1024x32768, 92.4% of the run's 3011 GB/s memory ceiling, 110.58x naive;
+ * 2,751 GB/s (91.4%) at 128x262144, 876.28x naive.
+ * Gap to the limit: 8 points at 1024x32768, 8-10 on the 256 MB long rows: as
  * for softmax persistent_row, the start and the end of a launch, and one to
  * two points more for layernorm's second pass over each chunk. History:
  * docs/notes/softmax-layernorm.md. */

@@ -3,11 +3,11 @@
  * same function as fp32: it is checked with the tf32 tolerance.  Shows what
  * giving up fp32 products buys.
  *
- * Measured (results/h100/kbench-20261126-181539.csv, H100, cold L2): 399.1
- * TFLOP/s at 4096^3 and 380.3 at 8192^3 (clock 1830 MHz), 83.0% and 79.1% of
- * the run's tf32 ceiling (half its 962 TFLOP/s bf16 tensor ceiling), 7.70x and
- * 7.39x cublas.
- * Gap to the limit: 17.0 points at 4096^3; 20.9 points at 8192^3.
+ * Measured (results/h100/kbench-20261126-204851.csv, H100, cold L2): 391.7
+ * TFLOP/s at 4096^3 and 377.5 at 8192^3 (clock 1980 MHz), 81.3% and 78.3% of
+ * the run's tf32 ceiling (half its 964 TFLOP/s bf16 tensor ceiling), 7.58x and
+ * 7.32x cublas.
+ * Gap to the limit: 18.7 points at 4096^3; 21.7 points at 8192^3.
  * History: docs/notes/matmul.md. */
 #include "kernels/matmul.h"
 #include "variants/matmul/cublas_common.h"
