@@ -91,7 +91,8 @@ static int add_op_jobs(const kb_options *o, const kb_op *op, const kb_shape *s, 
             if (op->variants[j] != base[0] && op->variants[j] != base[1] && wanted(o, op->variants[j]) &&
                 push(jobs, n, cap, op, op->variants[j], &s[i], family, axis) != 0)
                 return -1;
-        group_by_case(*jobs + first, *n - first, base);
+        if (*n > first) /* none may have been pushed, and *jobs be NULL */
+            group_by_case(*jobs + first, *n - first, base);
     }
     return 0;
 }
