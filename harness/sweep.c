@@ -52,9 +52,8 @@ static int validate_shapes(const kb_options *o, const kb_op *op, const kb_shape 
  * then by quirks. */
 static unsigned case_rank(const kb_job *j, const kb_variant *const base[2])
 {
-    const kb_variant *v = j->variant;
-    int b = base[0] && base[0]->dtype == v->dtype ? 0 : 1;
-    int leads = base[b] && base[b]->dtype == v->dtype && base[b]->quirks == v->quirks;
+    const kb_variant *v = j->variant, *lead = base[0] && base[0]->dtype == v->dtype ? base[0] : base[1];
+    int leads = lead && lead->dtype == v->dtype && lead->quirks == v->quirks;
     return (unsigned)v->dtype << 24 | (unsigned)!leads << 16 | v->quirks;
 }
 
