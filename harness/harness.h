@@ -123,10 +123,12 @@ uint16_t kb_float_to_bf16(float f);
 /* ---- stats.c ---- */
 typedef struct {
     double median, min, max, mean, rel_stdev;
+    double mad; /* median absolute deviation from the median */
     int n;
 } kb_stats;
 void kb_stats_compute(double *samples, int n, kb_stats *st);  /* sorts samples */
-/* Relative standard error of the median (normal approx.), for the stop rule. */
+/* Relative standard error of the median (normal approx., sigma from the
+ * MAD, so outliers do not inflate it), for the stop rule. */
 double kb_median_noise(const kb_stats *st);
 
 /* ---- result.h content: one row of output ---- */

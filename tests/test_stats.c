@@ -34,5 +34,21 @@ int main(void)
     kb_stats_compute(a, 16, &sa);
     kb_stats_compute(b, 64, &sb);
     CHECK(kb_median_noise(&sb) < 0.55 * kb_median_noise(&sa));
+
+    /* The MAD: odd and even counts, and a lopsided sample. */
+    double m5[] = {1, 2, 3, 4, 100};
+    kb_stats_compute(m5, 5, &st);
+    CHECK(st.mad == 1);
+    double m4[] = {1, 2, 4, 8};
+    kb_stats_compute(m4, 4, &st); /* median 3; deviations 1, 1, 2, 5 */
+    CHECK(st.mad == 1.5);
+
+    /* A few launches the host was late with (10x the others) inflate the
+     * spread, not the median's noise: the row may stop. */
+    double late[44];
+    for (int i = 0; i < 44; ++i)
+        late[i] = i < 4 ? 10.0 : 1.0 + 0.001 * (i % 3);
+    kb_stats_compute(late, 44, &st);
+    CHECK(st.rel_stdev > 0.5 && kb_median_noise(&st) < 0.01);
     return CHECK_DONE();
 }
