@@ -403,6 +403,9 @@ int kb_gate_timed_out(const kb_gate *g);
 /* Announce a sweep's rows (until kb_run_release): while the GPU runs one
  * case's rows, the host makes the next case's inputs and reference. */
 void kb_run_plan(const kb_job *jobs, int n);
+/* The run's GPUs ran work until a moment ago (other processes' rows), so
+ * the first timed row needs no warm-up from idle. */
+void kb_run_gpus_busy(void);
 /* The options' stop rule in words, for the CSV's metadata. */
 void kb_stop_rule_text(const kb_options *o, char *buf, size_t len);
 /* Where the sweep's total_s went (the CSV rewrites, csv_s, then device

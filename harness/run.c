@@ -297,12 +297,16 @@ static void settle(void)
     kb_phase_end(PH_SETTLE, t0);
 }
 
+/* Whether this process has warmed its GPUs up yet (the first timed row does). */
+static int gpu_warm;
+
+void kb_run_gpus_busy(void) { gpu_warm = 1; }
+
 /* kb_time_variant, also metering power into r when r is not NULL; with
  * `ranks`, timed on every GPU's stream (rank_sample). */
 static const char *time_variant(const kb_variant *v, const void *args, void *ctx, int hot, int ranks,
                                 stop_rule rule, void *flush, size_t flush_bytes, kb_stats *st, kb_result *r)
 {
-    static int gpu_warm;
     const char *e;
     double t0 = kb_now_s();
     do

@@ -4,7 +4,7 @@
  * it, then takes rows not yet begun from the others, and leaves each
  * finished row in memory shared with this process, which writes the CSV
  * from them.  Rows that span GPUs (collectives,
- * tensor-parallel variants) run here afterwards, once every worker is gone;
+ * tensor-parallel variants) run here afterwards, once every worker is through;
  * a thread of this process opens what they need while the workers run. */
 #include <errno.h>
 #include <math.h>
@@ -27,6 +27,7 @@
 
 #define WRITE_EVERY_S 1.0  /* the CSV is rewritten this often while workers run */
 #define POLL_S 0.05        /* how often finished rows and workers are looked for */
+#define BUSY_S 0.5         /* a GPU whose worker ran rows this recently is still at its working clocks */
 
 /* n zeroed items (at least one, so n may be 0); out of memory ends the run. */
 static void *alloc(int n, size_t size)
@@ -277,6 +278,7 @@ static void free_plan(plan *p)
  * process reads the flag with acquire order before the row. */
 typedef struct {
     int ready;          /* info, ceil and meta are set */
+    int finished;       /* its rows are done; it is only closing its GPU */
     char why[256];      /* why the GPU could not be used, when it could not */
     kb_device_info info;
     kb_ceilings ceil;   /* measured with --ceilings, else the datasheet's */
@@ -499,6 +501,7 @@ static int worker_run(const kb_options *o, const plan *p, int w, shared_state *s
     kb_collect_meta(&me->info, o, &me->meta);
     __atomic_store_n(&me->ready, 1, __ATOMIC_RELEASE);
     int rc = run_dealt(o, p, w, sh, flush, flush_bytes, mine, at, m);
+    __atomic_store_n(&me->finished, 1, __ATOMIC_RELEASE);
     free(mine);
     free(at);
     cudaError_t e = cudaFree(flush);
@@ -546,6 +549,7 @@ typedef struct {
     char *done;
     pid_t pid[KB_MAX_RANKS];
     int exited[KB_MAX_RANKS], status[KB_MAX_RANKS];
+    double first_through_s;    /* when the first worker was seen to be through with its rows */
     int lost;                  /* a worker left rows undone */
     kb_ceilings ceil[KB_MAX_RANKS]; /* a copy of each worker's, raised by its copy rows */
     int have_ceil[KB_MAX_RANKS];
@@ -745,14 +749,28 @@ static void start_workers(gather *g)
     }
 }
 
+static void reap_workers(gather *g)
+{
+    for (int w = 0; w < g->p.ndev; ++w) {
+        while (!g->exited[w] && g->pid[w] > 0 && waitpid(g->pid[w], &g->status[w], 0) < 0 && errno == EINTR)
+            ;
+        g->exited[w] = 1;
+    }
+}
+
 static void stop_workers(gather *g)
 {
     for (int w = 0; w < g->p.ndev; ++w)
         if (!g->exited[w])
             kill(g->pid[w], SIGTERM);
-    for (int w = 0; w < g->p.ndev; ++w)
-        while (!g->exited[w] && waitpid(g->pid[w], &g->status[w], 0) < 0 && errno == EINTR)
-            ;
+    reap_workers(g);
+}
+
+/* Whether worker w runs no more rows: it exited, or it is only closing its
+ * GPU, which this process need not wait for. */
+static int through(const gather *g, int w)
+{
+    return g->exited[w] || __atomic_load_n(&g->sh->worker[w].finished, __ATOMIC_ACQUIRE);
 }
 
 /* The GPUs opened in this process, the flush buffer, peer access and,
@@ -784,6 +802,10 @@ static void *open_across(void *arg)
     if (needs & KB_NEEDS_NCCL)
         kb_nccl_comms(&comms);
     cudaGetLastError();
+    /* Their first cases are made while the workers finish, on this
+     * process's share of the cores. */
+    kb_case_share_host(g->p.ndev);
+    kb_run_plan(a->list, a->m);
     return NULL;
 }
 
@@ -813,23 +835,24 @@ static void join_across(gather *g)
     g->ac.started = 0;
 }
 
-/* Until every worker has exited: their rows into the CSV every
+/* Until every worker is through: their rows into the CSV every
  * WRITE_EVERY_S, so an interrupted sweep leaves a complete file of the
  * rows done.  0, or -1 with err set when the CSV cannot be written. */
 static int watch_workers(gather *g, char *err, size_t errlen)
 {
     const struct timespec nap = {0, (long)(POLL_S * 1e9)};
     double last_write = 0;
-    int running = 0, unwritten = 0;
-    for (int w = 0; w < g->p.ndev; ++w)
-        running += !g->exited[w];
+    int running = 1, unwritten = 0;
     while (running > 0) {
+        running = 0;
         for (int w = 0; w < g->p.ndev; ++w) {
             pid_t got = g->exited[w] ? 0 : waitpid(g->pid[w], &g->status[w], WNOHANG);
-            if (got == g->pid[w] || (got < 0 && errno != EINTR)) {
+            if (got == g->pid[w] || (got < 0 && errno != EINTR))
                 g->exited[w] = 1;
-                --running;
-            }
+            if (!through(g, w))
+                ++running;
+            else if (!g->first_through_s)
+                g->first_through_s = omp_get_wtime();
         }
         start_across(g);
         unwritten += collect(g);
@@ -863,10 +886,14 @@ static int run_across(gather *g, char *err, size_t errlen)
         join_across(g);
     else if (a->m) /* no thread could be started */
         open_across(g);
-    if (a->flush) {
+    if (a->flush)
         cudaSetDevice(g->p.dev[0]); /* the current GPU is the thread's own */
-        kb_run_plan(a->list, a->m);
-    }
+    /* The workers kept every GPU busy until just now: no warm-up from idle. */
+    int all_ran = 1;
+    for (int w = 0; w < g->p.ndev; ++w)
+        all_ran &= ready(g, w);
+    if (all_ran && omp_get_wtime() - g->first_through_s < BUSY_S)
+        kb_run_gpus_busy();
     for (int j = 0; j < g->p.njobs && rc == 0; ++j) {
         const int r = g->p.first[j];
         if (g->p.worker[j] != ACROSS)
@@ -944,6 +971,7 @@ static gather *gather_new(const kb_options *o, const kb_job *jobs, int n, const 
 static void gather_free(gather *g)
 {
     join_across(g); /* a run that failed before its rows across GPUs may still be opening them */
+    reap_workers(g);
     free(g->ac.list);
     if (g->sh != MAP_FAILED)
         munmap(g->sh, g->sh_bytes);
