@@ -20,7 +20,11 @@
  * aligned: key j > i + Tk - Tq) score -inf, and key tiles wholly above a
  * block's last row are never loaded.  A row that sees no key writes zeros.
  * Causal blocks run longest first within groups of heads whose K and V fit
- * half of L2, so that the blocks in flight share K and V there.
+ * half of L2, so that the blocks in flight share K and V there.  Without
+ * the mask the blocks are persistent, one an SM, each taking every
+ * gridDim.x-th tile: the next tile's Q loads once the consumers have
+ * issued their last S (a q_empty mbarrier), and its K and V as the ring
+ * frees, under this tile's last softmax, P V and store.
  * Grouped-query attention: query head bh reads KV head bh / (H / Hkv).
  * Shapes: D of 64, 128 or 256; any B, H, Hkv, Tq and Tk.  Needs sm_90a.
  *
@@ -40,7 +44,9 @@
  *
  * Builds on flash_bf16: the same algorithm, from mma.sync to wgmma with a
  * TMA producer warpgroup.
- * Measured (results/h100/kbench-20261126-204851.csv; PyTorch's SDPA and
+ * Measured (results/h100/kbench-20261126-204851.csv, before the
+ * persistent blocks, which an A/B then put at +1.9% at D = 128, +3.7% at
+ * D = 64, +2.9% at D = 256 and -1% causal; PyTorch's SDPA and
  * cudnn_bf16 in the same run): 631 TFLOP/s at 2x16x4096x4096x128 (0.99x
  * SDPA, 0.95x cudnn_bf16), 498 at 4x16x4096x4096x64 (1.04x, 0.93x),
  * causal 547 and 424 (1.07x and 1.06x SDPA, 1.02x and 0.94x cudnn_bf16;
@@ -390,9 +396,10 @@ __device__ __forceinline__ void store_o(const float (&acc)[D / 2], float l0, flo
  * one short block is the first, rows from below 0 (TMA fills them with
  * zeros) with the fewest keys, not the last with all of them: at D = 64
  * (192 rows) and Tq = 4096 the last block's idle rows were 6% of the work. */
-__device__ __forceinline__ KbAttnTile causal_tile(int row_tiles, int heads, int rows_per_tile, int hg, int Tq)
+__device__ __forceinline__ KbAttnTile causal_tile(int64_t id, int row_tiles, int heads, int rows_per_tile, int hg,
+                                                  int Tq)
 {
-    const int64_t id = blockIdx.x, per_group = (int64_t)hg * row_tiles, g = id / per_group;
+    const int64_t per_group = (int64_t)hg * row_tiles, g = id / per_group;
     const int64_t k = id - g * per_group, in_group = min((int64_t)hg, heads - g * hg);
     return {Tq - (1 + (int)(k / in_group)) * rows_per_tile, g * hg + k % in_group};
 }
@@ -408,10 +415,32 @@ __device__ __forceinline__ int key_tiles(int row0, int Tq, int Tk, int causal)
     const int keys = min(Tk, last + Tk - Tq + 1);
     return keys > 0 ? KB_CEIL_DIV(keys, BC) : 0;
 }
+
+/* The stages of an S-stage ring that n loads, from stage 0, use an odd
+ * number of times: their mbarriers' parity flips over a tile of n loads. */
+template <int S>
+__device__ __forceinline__ uint32_t odd_stages(int n)
+{
+    uint32_t m = 0;
+#pragma unroll
+    for (int s = 0; s < S; ++s)
+        m |= (uint32_t)((n - s + S - 1) / S & 1) << s;
+    return m;
+}
+
+/* Block tile id: causal, longest first within groups of heads (causal_tile);
+ * else the row tiles of one head after another. */
+__device__ __forceinline__ KbAttnTile tile_of(int64_t id, int causal, int row_tiles, int heads, int rows_per_tile,
+                                              int hg, int Tq)
+{
+    if (causal)
+        return causal_tile(id, row_tiles, heads, rows_per_tile, hg, Tq);
+    return {(int)(id % row_tiles) * rows_per_tile, id / row_tiles};
+}
 #endif
 }
 
-template <int D>
+template <int D, bool Persistent>
 __global__ void __launch_bounds__(kThreads<D>, 1)
     attention_flash_wgmma_kernel(const __grid_constant__ CUtensorMap map_q, const __grid_constant__ CUtensorMap map_k,
                                  const __grid_constant__ CUtensorMap map_v, int Tq, int Tk, int causal, int group,
@@ -419,16 +448,16 @@ __global__ void __launch_bounds__(kThreads<D>, 1)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     constexpr int S = kStages<D>, BC = kBC<D>, BR = kBR<D>, kQ = kQBytes<D>, kKV = kKVBytes<D>, NC = kConsumers<D>;
-    __shared__ unsigned long long q_full, k_full[S], v_full[S], empty[S];
+    __shared__ unsigned long long q_full, q_empty, k_full[S], v_full[S], empty[S];
     extern __shared__ __align__(128) unsigned char smem[];
-    const KbAttnTile tile = causal ? causal_tile(row_tiles, heads, BR, hg, Tq) : kb_attn_tile(row_tiles, heads, BR, 0);
+    const int64_t tiles = (int64_t)row_tiles * heads;
     const int tid = threadIdx.x, wg = tid / 128;
-    const int kv_head = (int)(tile.bh / group), n_tiles = key_tiles<BR, BC>(tile.row0, Tq, Tk, causal);
     /* The swizzle permutes by address bits 7-9: tiles start 1024-aligned. */
     const uint32_t q_s = (bf16_smem_addr(smem) + 1023) & ~1023u, k_s = q_s + kQ, v_s = k_s + S * kKV;
 
     if (tid == 0) {
         kb_mbar_init(&q_full, 1);
+        kb_mbar_init(&q_empty, NC * 4); /* one arrival per consumer warp, after its last S */
         for (int s = 0; s < S; ++s) {
             kb_mbar_init(&k_full[s], 1);
             kb_mbar_init(&v_full[s], 1);
@@ -438,13 +467,27 @@ __global__ void __launch_bounds__(kThreads<D>, 1)
     }
     __syncthreads();
 
+    /* Persistent (not causal), a block takes tiles blockIdx.x, + gridDim.x,
+     * ..., and the next tile's Q, K and V load under this one's last
+     * softmax, P V and store; causal blocks take a tile each, in the
+     * longest-first order.  Each tile's loads start at ring stage 0 (a
+     * stage carried on from tile to tile moved ptxas's descriptor
+     * arithmetic off the uniform datapath), the stages' phases at `par`;
+     * the consumers' turns run on from tile to tile. */
     if (wg == 0) {
         bf16_setmaxnreg_dec<kProducerRegs<D>>();
-        if (tid == 0 && n_tiles > 0) {
+        int k = 0;        /* Q's loads */
+        uint32_t par = 0; /* each stage's parity at a tile's start (odd_stages) */
+        auto produce = [&](int64_t id) {
+            const KbAttnTile tile = tile_of(id, causal, row_tiles, heads, BR, hg, Tq);
+            const int n_tiles = key_tiles<BR, BC>(tile.row0, Tq, Tk, causal), kv_head = (int)(tile.bh / group);
+            if (n_tiles == 0)
+                return;
+            kb_mbar_wait(&q_empty, (k++ & 1) ^ 1); /* the tile before has issued its last S */
             kb_mbar_arrive_expect(&q_full, kQ);
             load_tile<D, BR>(q_s, &map_q, tile.row0, (int)tile.bh, &q_full);
             for (int t = 0, s = 0, phase = 0; t < n_tiles; ++t) {
-                kb_mbar_wait(&empty[s], phase ^ 1);
+                kb_mbar_wait(&empty[s], phase ^ (par >> s & 1) ^ 1);
                 kb_mbar_arrive_expect(&k_full[s], kKV);
                 load_tile<D, BC>(k_s + s * kKV, &map_k, t * BC, kv_head, &k_full[s]);
                 kb_mbar_arrive_expect(&v_full[s], kKV);
@@ -452,96 +495,121 @@ __global__ void __launch_bounds__(kThreads<D>, 1)
                 if (++s == S)
                     s = 0, phase ^= 1;
             }
-        }
+            par ^= odd_stages<S>(n_tiles);
+        };
+        if (tid != 0)
+            return;
+        if constexpr (Persistent)
+            for (int64_t id = blockIdx.x; id < tiles; id += gridDim.x)
+                produce(id);
+        else
+            produce(blockIdx.x);
         return;
     }
 
     bf16_setmaxnreg_inc<kConsumerRegs<D>>();
     const int cw = wg - 1, next = cw + 1 == NC ? 0 : cw + 1, lane = tid % 32, w = (tid % 128) / 32, t4 = lane % 4;
-    const int wrow = tile.row0 + cw * 64 + w * 16;      /* this warp's first query row */
-    const int r0 = wrow + lane / 4, r1 = r0 + 8;        /* this thread's two query rows */
     const int diag = Tk - Tq;                           /* key j is masked for row i when j > i + diag */
     const uint32_t q_wg = q_s + cw * 64 * 128;          /* this consumer's 64 rows in each panel of Q */
-    float acc[D / 2], m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;
+    int qk = 0, turns = 0;                              /* Q's loads; turns begun */
+    uint32_t par = 0;                                   /* each stage's parity at a tile's start (odd_stages) */
+    /* One tile; `last`: the block's last, after which no turn is left. */
+    auto consume = [&](int64_t id, bool last) {
+        const KbAttnTile tile = tile_of(id, causal, row_tiles, heads, BR, hg, Tq);
+        const int n_tiles = key_tiles<BR, BC>(tile.row0, Tq, Tk, causal);
+        const int wrow = tile.row0 + cw * 64 + w * 16;  /* this warp's first query row */
+        const int r0 = wrow + lane / 4, r1 = r0 + 8;    /* this thread's two query rows */
+        float acc[D / 2], m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;
 #pragma unroll
-    for (int i = 0; i < D / 2; ++i)
-        acc[i] = 0.f;
-    /* Tile t's S is issued together with tile t - 1's P V, and its softmax
-     * runs while that P V does; the consumers take turns at issuing
-     * (ping-pong), so one's softmax runs under the others' MMAs.  The
-     * first tile (S alone) and the last P V are peeled off the loop: an MMA
-     * issued under a branch would make ptxas serialize them all. */
-    if (n_tiles == 0) { /* every row of the block sees no key */
-        store_o<D>(acc, 0.f, 0.f, o + (size_t)tile.bh * Tq * D, r0, r1, Tq, t4);
-        return;
-    }
-    uint32_t p[BC / 4];                        /* P of the tile before, as bf16 pairs, while its P V runs */
-    float alpha0, alpha1;                      /* and the factors that rescale O before it */
-    int s = 0, phase = 0, ps = 0, pphase = 0; /* the ring stage (and phase) of this tile and of the one before */
-    kb_mbar_wait(&q_full, 0);
-    if (cw == NC - 1)
-        sched_signal(0); /* consumer 0 issues first */
-    {
-        float sc[BC / 2];
-        kb_mbar_wait(&k_full[0], 0);
+        for (int i = 0; i < D / 2; ++i)
+            acc[i] = 0.f;
+        if (n_tiles == 0) { /* every row of the tile sees no key */
+            store_o<D>(acc, 0.f, 0.f, o + (size_t)tile.bh * Tq * D, r0, r1, Tq, t4);
+            return;
+        }
+        /* Tile t's S is issued together with tile t - 1's P V, and its
+         * softmax runs while that P V does; the consumers take turns at
+         * issuing (ping-pong), so one's softmax runs under the others'
+         * MMAs.  The first S and the last P V are peeled off the loop: an
+         * MMA issued under a branch would make ptxas serialize them all. */
+        uint32_t p[BC / 4];    /* P of the tile before, as bf16 pairs, while its P V runs */
+        float alpha0, alpha1;  /* and the factors that rescale O before it */
+        int s = 0, phase = 0, ps, pphase; /* the ring stage and phase of this key tile and of the one before */
+        kb_mbar_wait(&q_full, qk++ & 1);
+        if (turns++ == 0 && cw == NC - 1)
+            sched_signal(0); /* consumer 0 issues first */
+        {
+            float sc[BC / 2];
+            kb_mbar_wait(&k_full[0], par & 1);
+            sched_wait(cw);
+            fence_acc(sc);
+            wgmma_fence();
+            issue_s<D>(sc, q_wg, k_s);
+            sched_signal(next);
+            wgmma_wait<0>();
+            fence_acc(sc);
+            if (n_tiles == 1 && lane == 0)
+                bf16_mbar_arrive(&q_empty); /* Q is read: the next tile's may load */
+            mask_tile<BC>(sc, 0, Tk, causal, r0, r1, wrow, diag, t4);
+            softmax<BC>(sc, sl2, m0, m1, l0, l1, alpha0, alpha1);
+            to_bf16<BC>(sc, p);
+            ps = s, pphase = phase;
+            if (++s == S)
+                s = 0, phase ^= 1;
+        }
+        for (int t = 1; t < n_tiles; ++t) {
+            float sc[BC / 2];
+            /* Before the turn, not in it: the others' MMAs keep the tensor
+             * cores busy meanwhile (+1.7% at 2x16x4096x4096x128). */
+            rescale<D>(acc, alpha0, alpha1); /* no MMA is in flight on O now */
+            kb_mbar_wait(&k_full[s], phase ^ (par >> s & 1));
+            kb_mbar_wait(&v_full[ps], pphase ^ (par >> ps & 1));
+            sched_wait(cw);
+            fence_acc(sc);
+            fence_acc(acc);
+            fence_regs(p);
+            wgmma_fence();
+            issue_s<D>(sc, q_wg, k_s + s * kKV);
+            issue_pv<D>(acc, p, v_s + ps * kKV);
+            sched_signal(next);
+            wgmma_wait<1>(); /* S is done; the P V before may still run */
+            fence_acc(sc);
+            if (t == n_tiles - 1 && lane == 0)
+                bf16_mbar_arrive(&q_empty);
+            mask_tile<BC>(sc, t * BC, Tk, causal, r0, r1, wrow, diag, t4);
+            softmax<BC>(sc, sl2, m0, m1, l0, l1, alpha0, alpha1);
+            wgmma_wait<0>(); /* the P V before is done: its stage goes back, its P registers are free */
+            fence_acc(acc);
+            fence_regs(p);
+            if (lane == 0)
+                bf16_mbar_arrive(&empty[ps]);
+            to_bf16<BC>(sc, p);
+            ps = s, pphase = phase;
+            if (++s == S)
+                s = 0, phase ^= 1;
+        }
+        rescale<D>(acc, alpha0, alpha1);
+        kb_mbar_wait(&v_full[ps], pphase ^ (par >> ps & 1));
         sched_wait(cw);
-        fence_acc(sc);
-        wgmma_fence();
-        issue_s<D>(sc, q_wg, k_s);
-        sched_signal(next);
-        wgmma_wait<0>();
-        fence_acc(sc);
-        mask_tile<BC>(sc, 0, Tk, causal, r0, r1, wrow, diag, t4);
-        softmax<BC>(sc, sl2, m0, m1, l0, l1, alpha0, alpha1);
-        to_bf16<BC>(sc, p);
-        if (++s == S)
-            s = 0, phase ^= 1;
-    }
-    for (int t = 1; t < n_tiles; ++t) {
-        float sc[BC / 2];
-        /* Before the turn, not in it: the others' MMAs keep the tensor
-         * cores busy meanwhile (+1.7% at 2x16x4096x4096x128). */
-        rescale<D>(acc, alpha0, alpha1); /* no MMA is in flight on O now */
-        kb_mbar_wait(&k_full[s], phase);
-        kb_mbar_wait(&v_full[ps], pphase);
-        sched_wait(cw);
-        fence_acc(sc);
         fence_acc(acc);
         fence_regs(p);
         wgmma_fence();
-        issue_s<D>(sc, q_wg, k_s + s * kKV);
         issue_pv<D>(acc, p, v_s + ps * kKV);
-        sched_signal(next);
-        wgmma_wait<1>(); /* S is done; the P V before may still run */
-        fence_acc(sc);
-        mask_tile<BC>(sc, t * BC, Tk, causal, r0, r1, wrow, diag, t4);
-        softmax<BC>(sc, sl2, m0, m1, l0, l1, alpha0, alpha1);
-        wgmma_wait<0>(); /* the P V before is done: its stage goes back, its P registers are free */
+        if (cw != NC - 1 || !last)
+            sched_signal(next); /* the next one's turn */
+        wgmma_wait<0>();
         fence_acc(acc);
         fence_regs(p);
         if (lane == 0)
             bf16_mbar_arrive(&empty[ps]);
-        to_bf16<BC>(sc, p);
-        ps = s, pphase = phase;
-        if (++s == S)
-            s = 0, phase ^= 1;
-    }
-    rescale<D>(acc, alpha0, alpha1);
-    kb_mbar_wait(&v_full[ps], pphase);
-    sched_wait(cw);
-    fence_acc(acc);
-    fence_regs(p);
-    wgmma_fence();
-    issue_pv<D>(acc, p, v_s + ps * kKV);
-    if (cw != NC - 1)
-        sched_signal(next); /* the next one's last turn; the first has none left after the last's */
-    wgmma_wait<0>();
-    fence_acc(acc);
-    fence_regs(p);
-    if (lane == 0)
-        bf16_mbar_arrive(&empty[ps]);
-
-    store_o<D>(acc, l0, l1, o + (size_t)tile.bh * Tq * D, r0, r1, Tq, t4);
+        store_o<D>(acc, l0, l1, o + (size_t)tile.bh * Tq * D, r0, r1, Tq, t4);
+        par ^= odd_stages<S>(n_tiles);
+    };
+    if constexpr (Persistent)
+        for (int64_t id = blockIdx.x; id < tiles; id += gridDim.x)
+            consume(id, id + gridDim.x >= tiles);
+    else
+        consume(blockIdx.x, true);
 #else
     (void)map_q, (void)map_k, (void)map_v, (void)Tq, (void)Tk, (void)causal, (void)group, (void)sl2;
     (void)row_tiles, (void)heads, (void)hg, (void)o;
@@ -608,6 +676,17 @@ static bool same_tensors(const kb_attention_args *x, const kb_attention_args *y)
 
 static void teardown(void *ctx) { free(ctx); }
 
+/* The shared-memory opt-in of head dim D's two kernels. */
+template <int D>
+static const char *allow_smem(void)
+{
+    const char *err = kb_cuda_status(cudaFuncSetAttribute((const void *)attention_flash_wgmma_kernel<D, false>,
+                                                          cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes<D>));
+    return err ? err
+               : kb_cuda_status(cudaFuncSetAttribute((const void *)attention_flash_wgmma_kernel<D, true>,
+                                                     cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes<D>));
+}
+
 /* The driver's cuTensorMapEncodeTiled through the runtime, the L2 and SM
  * counts and the shared-memory opt-in of the three head dims, once,
  * outside the timed launches. */
@@ -627,14 +706,11 @@ static const char *setup(const void *args, void **ctx)
         err = kb_cuda_status(cudaDeviceGetAttribute(&c->sms, cudaDevAttrMultiProcessorCount, dev));
     c->l2_bytes = l2;
     if (!err)
-        err = kb_cuda_status(cudaFuncSetAttribute((const void *)attention_flash_wgmma_kernel<64>,
-                                                  cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes<64>));
+        err = allow_smem<64>();
     if (!err)
-        err = kb_cuda_status(cudaFuncSetAttribute((const void *)attention_flash_wgmma_kernel<128>,
-                                                  cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes<128>));
+        err = allow_smem<128>();
     if (!err)
-        err = kb_cuda_status(cudaFuncSetAttribute((const void *)attention_flash_wgmma_kernel<256>,
-                                                  cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes<256>));
+        err = allow_smem<256>();
     if (err) {
         free(c);
         return err;
@@ -647,16 +723,25 @@ template <int D>
 static void launch_d(const wgmma_ctx *c, const kb_attention_args *a, cudaStream_t stream)
 {
     const int row_tiles = KB_CEIL_DIV(a->Tq, kBR<D>), heads = a->B * a->H;
-    const unsigned grid = (unsigned)((int64_t)row_tiles * heads);
+    const int64_t tiles = (int64_t)row_tiles * heads;
     /* Causal: groups of the heads whose K and V fill half of L2 (a KV
      * head's query heads count once), and at least two waves of blocks. */
     const int64_t kv_bytes = (int64_t)a->Tk * a->D * 2 * 2, group = kb_attention_group(a);
     int64_t hg = c->l2_bytes / 2 / (kv_bytes > 0 ? kv_bytes : 1) * group;
     const int64_t two_waves = KB_CEIL_DIV(2 * (int64_t)c->sms, row_tiles);
     hg = hg < two_waves ? two_waves : hg;
-    attention_flash_wgmma_kernel<D><<<grid, kThreads<D>, kSmemBytes<D>, stream>>>(
-        c->map_q, c->map_k, c->map_v, a->Tq, a->Tk, a->causal, kb_attention_group(a), a->scale * KB_LOG2E,
-        row_tiles, heads, (int)(hg < heads ? hg : heads), (__nv_bfloat16 *)a->o);
+    const float sl2 = a->scale * KB_LOG2E;
+    __nv_bfloat16 *o = (__nv_bfloat16 *)a->o;
+    /* Causal: a block a tile, in the longest-first order; else persistent,
+     * a block an SM. */
+    if (a->causal)
+        attention_flash_wgmma_kernel<D, false><<<(unsigned)tiles, kThreads<D>, kSmemBytes<D>, stream>>>(
+            c->map_q, c->map_k, c->map_v, a->Tq, a->Tk, 1, group, sl2, row_tiles, heads,
+            (int)(hg < heads ? hg : heads), o);
+    else
+        attention_flash_wgmma_kernel<D, true><<<(unsigned)(tiles < c->sms ? tiles : c->sms), kThreads<D>,
+                                                kSmemBytes<D>, stream>>>(c->map_q, c->map_k, c->map_v, a->Tq, a->Tk,
+                                                                         0, group, sl2, row_tiles, heads, 1, o);
 }
 
 static const char *launch(const void *args, void *ctx, cudaStream_t stream)
