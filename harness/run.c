@@ -158,8 +158,8 @@ static stop_rule stop_rule_of(const kb_options *o)
 void kb_stop_rule_text(const kb_options *o, char *buf, size_t len)
 {
     stop_rule s = stop_rule_of(o);
-    snprintf(buf, len, "median noise under %g%% from %d samples, or %g s, or %d samples", 100 * s.max_noise,
-             s.min_samples, s.cap_s, MAX_SAMPLES);
+    snprintf(buf, len, "median noise (sigma from the MAD) under %g%% from %d samples, or %g s, or %d samples",
+             100 * s.max_noise, s.min_samples, s.cap_s, MAX_SAMPLES);
 }
 
 /* A distributed row is timed on every GPU's own stream: its launches only
