@@ -472,12 +472,20 @@ static int run_dealt(const kb_options *o, const plan *p, int w, shared_state *sh
     return s.fails ? KB_EXIT_FAIL : 0;
 }
 
+/* GPU dev opened, with its L2 flush buffer; NULL with why set when either fails. */
+static void *open_gpu(int dev, kb_device_info *info, size_t *flush_bytes, char *why, size_t len)
+{
+    void *flush = NULL;
+    if (kb_gpu_open(dev, info, why, len) == 0 && !(flush = kb_alloc_flush(info, flush_bytes)))
+        snprintf(why, len, "out of device memory for the L2 flush buffer");
+    return flush;
+}
+
 static int worker_run(const kb_options *o, const plan *p, int w, shared_state *sh)
 {
     worker_slot *me = &sh->worker[w];
     int dev = p->dev[w];
     size_t flush_bytes = 0;
-    void *flush = NULL;
     kb_job *mine = alloc(p->njobs, sizeof *mine);
     int *at = alloc(p->njobs, sizeof *at), m = jobs_of(p, w, mine, at);
     /* The first cases' inputs and references are made while the GPU opens
@@ -485,9 +493,7 @@ static int worker_run(const kb_options *o, const plan *p, int w, shared_state *s
      * the host, so each takes its share of the cores for them. */
     kb_case_share_host(p->ndev);
     kb_run_plan(mine, m);
-    if (kb_gpu_open(dev, &me->info, me->why, sizeof me->why) == 0 &&
-        !(flush = kb_alloc_flush(&me->info, &flush_bytes)))
-        snprintf(me->why, sizeof me->why, "out of device memory for the L2 flush buffer");
+    void *flush = open_gpu(dev, &me->info, &flush_bytes, me->why, sizeof me->why);
     if (!flush) {
         fprintf(stderr, "kbench: GPU %d: %s\n", dev, me->why);
         return KB_EXIT_FAIL;
@@ -782,12 +788,8 @@ static void *open_across(void *arg)
     gather *g = arg;
     across_setup *a = &g->ac;
     kb_device_info d;
-    if (kb_gpu_open(g->p.dev[0], &d, a->why, sizeof a->why) != 0)
+    if (!(a->flush = open_gpu(g->p.dev[0], &d, &a->flush_bytes, a->why, sizeof a->why)))
         return NULL;
-    if (!(a->flush = kb_alloc_flush(&d, &a->flush_bytes))) {
-        snprintf(a->why, sizeof a->why, "out of device memory for the L2 flush buffer");
-        return NULL;
-    }
     kb_set_run_devices(g->p.dev, g->p.ndev);
     unsigned needs = 0;
     for (int j = 0; j < a->m; ++j)

@@ -81,12 +81,18 @@ struct KbAttnTile {
     int64_t bh;   /* b * H + h */
 };
 
-__device__ __forceinline__ KbAttnTile kb_attn_tile(int row_tiles, int heads, int rows_per_tile, int causal)
+__device__ __forceinline__ KbAttnTile kb_attn_tile_at(int64_t id, int row_tiles, int heads, int rows_per_tile,
+                                                      int causal)
 {
-    const int64_t id = blockIdx.x;
     if (causal)
         return {(row_tiles - 1 - (int)(id / heads)) * rows_per_tile, id % heads};
     return {(int)(id % row_tiles) * rows_per_tile, id / row_tiles};
+}
+
+/* The tile of this block (a tile a block). */
+__device__ __forceinline__ KbAttnTile kb_attn_tile(int row_tiles, int heads, int rows_per_tile, int causal)
+{
+    return kb_attn_tile_at(blockIdx.x, row_tiles, heads, rows_per_tile, causal);
 }
 
 

@@ -429,13 +429,13 @@ __device__ __forceinline__ uint32_t odd_stages(int n)
 }
 
 /* Block tile id: causal, longest first within groups of heads (causal_tile);
- * else the row tiles of one head after another. */
+ * else kb_attn_tile's order, the row tiles of one head after another. */
 __device__ __forceinline__ KbAttnTile tile_of(int64_t id, int causal, int row_tiles, int heads, int rows_per_tile,
                                               int hg, int Tq)
 {
     if (causal)
         return causal_tile(id, row_tiles, heads, rows_per_tile, hg, Tq);
-    return {(int)(id % row_tiles) * rows_per_tile, id / row_tiles};
+    return kb_attn_tile_at(id, row_tiles, heads, rows_per_tile, 0);
 }
 #endif
 }
