@@ -120,24 +120,71 @@ __device__ __forceinline__ DecBlock dec_block(int Tq, int Tk, const int *tk_len,
     return b;
 }
 
-/* Copy keys j0 .. j0 + KEYS - 1 of a (Tk, D) head into a warp's tile (row
- * stride kLd), zero past `end` and past D; only this warp's lanes take
- * part.  K and V are read once: evict-first in L2 (policy). */
-template <int DP, int RC, int KEYS = DEC_KEYS>
-__device__ __forceinline__ void dec_copy_tile(bf16 *dst, const bf16 *head, int j0, int end, int D, int lane,
-                                              uint64_t policy)
-{
-    using Cfg = DecCfg<DP, RC>;
-    static_assert(KEYS * Cfg::kChunks % 32 == 0, "whole rounds of the warp's 16-byte copies");
-#pragma unroll
-    for (int it = 0; it < KEYS * Cfg::kChunks / 32; ++it) {
-        const int c = lane + it * 32;
-        const int r = c / Cfg::kChunks, ch = c % Cfg::kChunks;
-        const bool ok = j0 + r < end && ch * 8 < D;
-        kb_cp_async16_policy(dst + r * Cfg::kLd + ch * 8, ok ? head + (size_t)(j0 + r) * D + ch * 8 : head,
-                             ok ? 16 : 0, policy);
+/* A warp's copy of keys j0 .. j0 + KEYS - 1 of a (Tk, D) head into one of
+ * its tiles, zero past `end` and past D.  A lane copies the same 16-byte
+ * column of every kRpi-th row, so its offsets and its column's test are
+ * worked out once, here, and a tile costs a pointer step and a copy per
+ * row it takes (a whole tile tests no row).  K and V are read once:
+ * evict-first in L2.
+ * Layout: rows padded by 16 bytes (kRow = DP + 8), or with Swizzle rows
+ * of exactly DP whose 16-byte chunk c sits at c ^ (row % 8) (DP of 64 or
+ * 128).  Both keep ldmatrix free of bank conflicts, but a padded row
+ * straddles 128-byte lines of shared memory, which split each warp's copy
+ * into 2.6 times the L2 requests and fetch 1.5 times the sectors
+ * (docs/notes/attention.md); a swizzled row maps each 128-byte line of
+ * the head onto one of shared memory. */
+template <int DP, int KEYS, bool Swizzle = false>
+struct DecTileCopy {
+    static_assert(!Swizzle || DP == 64 || DP == 128, "the swizzle permutes 8 chunks of 16 bytes");
+    static constexpr int kChunks = DP / 8;                      /* 16-byte chunks per row */
+    static constexpr int kLanesPerRow = DP == 96 ? 16 : kChunks; /* a power of two: 4 of 16 idle at DP = 96 */
+    static constexpr int kRpi = 32 / kLanesPerRow;               /* rows per round of the warp's copies */
+    static constexpr int kRow = Swizzle ? DP : DP + 8;           /* bf16 per shared row */
+    static_assert(KEYS % kRpi == 0, "whole rounds of the warp's 16-byte copies");
+    bool active;             /* the lane has a column under DP */
+    int D, row0, col_bytes;  /* col_bytes: 16, or 0 for a column past D */
+    int chunk;               /* the lane's chunk in row0's shared row (swizzled: ch ^ row0) */
+    int64_t src_off;         /* the lane's first element in a tile: row0 * D + column */
+    uint64_t policy;
+
+    __device__ __forceinline__ DecTileCopy(int D_, int lane) : D(D_)
+    {
+        const int ch = lane % kLanesPerRow;
+        active = ch < kChunks;
+        row0 = lane / kLanesPerRow;
+        col_bytes = ch * 8 < D ? 16 : 0;
+        chunk = Swizzle ? ch ^ row0 : ch; /* row0 < kRpi, so (row0 + it kRpi) % 8 = row0 | it kRpi % 8 */
+        src_off = (int64_t)row0 * D + (col_bytes ? ch * 8 : 0); /* a column past D reads nothing: its row's start */
+        policy = kb_l2_evict_first_policy();
     }
-}
+
+    /* Where round it's copy lands in a tile. */
+    __device__ __forceinline__ bf16 *at(bf16 *tile, int it) const
+    {
+        const int c = Swizzle ? chunk ^ (it * kRpi % 8) : chunk;
+        return tile + (row0 + it * kRpi) * kRow + c * 8;
+    }
+
+    __device__ __forceinline__ void operator()(bf16 *tile, const bf16 *head, int j0, int end) const
+    {
+        if (!active)
+            return;
+        const bf16 *src = head + (size_t)j0 * D + src_off;
+        const int64_t step = (int64_t)kRpi * D;
+        if (j0 + KEYS <= end) {
+#pragma unroll
+            for (int it = 0; it < KEYS / kRpi; ++it)
+                kb_cp_async16_policy(at(tile, it), src + it * step, col_bytes, policy);
+            return;
+        }
+        const int rows = end - j0 - row0; /* this lane's rows under `end`: it * kRpi < rows */
+#pragma unroll
+        for (int it = 0; it < KEYS / kRpi; ++it) {
+            const bool ok = it * kRpi < rows;
+            kb_cp_async16_policy(at(tile, it), ok ? src + it * step : head, ok ? col_bytes : 0, policy);
+        }
+    }
+};
 
 /* The last block of a row group merges every chunk's state of its RC rows:
  * M = max m_s, O = sum_s O_s 2^(m_s - M) / sum_s l_s 2^(m_s - M).  Other

@@ -122,11 +122,11 @@ attention_flash_decode_split_kernel(int Tq, int Tk, const int *tk_len, int64_t k
     const int mine = tiles > warp ? (tiles - warp + DEC_WARPS - 1) / DEC_WARPS : 0;
     /* Stage st of this warp: K at stage_k(st), V right after it. */
     auto stage_k = [&](int st) { return kv_s + (size_t)((warp * 2 + st) * 2) * Cfg::kTileElems; };
-    const uint64_t policy = kb_l2_evict_first_policy();
+    const DecTileCopy<DP, DEC_KEYS> copy(D, lane);
     if (mine > 0) {
         const int j0 = cbeg + warp * DEC_KEYS;
-        dec_copy_tile<DP, RC>(stage_k(0), k_head, j0, end, D, lane, policy);
-        dec_copy_tile<DP, RC>(stage_k(0) + Cfg::kTileElems, v_head, j0, end, D, lane, policy);
+        copy(stage_k(0), k_head, j0, end);
+        copy(stage_k(0) + Cfg::kTileElems, v_head, j0, end);
     }
     kb_cp_async_commit();
 
@@ -161,8 +161,8 @@ attention_flash_decode_split_kernel(int Tq, int Tk, const int *tk_len, int64_t k
         const int j0 = cbeg + (warp + u * DEC_WARPS) * DEC_KEYS;
         if (u + 1 < mine) {
             const int jn = j0 + DEC_WARPS * DEC_KEYS;
-            dec_copy_tile<DP, RC>(stage_k((u + 1) & 1), k_head, jn, end, D, lane, policy);
-            dec_copy_tile<DP, RC>(stage_k((u + 1) & 1) + Cfg::kTileElems, v_head, jn, end, D, lane, policy);
+            copy(stage_k((u + 1) & 1), k_head, jn, end);
+            copy(stage_k((u + 1) & 1) + Cfg::kTileElems, v_head, jn, end);
         }
         kb_cp_async_commit();
         kb_cp_async_wait<1>(); /* tile u is in (this lane's copies) */

@@ -15,7 +15,11 @@
  *     fragments; V's by ldmatrix.x4.trans; KEYS/16 k-steps x D/8 MMAs.
  * 32 MMAs and 16 ldmatrix a 16-key tile at D = 128 in place of the FMAs.
  * With the tile this cheap, three stages of tiles a warp (in place of two)
- * and one block an SM (in place of two waves: one ramp, not two) pay.  The
+ * and one block an SM (in place of two waves: one ramp, not two) pay.  At
+ * D of 64 and 128 the K and V tiles are swizzled rather than padded, so
+ * that each warp's copy moves whole 128-byte lines (a padded row made the
+ * copies fetch 1.5 times the bytes from L2); rows g + 8 of the MMA, pure
+ * padding unless RC = 16, skip the softmax.  The
  * rest is flash_decode's (decode_split.cuh): the chunks, the warps'
  * cp.async tiles with evict-first, the merge of the warps and the last
  * block's merge of the chunks, the bottom-right causal mask, the shapes.
@@ -43,11 +47,14 @@
 #define DEC_MMA_KEYS(DP) ((DP) > 64 ? 16 : 32)
 
 /* Beyond the K/V tiles: the query rows as stored (bf16), 16 of them (the
- * MMA's M, zero past RC), rows padded by 16 bytes as K's and V's. */
+ * MMA's M, zero past RC), rows padded by 16 bytes.  The K and V tiles are
+ * swizzled where DP is 64 or 128 (DecTileCopy), padded elsewhere. */
 template <int DP, int RC, int ST>
 struct DecMma : DecCfg<DP, RC, ST, DEC_MMA_KEYS(DP)> {
     using KV = DecCfg<DP, RC, ST, DEC_MMA_KEYS(DP)>;
     static constexpr int kKeys = DEC_MMA_KEYS(DP);
+    static constexpr bool kSwizzle = DP % 64 == 0;
+    using Copy = DecTileCopy<DP, kKeys, kSwizzle>;
     static constexpr int kQBytes = 16 * KV::kLd * (int)sizeof(bf16);
     static constexpr int kSmemBytes = KV::kKVBytes + kQBytes;
     static constexpr int kKS = DP / 16; /* k-steps of S = Q K^T */
@@ -68,7 +75,8 @@ attention_flash_decode_mma_kernel(int Tq, int Tk, const int *tk_len, int64_t kv_
 {
     using Cfg = DecMma<DP, RC, ST>;
     constexpr int LD = Cfg::kLd, KS = Cfg::kKS, DN = Cfg::kDN, KEYS = Cfg::kKeys, NT = KEYS / 8;
-    constexpr uint32_t kRowBytes = LD * sizeof(bf16);
+    constexpr int kHalves = RC > 8 ? 2 : 1; /* a lane's rows that hold queries: g, and g + 8 at RC = 16 */
+    constexpr uint32_t kQRowBytes = LD * sizeof(bf16), kRowBytes = Cfg::Copy::kRow * sizeof(bf16);
     extern __shared__ __align__(128) unsigned char smem_raw[];
 #if __CUDA_ARCH__ >= 900
     /* A successor launched as a programmatic dependent (a model's next
@@ -89,15 +97,19 @@ attention_flash_decode_mma_kernel(int Tq, int Tk, const int *tk_len, int64_t kv_
     const int tiles = (end - cbeg + KEYS - 1) / KEYS;
     const int mine = tiles > warp ? (tiles - warp + DEC_WARPS - 1) / DEC_WARPS : 0;
     /* Stage st of this warp: K at stage_k(st), V right after it.  Tile u
-     * goes to stage u % ST, ST - 1 tiles ahead of the one in use. */
+     * goes to stage u % ST, ST - 1 tiles ahead of the one in use; the
+     * stages are counted round, not divided. */
     auto stage_k = [&](int st) { return kv_s + (size_t)((warp * ST + st) * 2) * Cfg::kTileElems; };
-    const uint64_t policy = kb_l2_evict_first_policy();
+    auto next_stage = [](int st) { return st + 1 == ST ? 0 : st + 1; };
+    const typename Cfg::Copy copy(D, lane);
+    int fetch_st = 0;
     auto fetch = [&](int u) {
         if (u < mine) {
             const int j0 = cbeg + (warp + u * DEC_WARPS) * KEYS;
-            dec_copy_tile<DP, RC, KEYS>(stage_k(u % ST), k_head, j0, end, D, lane, policy);
-            dec_copy_tile<DP, RC, KEYS>(stage_k(u % ST) + Cfg::kTileElems, v_head, j0, end, D, lane, policy);
+            copy(stage_k(fetch_st), k_head, j0, end);
+            copy(stage_k(fetch_st) + Cfg::kTileElems, v_head, j0, end);
         }
+        fetch_st = next_stage(fetch_st);
         kb_cp_async_commit(); /* a group even when empty: the waits count groups */
     };
 #pragma unroll
@@ -118,18 +130,26 @@ attention_flash_decode_mma_kernel(int Tq, int Tk, const int *tk_len, int64_t kv_
      * Q (A): rows 0-7 / 8-15 by mi & 1, d 0-7 / 8-15 by mi >> 1;
      * K (B): keys 0-7 / 8-15 by mi >> 1, d by mi & 1 (b0, b1 of n-tiles
      * 2np and 2np + 1); V (B, trans): keys by mi & 1, d by mi >> 1 (b0, b1
-     * of d-tiles 2dp and 2dp + 1). */
+     * of d-tiles 2dp and 2dp + 1).  A lane's K and V rows are lr modulo
+     * 8, so in a swizzled tile its chunk c sits at c ^ lr: the offsets of
+     * its KS chunks of K and DN / 2 pairs of V are the same in every tile. */
     const int mi = lane / 8, lr = lane % 8;
     uint32_t qa[KS][4];
     {
         const uint32_t q_addr = (uint32_t)__cvta_generic_to_shared(q_s) +
-                                ((mi & 1) * 8 + lr) * kRowBytes + (mi >> 1) * 16;
+                                ((mi & 1) * 8 + lr) * kQRowBytes + (mi >> 1) * 16;
 #pragma unroll
         for (int ks = 0; ks < KS; ++ks)
             ldsm_x4(qa[ks], q_addr + ks * 32);
     }
-    const uint32_t k_off = ((mi >> 1) * 8 + lr) * kRowBytes + (mi & 1) * 16;
-    const uint32_t v_off = ((mi & 1) * 8 + lr) * kRowBytes + (mi >> 1) * 16;
+    auto chunk_at = [&](int c) { return (uint32_t)(Cfg::kSwizzle ? c ^ lr : c) * 16; };
+    uint32_t k_off[KS], v_off[DN / 2];
+#pragma unroll
+    for (int ks = 0; ks < KS; ++ks)
+        k_off[ks] = ((mi >> 1) * 8 + lr) * kRowBytes + chunk_at(2 * ks + (mi & 1));
+#pragma unroll
+    for (int dp = 0; dp < DN / 2; ++dp)
+        v_off[dp] = ((mi & 1) * 8 + lr) * kRowBytes + chunk_at(2 * dp + (mi >> 1));
 
     /* This lane's rows g and g + 8: their last visible key, i + Tk - Tq
      * (bottom-right causal mask); padding rows are never written. */
@@ -147,12 +167,12 @@ attention_flash_decode_mma_kernel(int Tq, int Tk, const int *tk_len, int64_t kv_
         for (int e = 0; e < 4; ++e)
             acc[dn][e] = 0.0f;
 
-    for (int u = 0; u < mine; ++u) {
+    for (int u = 0, st = 0; u < mine; ++u, st = next_stage(st)) {
         const int j0 = cbeg + (warp + u * DEC_WARPS) * KEYS;
         fetch(u + ST - 1);
         kb_cp_async_wait<ST - 1>(); /* tile u is in (this lane's copies) */
         __syncwarp();               /* and the other lanes' */
-        const uint32_t k_tile = (uint32_t)__cvta_generic_to_shared(stage_k(u % ST));
+        const uint32_t k_tile = (uint32_t)__cvta_generic_to_shared(stage_k(st));
         const uint32_t v_tile = k_tile + Cfg::kTileElems * (uint32_t)sizeof(bf16);
 
         /* S = Q K^T over the tile's NT n-tiles of 8 keys. */
@@ -167,14 +187,16 @@ attention_flash_decode_mma_kernel(int Tq, int Tk, const int *tk_len, int64_t kv_
 #pragma unroll
             for (int np = 0; np < NT / 2; ++np) {
                 uint32_t kb[4];
-                ldsm_x4(kb, k_tile + k_off + np * 16 * kRowBytes + ks * 32);
+                ldsm_x4(kb, k_tile + k_off[ks] + np * 16 * kRowBytes);
                 mma_bf16(sc[2 * np], qa[ks], kb[0], kb[1]);
                 mma_bf16(sc[2 * np + 1], qa[ks], kb[2], kb[3]);
             }
 
-        /* Mask, online softmax in the log2 domain; sc becomes P. */
+        /* Mask, online softmax in the log2 domain; sc becomes P.  Rows
+         * g + 8 hold queries only when RC = 16 (else they pad the MMA, and
+         * their P is zero). */
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
+        for (int h = 0; h < kHalves; ++h) {
             float mx = -INFINITY;
 #pragma unroll
             for (int nt = 0; nt < NT; ++nt)
@@ -216,13 +238,13 @@ attention_flash_decode_mma_kernel(int Tq, int Tk, const int *tk_len, int64_t kv_
         for (int kk = 0; kk < NT / 2; ++kk) {
             uint32_t pa[4];
             pa[0] = pack_bf16(sc[2 * kk][0], sc[2 * kk][1]);
-            pa[1] = pack_bf16(sc[2 * kk][2], sc[2 * kk][3]);
+            pa[1] = kHalves == 2 ? pack_bf16(sc[2 * kk][2], sc[2 * kk][3]) : 0u;
             pa[2] = pack_bf16(sc[2 * kk + 1][0], sc[2 * kk + 1][1]);
-            pa[3] = pack_bf16(sc[2 * kk + 1][2], sc[2 * kk + 1][3]);
+            pa[3] = kHalves == 2 ? pack_bf16(sc[2 * kk + 1][2], sc[2 * kk + 1][3]) : 0u;
 #pragma unroll
             for (int dp = 0; dp < DN / 2; ++dp) {
                 uint32_t vb[4];
-                ldsm_x4_trans(vb, v_tile + v_off + kk * 16 * kRowBytes + dp * 32);
+                ldsm_x4_trans(vb, v_tile + v_off[dp] + kk * 16 * kRowBytes);
                 mma_bf16(acc[2 * dp], pa, vb[0], vb[1]);
                 mma_bf16(acc[2 * dp + 1], pa, vb[2], vb[3]);
             }
@@ -237,7 +259,7 @@ attention_flash_decode_mma_kernel(int Tq, int Tk, const int *tk_len, int64_t kv_
     float *o_w = dec_o_w<DP, RC>(smem_raw);
     float2 *ml_w = dec_ml_w<DP, RC>(smem_raw);
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
+    for (int h = 0; h < kHalves; ++h) {
         float lsum = l[h];
         lsum += __shfl_xor_sync(0xffffffffu, lsum, 1);
         lsum += __shfl_xor_sync(0xffffffffu, lsum, 2);
