@@ -25,19 +25,20 @@
  * block's merge of the chunks, the bottom-right causal mask, the shapes.
  *
  * Builds on flash_decode: the tile's arithmetic moves to the tensor cores.
- * Measured (results/h100/kbench-20261126-204851.csv, cold L2, % of the
- * run's 3011 GB/s copy ceiling): 2207 GB/s (73%) at 1x32x1x32768x128x8
- * (flash_decode 2035, PyTorch's SDPA 1819, cudnn_bf16 2098), 2546 (85%) at
- * Tk = 131072 (SDPA 2683, cudnn_bf16 2774), 2869 (95%) at
- * 8x32x1x131072x128x8 (SDPA 3018, cudnn_bf16 3057), 2761 (92%) at
- * 64x32x1x8192x128x8 (SDPA 3024, cudnn_bf16 3031); causal Tq = 16 at
- * 1x32x16x4096x128x8c 0.030 ms in a check call (flash_decode 0.080, SDPA
- * 0.129).
- * Gap to the limit: 73% at 1x32x1x32768x128x8 against issue 16's 80%: the
- * B = 1 rows fit ~11 us a launch (ramp, merge, tail) plus ~2700 GB/s, and
- * at B = 8, Tk = 131072 it reads some 5% slower than SDPA (6% than
- * cudnn_bf16), at B = 64 some 9% slower than SDPA (1% slower in the
- * previous run) and 9% slower than cudnn_bf16. */
+ * Measured (results/h100/kbench-20261127-012558.csv, cold L2, % of the
+ * run's 3007 GB/s copy ceiling): 2325 GB/s (77%) at 1x32x1x32768x128x8
+ * (flash_decode 2111, PyTorch's SDPA 1617: 1.44x, cudnn_bf16 2097), 2706
+ * (90%) at Tk = 131072 (SDPA 2570, cudnn_bf16 2790), 3043 (101%) at
+ * 8x32x1x131072x128x8 (SDPA 2920, cudnn_bf16 3080), 2969 (99%) at
+ * 64x32x1x8192x128x8 (SDPA 2702, cudnn_bf16 3028); causal Tq = 16 at
+ * 1x32x16x4096x128x8c 0.024 ms in a check call (flash_decode 0.077,
+ * cudnn_bf16 0.056).
+ * Gap to the limit: 77% at 1x32x1x32768x128x8 against issue 16's 80%.
+ * There ncu puts the kernel at 54 us (cuDNN's own kernel 52 us, before
+ * its separate merge) for the 127-134 MB a sample reads from DRAM; the
+ * rows of a GB and more read at 3.04-3.09 TB/s, so some 10 us of a B = 1
+ * row is ramp, tail and the last block's merge.  From B = 8 it reads
+ * within 1-2% of cudnn_bf16. */
 #include "variants/attention/decode_split.cuh"
 
 /* Each warp's tiles in flight: 3 stages measured 2% faster than 2 at B = 8,

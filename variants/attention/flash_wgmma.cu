@@ -44,18 +44,17 @@
  *
  * Builds on flash_bf16: the same algorithm, from mma.sync to wgmma with a
  * TMA producer warpgroup.
- * Measured (results/h100/kbench-20261126-204851.csv, before the
- * persistent blocks, which an A/B then put at +1.9% at D = 128, +3.7% at
- * D = 64, +2.9% at D = 256 and -1% causal; PyTorch's SDPA and
- * cudnn_bf16 in the same run): 631 TFLOP/s at 2x16x4096x4096x128 (0.99x
- * SDPA, 0.95x cudnn_bf16), 498 at 4x16x4096x4096x64 (1.04x, 0.93x),
- * causal 547 and 424 (1.07x and 1.06x SDPA, 1.02x and 0.94x cudnn_bf16;
- * 1950 and 1905 MHz), 600 at 4x16x8192x8192x128c (0.95x cudnn_bf16, at
- * 1725 MHz), 645 at the GQA 2x32x4096x4096x128x8 (0.96x); 480 at D = 256
- * (0.67x cudnn_bf16); 2.5x SDPA at the chunked prefill 1x32x512x4096x128c.
- * Gap to the limit: 65% of the run's bf16 ceiling (964 TFLOP/s) at
- * D = 128, where cuDNN's kernel reaches 69%; at D = 256 the 64-key tiles
- * and two stages leave the MMAs short (cuDNN 74%).  History:
+ * Measured (results/h100/kbench-20261127-012558.csv, 1980 MHz, PyTorch's
+ * SDPA and cudnn_bf16 in the same run): 646 TFLOP/s at 2x16x4096x4096x128
+ * (1.02x SDPA, 0.96x cudnn_bf16), 519 at 4x16x4096x4096x64 (1.28x,
+ * 0.97x), causal 556 and 426 (1.13x and 1.27x SDPA, 1.02x and 0.95x
+ * cudnn_bf16), 668 at 4x16x8192x8192x128 and 634 causal (0.97x and 0.99x
+ * cudnn_bf16), 653 at the GQA 2x32x4096x4096x128x8 (0.96x); 496 at
+ * D = 256 (0.69x cudnn_bf16); 2.9x SDPA at the chunked prefill
+ * 1x32x512x4096x128c.
+ * Gap to the limit: 68% of the run's bf16 ceiling (956 TFLOP/s) at
+ * D = 128, where cuDNN's kernel reaches 71%; at D = 256 the 64-key tiles
+ * and two stages leave the MMAs short (cuDNN 76%).  History:
  * docs/notes/attention.md. */
 #include <stdint.h>
 #include <stdlib.h>

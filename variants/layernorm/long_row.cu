@@ -15,15 +15,15 @@
  * C = 32768, two reads of x past it): a cluster's registers hold rows of up
  * to 262144, in blocks half that size (two per SM).
  * Prediction: ~85-90% of the copy ceiling from 1024x32768 to 128x262144.
- * Measured (results/h100/kbench-20261126-204851.csv, H100, cold L2): 2,489 GB/s
- * at 1024x32768, 82.7% of the run's 3011 GB/s memory ceiling, 98.93x naive;
- * 1,429 GB/s (47.5%) at 128x262144, 455.32x naive.
- * Gap to the limit: 17 points at 1024x32768 (level with split_row there, 82.7
- * vs 82.1%, and now with welford's 82.2%), 53 at 128x262144, where split_row
+ * Measured (results/h100/kbench-20261127-012558.csv, H100, cold L2): 2,470 GB/s
+ * at 1024x32768, 82.1% of the run's 3007 GB/s memory ceiling, 98.17x naive;
+ * 1,437 GB/s (47.8%) at 128x262144, 458.15x naive.
+ * Gap to the limit: 18 points at 1024x32768 (level with split_row there, 82.1
+ * vs 82.7%, and now with welford's 81.3%), 52 at 128x262144, where split_row
  * is ahead; persistent_row leads at both: as for softmax long_row, the
  * clusters of 8 and 16 of the longest rows cannot all be placed and wait for
  * their slowest block; layernorm's two register passes and gamma/beta loads
- * add 3 (1024x32768) to 16 (128x262144) points to softmax's loss. History:
+ * add 4 (1024x32768) to 15 (128x262144) points to softmax's loss. History:
  * docs/notes/softmax-layernorm.md. */
 #include "kernels/layernorm.h"
 #include "kernels/cuda_util.h"

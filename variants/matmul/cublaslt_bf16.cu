@@ -9,11 +9,11 @@
  * operands swapped, m = N, n = M.
  *
  * Builds on cublas_bf16: the same library GEMM through cuBLASLt.
- * Measured (results/h100/kbench-20261126-204851.csv, H100, cold L2): 773.4
- * TFLOP/s at 4096^3 and 777.1 at 8192^3, 80.2% and 80.6% of the run's 964
- * TFLOP/s bf16 tensor ceiling, 1.00x and 1.01x cublas_bf16.
- * Gap to the limit: 20 points to the measured ceiling at 4096^3, 19 at
- * 8192^3; 72% and 73% of the 1071 TFLOP/s datasheet figure at 1980 MHz.
+ * Measured (results/h100/kbench-20261127-012558.csv, H100, cold L2): 788.2
+ * TFLOP/s at 4096^3 and 783.3 at 8192^3, 82.4% and 81.9% of the run's 956
+ * TFLOP/s bf16 tensor ceiling, 1.00x and 1.00x cublas_bf16.
+ * Gap to the limit: 18 points to the measured ceiling at 4096^3, 18 at
+ * 8192^3; 74% and 73% of the 1071 TFLOP/s datasheet figure at 1980 MHz.
  * History: docs/notes/matmul.md. */
 #include <stdlib.h>
 #include <cublasLt.h>
