@@ -11,17 +11,18 @@
  * SwiGLU pair (gate row i, up row i); elsewhere two neighbours.
  *
  *   per layer: qkv  gemv(RMSNorm(x)) -> RoPE -> q, and k, v into the cache
- *              o    flash_decode(q, cache)        (two kernels)
+ *              o    flash_decode(q, cache)
  *              x   += gemv(o)                     (Wo, residual)
  *              h    gemv(RMSNorm(x)) -> silu(g) u (gate and up rows stacked)
  *              x   += gemv(h)                     (Wdown, residual)
  *   logits = gemv(RMSNorm(x)) (the LM head); pick = argmax, the next token
  *
- * 6 kernels a layer and 3 more, one graph per step.
+ * 5 kernels a layer and 2 more, one graph per step.
  *
  * Prefill: the same steps over n tokens with cuBLASLt products (bf16 in,
- * fp32 accumulation; x += in the epilogue for Wo and Wdown) and flash_bf16
- * (causal) over the cache. */
+ * fp32 accumulation; x += in the epilogue for Wo and Wdown) and flash_wgmma
+ * (causal) over the cache; off Hopper, or at a head dim flash_wgmma does
+ * not take, flash_bf16, the rung it builds on (pick_attention). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -565,6 +566,25 @@ static const char *find_attention(Attn *a, const char *name)
     return a->v ? NULL : "the attention variants flash_bf16 and flash_decode are not in this build";
 }
 
+/* The faster of two attention variants that this GPU and build can run at
+ * the model's head dim: `fast` (flash_wgmma for prefill) where it is built,
+ * the device has its compute capability and its kernels take the head dim,
+ * else `fallback`, the rung it builds on.  Decode keeps flash_decode:
+ * flash_decode_mma's tensor-core tiles made SmolLM2's step 10% shorter but
+ * Llama-3.2-1B's 4.5% longer (docs/notes/llama-decode.md). */
+static const char *pick_attention(Attn *a, const char *fast, const char *fallback, int cc, int head_dim)
+{
+    const kb_op *op = kb_find_op("attention");
+    const kb_variant *v = op ? kb_find_variant(op, fast) : NULL;
+    kb_shape sh = {};
+    sh.nd = 5, sh.d[0] = sh.d[1] = sh.d[2] = sh.d[3] = 1, sh.d[4] = head_dim; /* only D matters to them */
+    if (v && v->min_cc <= cc && (!v->unsupported || !v->unsupported(&sh))) {
+        a->v = v;
+        return NULL;
+    }
+    return find_attention(a, fallback);
+}
+
 static const char *setup_attention(kb_llama_gpu *g, Attn *a)
 {
     const char *no = a->v->setup ? a->v->setup(&a->args, &a->ctx) : NULL;
@@ -621,11 +641,12 @@ static const char *create(kb_llama_gpu *g, const kb_llama_model *m)
     int dev = 0;
     KB_CUDA_TRY(cudaGetDevice(&dev));
     KB_CUDA_TRY(cudaDeviceGetAttribute(&g->sms, cudaDevAttrMultiProcessorCount, dev));
-    int major = 0;
+    int major = 0, minor = 0;
     KB_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+    KB_CUDA_TRY(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
     g->pdl = major >= 9;
     KB_TRY(find_attention(&g->decode_attn, "flash_decode"));
-    KB_TRY(find_attention(&g->prefill_attn, "flash_bf16"));
+    KB_TRY(pick_attention(&g->prefill_attn, "flash_wgmma", "flash_bf16", major * 10 + minor, c->head_dim));
     KB_TRY(dalloc(&g->embed, vd));
     KB_TRY(upload_bf16(g->embed, m->embed, vd));
     if (c->tied)

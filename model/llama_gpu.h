@@ -3,12 +3,12 @@
  * cache, fp32 accumulation and an fp32 residual stream.
  *
  * Prefill (n prompt tokens): cuBLASLt products for the linear layers (the
- * residual added in their epilogue), flash_bf16 for causal attention over
- * the cache, small kernels for RMSNorm, RoPE and SwiGLU.  Decode (one
- * token): one fused kernel per linear layer, each a matrix-vector product
- * that reads its weights once (RMSNorm of its input fused in front; RoPE
- * and the cache write, SwiGLU, or the residual add fused behind), and
- * flash_decode over the cache.  A decode step reads its token and position
+ * residual added in their epilogue), flash_wgmma (flash_bf16 off Hopper)
+ * for causal attention over the cache, small kernels for RMSNorm, RoPE and
+ * SwiGLU.  Decode (one token): one fused kernel per linear layer, each a
+ * matrix-vector product that reads its weights once (RMSNorm of its input
+ * fused in front; RoPE and the cache write, SwiGLU, or the residual add
+ * fused behind), and flash_decode over the cache.  A decode step reads its token and position
  * from device memory and leaves the next ones there, so the whole step is
  * one CUDA graph replayed for every token.  The attention kernels come from
  * the op table by name, as a sweep runs them. */
