@@ -28,12 +28,16 @@ typedef __nv_bfloat16 bf16;
  * the K/V space, whose smallest (DP = 32) holds 10240 floats. */
 #define DEC_MAX_SPLITS 512
 
+/* bf16 per padded shared K/V row: 16 bytes past DP keep ldmatrix and the
+ * scalar kernel's row reads free of bank conflicts. */
+template <int DP> constexpr int kDecPaddedRow = DP + 8;
+
 /* The shared-memory layout every pass-1 kernel shares: per warp, ST stages
  * of (K, V) tiles of KEYS keys, rows padded by 16 bytes; the warps' final
  * states and the merge's weights reuse that space. */
 template <int DP, int RC, int ST = 2, int KEYS = DEC_KEYS>
 struct DecCfg {
-    static constexpr int kLd = DP + 8;                /* bf16 per shared K/V row */
+    static constexpr int kLd = kDecPaddedRow<DP>;     /* bf16 per shared K/V row */
     static constexpr int kChunks = DP / 8;            /* 16-byte chunks per row */
     static constexpr int kTileElems = KEYS * kLd;     /* one K or V tile */
     static constexpr int kKVBytes = DEC_WARPS * ST * 2 * kTileElems * (int)sizeof(bf16);
@@ -126,9 +130,9 @@ __device__ __forceinline__ DecBlock dec_block(int Tq, int Tk, const int *tk_len,
  * worked out once, here, and a tile costs a pointer step and a copy per
  * row it takes (a whole tile tests no row).  K and V are read once:
  * evict-first in L2.
- * Layout: rows padded by 16 bytes (kRow = DP + 8), or with Swizzle rows
- * of exactly DP whose 16-byte chunk c sits at c ^ (row % 8) (DP of 64 or
- * 128).  Both keep ldmatrix free of bank conflicts, but a padded row
+ * Layout: rows padded by 16 bytes (kDecPaddedRow, as DecCfg's), or with
+ * Swizzle rows of exactly DP whose 16-byte chunk c sits at c ^ (row % 8)
+ * (DP of 64 or 128).  Both keep ldmatrix free of bank conflicts, but a padded row
  * straddles 128-byte lines of shared memory, which split each warp's copy
  * into 2.6 times the L2 requests and fetch 1.5 times the sectors
  * (docs/notes/attention.md); a swizzled row maps each 128-byte line of
@@ -139,7 +143,7 @@ struct DecTileCopy {
     static constexpr int kChunks = DP / 8;                      /* 16-byte chunks per row */
     static constexpr int kLanesPerRow = DP == 96 ? 16 : kChunks; /* a power of two: 4 of 16 idle at DP = 96 */
     static constexpr int kRpi = 32 / kLanesPerRow;               /* rows per round of the warp's copies */
-    static constexpr int kRow = Swizzle ? DP : DP + 8;           /* bf16 per shared row */
+    static constexpr int kRow = Swizzle ? DP : kDecPaddedRow<DP>; /* bf16 per shared row */
     static_assert(KEYS % kRpi == 0, "whole rounds of the warp's 16-byte copies");
     bool active;             /* the lane has a column under DP */
     int D, row0, col_bytes;  /* col_bytes: 16, or 0 for a column past D */
