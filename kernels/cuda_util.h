@@ -36,6 +36,21 @@ __device__ __forceinline__ float kb_ex2(float x)
     asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
     return y;
 }
+
+/* A GPU-scope count between blocks (after __syncthreads, one thread's
+ * release publishes the block's writes; one thread's acquire, then
+ * __syncthreads, makes the others' writes visible to its block). */
+__device__ __forceinline__ unsigned kb_load_acquire(const unsigned *p)
+{
+    unsigned v;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+
+__device__ __forceinline__ void kb_add_release(unsigned *p, unsigned v)
+{
+    asm volatile("red.release.gpu.global.add.u32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
+}
 #endif
 
 #endif

@@ -34,6 +34,7 @@
 #include "kernels/row_cfg.cuh"
 #include "kernels/row_dispatch.cuh"
 #include "kernels/cp_async.cuh"
+#include "kernels/cuda_util.h"
 
 #define KB_SPLIT_ROW_BLOCK 256
 #define KB_SPLIT_ROW_ITEMS 32 /* floats per thread */
@@ -132,18 +133,6 @@ static inline const char *kb_split_row_setup(const void *kernel, int64_t R, int6
 }
 
 /* ---- device side ----------------------------------------------------------- */
-
-__device__ __forceinline__ unsigned kb_load_acquire(const unsigned *p)
-{
-    unsigned v;
-    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
-    return v;
-}
-
-__device__ __forceinline__ void kb_add_release(unsigned *p, unsigned v)
-{
-    asm volatile("red.release.gpu.global.add.u32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
-}
 
 /* A partial another SM wrote: through L2, never a stale L1 line. */
 template <class T>

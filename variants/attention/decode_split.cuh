@@ -33,8 +33,9 @@ typedef __nv_bfloat16 bf16;
 template <int DP> constexpr int kDecPaddedRow = DP + 8;
 
 /* The shared-memory layout every pass-1 kernel shares: per warp, ST stages
- * of (K, V) tiles of KEYS keys, rows padded by 16 bytes; the warps' final
- * states and the merge's weights reuse that space. */
+ * of (K, V) tiles of KEYS keys, rows padded by 16 bytes; the block's and
+ * the warps' final states and the merge's weights reuse that space
+ * (dec_own_o). */
 template <int DP, int RC, int ST = 2, int KEYS = DEC_KEYS>
 struct DecCfg {
     static constexpr int kLd = kDecPaddedRow<DP>;     /* bf16 per shared K/V row */
@@ -42,9 +43,9 @@ struct DecCfg {
     static constexpr int kTileElems = KEYS * kLd;     /* one K or V tile */
     static constexpr int kKVBytes = DEC_WARPS * ST * 2 * kTileElems * (int)sizeof(bf16);
     static_assert(DEC_STEP % (DEC_WARPS * KEYS) == 0, "a chunk is whole rounds of tiles");
-    static constexpr int kMergeBytes = DEC_WARPS * RC * (DP + 2) * (int)sizeof(float);
-    static_assert(kMergeBytes <= kKVBytes, "merge space fits in the K/V space");
-    static_assert(RC * (DEC_MAX_SPLITS + 1) * (int)sizeof(float) <= kKVBytes, "chunk weights fit too");
+    static constexpr int kStateBytes = RC * (DP + 2) * (int)sizeof(float); /* RC rows' (O, m, l) */
+    static_assert((DEC_WARPS + 1) * kStateBytes <= kKVBytes, "the block's and its warps' states fit in the K/V space");
+    static_assert(kStateBytes + RC * (DEC_MAX_SPLITS + 1) * (int)sizeof(float) <= kKVBytes, "chunk weights fit too");
     static_assert(DP % 32 == 0 && DP <= DEC_MAX_D, "DP: 32, 64, 96 or 128");
 };
 
@@ -192,33 +193,74 @@ struct DecTileCopy {
 
 /* The last block of a row group merges every chunk's state of its RC rows:
  * M = max m_s, O = sum_s O_s 2^(m_s - M) / sum_s l_s 2^(m_s - M).  Other
- * blocks wrote the states, so they are read from L2 (ld.cg), never a stale
- * L1 line.  First each row's weights 2^(m_s - M) and 1 / L go to shared
- * memory (ws: RC x splits, then RC), a warp per row; then each thread sums
- * its columns over the chunks, chunk-major, so that its loads of all its
- * columns and of several chunks are in flight at once: the merge then pays
- * L2's latency a few times instead of once per chunk and column. */
+ * blocks wrote their states, so they are read from L2 (ld.cg), never a
+ * stale L1 line; the merging block's own chunk, `own`, is in shared memory.
+ * The merge ends every launch's critical path (a B = 1 decode waits on
+ * it), so it pays L2's latency as few times as it can: each thread's float4
+ * columns of the first SB chunks are loaded before anything else and stay
+ * in flight while a warp per row loads (m, l), once for up to 32 chunks,
+ * and puts the weights 2^(m_s - M) and 1 / L in shared memory (ws: RC x
+ * splits, then RC).  At B = 1 and 16 chunks that is one round trip, where
+ * a load per phase and per four chunks took six (3.4 us of a 55 us launch,
+ * by a trace of the blocks). */
 template <int DP, int RC>
-__device__ __forceinline__ void dec_merge(float *ws, int64_t grow0, int rows_here, int D, int splits, int64_t nrows,
-                                          const float *part_o, const float2 *part_ml, bf16 *o)
+__device__ __forceinline__ void dec_merge(float *ws, const float *own_o, const float2 *own_ml, int own, int64_t grow0,
+                                          int rows_here, int D, int splits, int64_t nrows, const float *part_o,
+                                          const float2 *part_ml, bf16 *o)
 {
-    constexpr int NCOL = RC * DP / (DEC_WARPS * 32); /* columns per thread */
+    constexpr int kThreads = DEC_WARPS * 32;
+    constexpr int kGroups = RC * DP / 4;                         /* float4 columns of the RC rows */
+    constexpr int NG = (kGroups + kThreads - 1) / kThreads;      /* a thread's: 1, 2 or 4 */
+    constexpr int SB = 16 / NG;                                  /* chunks loaded at once: 64 registers */
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     float *inv_l = ws + RC * splits;
+
+    bool ok[NG];
+    int row[NG], own_at[NG];
+    size_t at[NG];
+#pragma unroll
+    for (int k = 0; k < NG; ++k) {
+        const int g = threadIdx.x + k * kThreads, d = g % (DP / 4) * 4;
+        row[k] = g / (DP / 4);
+        ok[k] = g < kGroups && row[k] < rows_here && d < D; /* D % 8 = 0: a float4 under D is whole */
+        at[k] = (size_t)(grow0 + row[k]) * D + d;
+        own_at[k] = row[k] * DP + d;
+    }
+    float4 x[SB][NG];
+    auto load = [&](int sp0) {
+#pragma unroll
+        for (int b = 0; b < SB; ++b)
+#pragma unroll
+            for (int k = 0; k < NG; ++k) {
+                const int sp = sp0 + b;
+                x[b][k] = !ok[k] || sp >= splits ? make_float4(0.0f, 0.0f, 0.0f, 0.0f)
+                          : sp == own            ? *reinterpret_cast<const float4 *>(own_o + own_at[k])
+                                                 : __ldcg(reinterpret_cast<const float4 *>(
+                                                       part_o + (size_t)sp * nrows * D + at[k]));
+            }
+    };
+    load(0);
+
     for (int r = warp; r < RC; r += DEC_WARPS) {
-        float M = -INFINITY;
-        for (int sp = lane; r < rows_here && sp < splits; sp += 32)
-            M = fmaxf(M, __ldcg(&part_ml[(size_t)sp * nrows + grow0 + r]).x);
+        auto ml_at = [&](int sp) {
+            return r >= rows_here ? make_float2(-INFINITY, 0.0f)
+                   : sp == own    ? own_ml[r]
+                                  : __ldcg(&part_ml[(size_t)sp * nrows + grow0 + r]);
+        };
+        const float2 ml0 = lane < splits ? ml_at(lane) : make_float2(-INFINITY, 0.0f);
+        float M = ml0.x;
+        for (int sp = lane + 32; sp < splits; sp += 32)
+            M = fmaxf(M, ml_at(sp).x);
         M = kb_warp_allreduce<32>(M, KbMax{});
         const float m_use = M == -INFINITY ? 0.0f : M;
-        float L = 0.0f;
-        for (int sp = lane; sp < splits; sp += 32) {
-            float f = 0.0f;
-            if (r < rows_here) {
-                const float2 ml = __ldcg(&part_ml[(size_t)sp * nrows + grow0 + r]);
-                f = kb_ex2(ml.x - m_use); /* a chunk with no key: 0 */
-                L = fmaf(ml.y, f, L);
-            }
+        float f = kb_ex2(ml0.x - m_use); /* a chunk with no key: 0 */
+        float L = ml0.y * f;
+        if (lane < splits)
+            ws[r * splits + lane] = f;
+        for (int sp = lane + 32; sp < splits; sp += 32) {
+            const float2 ml = ml_at(sp);
+            f = kb_ex2(ml.x - m_use);
+            L = fmaf(ml.y, f, L);
             ws[r * splits + sp] = f;
         }
         L = kb_warp_allreduce<32>(L, KbSum{});
@@ -226,48 +268,80 @@ __device__ __forceinline__ void dec_merge(float *ws, int64_t grow0, int rows_her
             inv_l[r] = L > 0.0f ? 1.0f / L : 0.0f; /* L = 0: the row sees no key: zeros */
     }
     __syncthreads();
-    float acc[NCOL];
-    bool ok[NCOL];
-    size_t at[NCOL];
+
+    float4 acc[NG];
 #pragma unroll
-    for (int k = 0; k < NCOL; ++k) {
-        const int c = threadIdx.x + k * DEC_WARPS * 32, r = c / DP, d = c % DP;
-        acc[k] = 0.0f;
-        ok[k] = r < rows_here && d < D;
-        at[k] = (size_t)(grow0 + r) * D + d;
+    for (int k = 0; k < NG; ++k)
+        acc[k] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    for (int sp0 = 0;;) {
+#pragma unroll
+        for (int b = 0; b < SB; ++b)
+#pragma unroll
+            for (int k = 0; k < NG; ++k) {
+                const float w = ok[k] && sp0 + b < splits ? ws[row[k] * splits + sp0 + b] : 0.0f;
+                acc[k].x = fmaf(x[b][k].x, w, acc[k].x);
+                acc[k].y = fmaf(x[b][k].y, w, acc[k].y);
+                acc[k].z = fmaf(x[b][k].z, w, acc[k].z);
+                acc[k].w = fmaf(x[b][k].w, w, acc[k].w);
+            }
+        sp0 += SB;
+        if (sp0 >= splits)
+            break;
+        load(sp0);
     }
-#pragma unroll 4
-    for (int sp = 0; sp < splits; ++sp) {
-        const float *chunk_o = part_o + (size_t)sp * nrows * D;
 #pragma unroll
-        for (int k = 0; k < NCOL; ++k) {
-            const int r = (threadIdx.x + k * DEC_WARPS * 32) / DP;
-            if (ok[k])
-                acc[k] = fmaf(__ldcg(&chunk_o[at[k]]), ws[r * splits + sp], acc[k]);
-        }
-    }
-#pragma unroll
-    for (int k = 0; k < NCOL; ++k) {
-        const int r = (threadIdx.x + k * DEC_WARPS * 32) / DP;
-        if (ok[k])
-            o[at[k]] = __float2bfloat16_rn(acc[k] * inv_l[r]);
+    for (int k = 0; k < NG; ++k) {
+        if (!ok[k])
+            continue;
+        const float s = inv_l[row[k]];
+        __nv_bfloat162 v[2] = {__floats2bfloat162_rn(acc[k].x * s, acc[k].y * s),
+                               __floats2bfloat162_rn(acc[k].z * s, acc[k].w * s)};
+        *reinterpret_cast<uint2 *>(o + at[k]) = *reinterpret_cast<const uint2 *>(v);
     }
 }
 
-/* Where a pass-1 kernel leaves its warps' final states for dec_finish, in
- * the K/V space once every warp is done with it: O (unnormalized) as
- * o_w[warp][r][DP], (m, l) as ml_w[warp][r]. */
+/* The K/V space once every warp is done with it: first the block's state
+ * of its RC rows, O (unnormalized) as own_o[r][DP] and (m, l) as
+ * own_ml[r]; then where a pass-1 kernel leaves its warps' final states for
+ * dec_finish, o_w[warp][r][DP] and ml_w[warp][r], which the last block's
+ * merge then reuses for its weights. */
 template <int DP, int RC>
-__device__ __forceinline__ float *dec_o_w(unsigned char *smem) { return reinterpret_cast<float *>(smem); }
+__device__ __forceinline__ float *dec_own_o(unsigned char *smem) { return reinterpret_cast<float *>(smem); }
+template <int DP, int RC>
+__device__ __forceinline__ float2 *dec_own_ml(unsigned char *smem)
+{
+    return reinterpret_cast<float2 *>(dec_own_o<DP, RC>(smem) + RC * DP);
+}
+template <int DP, int RC>
+__device__ __forceinline__ float *dec_o_w(unsigned char *smem)
+{
+    return reinterpret_cast<float *>(smem + RC * (DP + 2) * sizeof(float));
+}
 template <int DP, int RC>
 __device__ __forceinline__ float2 *dec_ml_w(unsigned char *smem)
 {
     return reinterpret_cast<float2 *>(dec_o_w<DP, RC>(smem) + DEC_WARPS * RC * DP);
 }
 
-/* The end of pass 1, once the warps' states are in place: merge them, write
- * this chunk's (m, l, O) of each row, and in the row group's last block to
- * finish, merge every chunk. */
+/* A row group's counters: its blocks done with their keys, and those whose
+ * state is written.  The group's last block zeroes them for the next
+ * launch. */
+enum { DEC_ARRIVED, DEC_WRITTEN, DEC_COUNTERS };
+__device__ __forceinline__ unsigned *dec_counters(unsigned *arrived, const DecBlock &b, int row_chunks)
+{
+    return arrived + DEC_COUNTERS * (b.bkv * row_chunks + b.rchunk);
+}
+
+/* The end of pass 1, once the warps' states are in place: merge them into
+ * the block's state, and either write it for the row group's last block,
+ * or be that block and merge every chunk.  A block counts itself arrived
+ * first, its answer coming back while it merges its warps; the last to
+ * arrive waits for the others' states to be written (a second count,
+ * mostly done by then) and merges them with its own from shared memory.
+ * Its path after its keys is so two round trips to L2, and one of loads,
+ * where writing its own state, fencing and counting first took two more
+ * (1.5 us at 1x32x1x32768x128x8, by a trace of the blocks).  The wait
+ * cannot hang: every block it waits for has arrived, so it is running. */
 template <int DP, int RC>
 __device__ __forceinline__ void dec_finish(unsigned char *smem_raw, const DecBlock &b, int D, int splits,
                                            int64_t nrows, int row_chunks, float *__restrict__ part_o,
@@ -276,11 +350,18 @@ __device__ __forceinline__ void dec_finish(unsigned char *smem_raw, const DecBlo
 {
     const int R = b.R, r0 = b.r0, s = b.s;
     const int64_t grow0 = b.grow0;
-    const float *o_w = dec_o_w<DP, RC>(smem_raw);
+    float *o_w = dec_o_w<DP, RC>(smem_raw);
     const float2 *ml_w = dec_ml_w<DP, RC>(smem_raw);
+    float *own_o = dec_own_o<DP, RC>(smem_raw);
+    float2 *own_ml = dec_own_ml<DP, RC>(smem_raw);
+    unsigned *count = dec_counters(arrived, b, row_chunks);
+    __shared__ bool last;
+    unsigned arrival = 0;
+    if (threadIdx.x == 0)
+        arrival = atomicAdd(&count[DEC_ARRIVED], 1u);
     __syncthreads();
 
-    /* Merge the warps; write this chunk's (m, l, O) of each row. */
+    /* Merge the warps: the block's (m, l, O) of each row. */
     for (int c = threadIdx.x; c < RC * DP; c += DEC_WARPS * 32) {
         const int r = c / DP, d = c % DP;
         if (r0 + r >= R || d >= D)
@@ -290,37 +371,49 @@ __device__ __forceinline__ void dec_finish(unsigned char *smem_raw, const DecBlo
         for (int w = 0; w < DEC_WARPS; ++w)
             M = fmaxf(M, ml_w[w * RC + r].x);
         const float m_use = M == -INFINITY ? 0.0f : M;
-        float o = 0.0f, L = 0.0f;
+        float acc = 0.0f, L = 0.0f;
 #pragma unroll
         for (int w = 0; w < DEC_WARPS; ++w) {
             const float2 ml = ml_w[w * RC + r];
             const float f = kb_ex2(ml.x - m_use); /* a warp with no key: 0 */
-            o = fmaf(o_w[(w * RC + r) * DP + d], f, o);
+            acc = fmaf(o_w[(w * RC + r) * DP + d], f, acc);
             L = fmaf(ml.y, f, L);
         }
-        const int64_t row = grow0 + r;
-        part_o[((size_t)s * nrows + row) * D + d] = o;
+        own_o[c] = acc;
         if (d == 0)
-            part_ml[(size_t)s * nrows + row] = make_float2(M, L);
+            own_ml[r] = make_float2(M, L);
     }
+    if (threadIdx.x == 0)
+        last = arrival == (unsigned)splits - 1;
+    __syncthreads();
 
-    /* The last block of these rows to finish merges every chunk's state. */
-    __shared__ bool last;
-    __syncthreads();
+    if (!last) {
+        /* Each thread writes what it merged, then the block counts itself written. */
+        for (int c = threadIdx.x; c < RC * DP; c += DEC_WARPS * 32) {
+            const int r = c / DP, d = c % DP;
+            if (r0 + r >= R || d >= D)
+                continue;
+            const int64_t row = grow0 + r;
+            part_o[((size_t)s * nrows + row) * D + d] = own_o[c];
+            if (d == 0)
+                part_ml[(size_t)s * nrows + row] = own_ml[r];
+        }
+        __syncthreads();
+        if (threadIdx.x == 0)
+            kb_add_release(&count[DEC_WRITTEN], 1u);
+        return;
+    }
     if (threadIdx.x == 0) {
-        __threadfence(); /* this block's states are visible before it counts itself */
-        unsigned *count = arrived + b.bkv * row_chunks + b.rchunk;
-        last = atomicAdd(count, 1u) == (unsigned)splits - 1;
-        if (last)
-            *count = 0; /* ready for the next launch */
+        while (kb_load_acquire(&count[DEC_WRITTEN]) != (unsigned)splits - 1)
+            ; /* the others have arrived: their states are on the way */
+#pragma unroll
+        for (int i = 0; i < DEC_COUNTERS; ++i)
+            count[i] = 0; /* ready for the next launch */
     }
     __syncthreads();
-    if (!last)
-        return;
-    __threadfence();
-    /* The K/V space is free again: the merge's weights go there. */
-    dec_merge<DP, RC>(reinterpret_cast<float *>(smem_raw), grow0, min(RC, R - r0), D, splits, nrows, part_o,
-                      part_ml, o);
+    /* The warps' space is free again: the merge's weights go there. */
+    dec_merge<DP, RC>(o_w, own_o, own_ml, s, grow0, min(RC, R - r0), D, splits, nrows,
+                      part_o, part_ml, o);
 }
 
 /* ---- host side ---------------------------------------------------------------- */
@@ -361,7 +454,7 @@ struct DecCtx {
     DecPlan plan;
     float *part_o;
     float2 *part_ml;
-    unsigned *arrived; /* per (b, kv, row chunk): blocks done; zero between launches */
+    unsigned *arrived; /* dec_counters of every (b, kv, row chunk); zero between launches */
 };
 
 /* The shared-memory opt-in and the workspace, outside the timed launches;
@@ -391,9 +484,9 @@ static const char *dec_setup(const void *args, void **ctx)
         e = cudaMalloc((void **)&c->part_ml, n * sizeof(float2));
     const size_t groups = (size_t)c->plan.blocks / c->plan.splits;
     if (e == cudaSuccess)
-        e = cudaMalloc((void **)&c->arrived, groups * sizeof(unsigned));
+        e = cudaMalloc((void **)&c->arrived, DEC_COUNTERS * groups * sizeof(unsigned));
     if (e == cudaSuccess)
-        e = cudaMemset(c->arrived, 0, groups * sizeof(unsigned));
+        e = cudaMemset(c->arrived, 0, DEC_COUNTERS * groups * sizeof(unsigned));
     if (e != cudaSuccess) {
         cudaGetLastError(); /* a failed allocation must not reach the next launch */
         cudaFree(c->part_o);

@@ -9,8 +9,8 @@
  * takes up to 16 of the group's query rows (rows r = head-in-group * Tq +
  * i, which are contiguous in Q and O) against its chunk, and writes each
  * row's (max, sum, unnormalized O) to a workspace; the last block of a
- * row group to finish (a counter per group) merges the chunks, so one
- * launch does it all.  Every K and V tile is loaded once for all the
+ * row group to arrive (a counter per group) merges the chunks with its
+ * own, so one launch does it all.  Every K and V tile is loaded once for all the
  * query heads that share it.
  *   Pass 1: 4 warps; each warp takes every fourth 32-key tile of the chunk
  *   through its own 2-stage cp.async buffer (rows padded by 16 bytes:
@@ -21,9 +21,10 @@
  *   softmax per row in exp2 with warp max; P to shared memory; O += P V with
  *   lane = D/32 consecutive output columns.  The 4 warps' states are merged
  *   in shared memory at the end.
- *   The merge, in the group's last block: M = max m_s,
- *   O = sum_s O_s 2^(m_s - M) / sum_s l_s 2^(m_s - M), with the chunks'
- *   weights in shared memory and every column's loads in flight at once.
+ *   The merge, in the group's last block, once the others' states are
+ *   written: M = max m_s, O = sum_s O_s 2^(m_s - M) / sum_s l_s
+ *   2^(m_s - M), its own state from shared memory, the chunks' weights
+ *   in shared memory and every column's loads in flight at once.
  * Causal (bottom-right, query i sees keys j <= i + Tk - Tq) is a per-row key
  * limit; a row that sees no key keeps m = -inf and l = 0 and is written as
  * zeros.  Shapes: Tq <= 16 (more is a prefill: SKIP), D a multiple of 8 up

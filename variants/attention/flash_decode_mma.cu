@@ -33,12 +33,16 @@
  * 64x32x1x8192x128x8 (SDPA 2702, cudnn_bf16 3028); causal Tq = 16 at
  * 1x32x16x4096x128x8c 0.024 ms in a check call (flash_decode 0.077,
  * cudnn_bf16 0.056).
- * Gap to the limit: 77% at 1x32x1x32768x128x8 against issue 16's 80%.
- * There ncu puts the kernel at 54 us (cuDNN's own kernel 52 us, before
- * its separate merge) for the 127-134 MB a sample reads from DRAM; the
- * rows of a GB and more read at 3.04-3.09 TB/s, so some 10 us of a B = 1
- * row is ramp, tail and the last block's merge.  From B = 8 it reads
- * within 1-2% of cudnn_bf16. */
+ * Since that run the last block merges in one round trip of loads and
+ * from its own state in shared memory (decode_split.cuh's dec_finish): in
+ * one A/B call +1.5% at 1x32x1x32768x128x8 (2250 -> 2283 GB/s on a slower
+ * H100), +3% at Tk = 8192, +12% at the causal Tq = 16 row.
+ * Gap to the limit: 77-78% at 1x32x1x32768x128x8 against issue 16's 80%.
+ * A trace of the blocks there: the keys stream until 49-50 us at the
+ * rate a plain read of the same bytes after the flush reaches (blocks end
+ * 40-50 us apart: SMs read 10% apart, and claiming tiles to even them out
+ * did not pay), then 3.1 us to the merged output (traced before the last
+ * block kept its own state), plus ~4 us of launch in the event timing.  From B = 8 it reads within 1-2% of cudnn_bf16. */
 #include "variants/attention/decode_split.cuh"
 
 /* Each warp's tiles in flight: 3 stages measured 2% faster than 2 at B = 8,
