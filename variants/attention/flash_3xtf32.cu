@@ -27,12 +27,12 @@
  * multiple of 8 up to 128, any B, H, Tq, Tk.
  *
  * Builds on flash_f32: the products on the tensor cores at fp32 accuracy.
- * Measured (results/h100/kbench-20261127-012558.csv; % of a sixth of the run's
- * 956 TFLOP/s bf16 ceiling): 60.7 TFLOP/s at 4x16x4096x4096x64 (38.1%, 2.13x
- * cublas), 60.4 at 2x16x4096x4096x128 (37.9%, 1.62x), 53.4 at
- * 4x16x8192x8192x128 (33.5%, 1.40x; at the power cap's 1604 MHz, where
- * the run before read 62.3 at 1855), 55.8 at ..128c (35.0%, 2.80x); PyTorch's
- * fp32 SDPA 45.8 and 46.4 at the middle two.
+ * Measured (results/h100/kbench-20261127-051622.csv; % of a sixth of the run's
+ * 969 TFLOP/s bf16 ceiling): 59.5 TFLOP/s at 4x16x4096x4096x64 (36.9%, 2.09x
+ * cublas), 60.8 at 2x16x4096x4096x128 (37.6%, 1.61x), 61.4 at
+ * 4x16x8192x8192x128 (38.0%, 1.61x; at the power cap's 1819 MHz, where
+ * the run before read 53.4 at 1604), 56.6 at ..128c (35.1%, 2.82x); PyTorch's
+ * fp32 SDPA 45.6 and 46.3 at the middle two.
  * Gap to the limit: the MMAs issue at flash_bf16's rate, the mma.sync limit
  * at 8-12 warps per SM, and the operand splits (~1800 instructions per 768
  * MMAs per warp and tile at D = 128), the scalar V loads and the softmax

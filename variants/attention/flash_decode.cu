@@ -32,17 +32,17 @@
  *
  * Builds on flash_bf16 (the online softmax), with the split over keys in
  * place of the split over query rows, which decoding does not have.
- * Measured (results/h100/kbench-20261127-012558.csv, cold L2, % of the
- * run's 3007 GB/s copy ceiling): 2111 GB/s (70%) at 1x32x1x32768x128x8,
- * 2555 (85%) at Tk = 131072, 2372 (79%) at 8x32x1x8192x128x8, 2629 (87%)
- * and 2835 (94%) at B = 8 and Tk = 32768, 131072, 2769 (92%) at
- * 64x32x1x8192x128x8; PyTorch's SDPA in the same run 1616, 2570, 1980,
- * 2550, 2920 and 2702 (ahead of ours at two of the six, ours 0.97-1.31x);
- * cudnn_bf16 2097, 2790, 2495, 2945, 3080 and 3028 (ours 0.89-1.01x).
+ * Measured (results/h100/kbench-20261127-051622.csv, cold L2, % of the
+ * run's 3005 GB/s copy ceiling): 2143 GB/s (71%) at 1x32x1x32768x128x8,
+ * 2565 (85%) at Tk = 131072, 2410 (80%) at 8x32x1x8192x128x8, 2654 (88%)
+ * and 2845 (95%) at B = 8 and Tk = 32768, 131072, 2766 (92%) at
+ * 64x32x1x8192x128x8; PyTorch's SDPA in the same run 2107, 2767, 2387,
+ * 2890, 3057 and 3022 (ahead of ours at four of the six, ours 0.92-1.02x);
+ * cudnn_bf16 2094, 2785, 2485, 2935, 3078 and 3035 (ours 0.90-1.02x).
  * Rounding the split's waves down (it had launched 2.4 waves at B = 8)
  * bought most of the B = 8 figures (2333 -> 2661 GB/s at Tk = 32768 in a
  * check call, docs/notes/attention.md).
- * Gap to the limit: 70% at 1x32x1x32768x128x8 against issue 16's 80%: per
+ * Gap to the limit: 71% at 1x32x1x32768x128x8 against issue 16's 80%: per
  * key work, ~1300 instructions a warp per 32-key tile (counted, not
  * profiled) at 1 warp a scheduler (the 2 stages' 136 KiB of tiles let one
  * block an SM); flash_decode_mma puts the tiles on the tensor cores. */

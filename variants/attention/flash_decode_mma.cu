@@ -25,24 +25,21 @@
  * block's merge of the chunks, the bottom-right causal mask, the shapes.
  *
  * Builds on flash_decode: the tile's arithmetic moves to the tensor cores.
- * Measured (results/h100/kbench-20261127-012558.csv, cold L2, % of the
- * run's 3007 GB/s copy ceiling): 2325 GB/s (77%) at 1x32x1x32768x128x8
- * (flash_decode 2111, PyTorch's SDPA 1617: 1.44x, cudnn_bf16 2097), 2706
- * (90%) at Tk = 131072 (SDPA 2570, cudnn_bf16 2790), 3043 (101%) at
- * 8x32x1x131072x128x8 (SDPA 2920, cudnn_bf16 3080), 2969 (99%) at
- * 64x32x1x8192x128x8 (SDPA 2702, cudnn_bf16 3028); causal Tq = 16 at
- * 1x32x16x4096x128x8c 0.024 ms in a check call (flash_decode 0.077,
+ * Measured (results/h100/kbench-20261127-051622.csv, cold L2, % of the
+ * run's 3005 GB/s copy ceiling): 2343 GB/s (78%) at 1x32x1x32768x128x8
+ * (flash_decode 2143, PyTorch's SDPA 2107: 1.11x, cudnn_bf16 2094), 2716
+ * (90%) at Tk = 131072 (SDPA 2767, cudnn_bf16 2785), 3040 (101%) at
+ * 8x32x1x131072x128x8 (SDPA 3057, cudnn_bf16 3078), 2967 (99%) at
+ * 64x32x1x8192x128x8 (SDPA 3022, cudnn_bf16 3035); causal Tq = 16 at
+ * 1x32x16x4096x128x8c 0.022 ms in a check call (flash_decode 0.077,
  * cudnn_bf16 0.056).
- * Since that run the last block merges in one round trip of loads and
- * from its own state in shared memory (decode_split.cuh's dec_finish): in
- * one A/B call +1.5% at 1x32x1x32768x128x8 (2250 -> 2283 GB/s on a slower
- * H100), +3% at Tk = 8192, +12% at the causal Tq = 16 row.
- * Gap to the limit: 77-78% at 1x32x1x32768x128x8 against issue 16's 80%.
+ * Gap to the limit: 78% at 1x32x1x32768x128x8 against issue 16's 80%.
  * A trace of the blocks there: the keys stream until 49-50 us at the
  * rate a plain read of the same bytes after the flush reaches (blocks end
  * 40-50 us apart: SMs read 10% apart, and claiming tiles to even them out
  * did not pay), then 3.1 us to the merged output (traced before the last
- * block kept its own state), plus ~4 us of launch in the event timing.  From B = 8 it reads within 1-2% of cudnn_bf16. */
+ * block kept its own state), plus ~4 us of launch in the event timing.
+ * From B = 8 it reads within 1-3% of cudnn_bf16. */
 #include "variants/attention/decode_split.cuh"
 
 /* Each warp's tiles in flight: 3 stages measured 2% faster than 2 at B = 8,

@@ -9,11 +9,11 @@
  * operands swapped, m = N, n = M.
  *
  * Builds on cublas_bf16: the same library GEMM through cuBLASLt.
- * Measured (results/h100/kbench-20261127-012558.csv, H100, cold L2): 788.2
- * TFLOP/s at 4096^3 and 783.3 at 8192^3, 82.4% and 81.9% of the run's 956
+ * Measured (results/h100/kbench-20261127-051622.csv, H100, cold L2): 787.8
+ * TFLOP/s at 4096^3 and 788.7 at 8192^3, 81.3% and 81.4% of the run's 969
  * TFLOP/s bf16 tensor ceiling, 1.00x and 1.00x cublas_bf16.
- * Gap to the limit: 18 points to the measured ceiling at 4096^3, 18 at
- * 8192^3; 74% and 73% of the 1071 TFLOP/s datasheet figure at 1980 MHz.
+ * Gap to the limit: 19 points to the measured ceiling at 4096^3, 19 at
+ * 8192^3; 74% and 74% of the 1071 TFLOP/s datasheet figure at 1980 MHz.
  * History: docs/notes/matmul.md. */
 #include <stdlib.h>
 #include <cublasLt.h>
