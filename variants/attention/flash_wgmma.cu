@@ -4,7 +4,8 @@
  * one of whose threads issues every TMA load.  Q comes once by TMA; K and
  * V tiles of kBC keys (128; 64 at D = 256) stream through a ring of
  * stages, K and V with an mbarrier each (so S can start before V lands)
- * and one "empty" mbarrier per stage that the consumers' warps release.
+ * and an "empty" one each that the consumers' warps release: K's once S is
+ * done, V's once P V is (kEarlyK; at D = 64 a stage goes back whole).
  * Every tile sits in shared memory as panels of 64 columns of D, one
  * 128-byte swizzle line a row.  Per key tile and consumer:
  *   S = Q K^T: wgmma m64n(kBC)k16, both operands from 128-byte-swizzled
@@ -83,6 +84,12 @@ template <int D> constexpr int kKVBytes = D / 64 * kPanelBytes<kBC<D>>; /* K or 
 template <int D> constexpr int kStages = (227 * 1024 - 1024 - kQBytes<D>) / (2 * kKVBytes<D>);
 template <int D> constexpr int kSmemBytes = kQBytes<D> + 2 * kStages<D> * kKVBytes<D> + 1024;
 static_assert(kStages<256> == 2 && kStages<128> == 3 && kStages<64> == 6, "the rings the header describes");
+/* K's stage goes back once S is done, V's once P V is, and K tile t loads
+ * before V tile t - 1 (S of tile t is issued with P V of tile t - 1): with
+ * two or three stages the K tiles then load a P V sooner (+36% at D = 256,
+ * +0.6% at D = 128).  Six stages at D = 64 lead far enough, and the second
+ * release there cost 1.4%: a stage goes back whole after P V. */
+template <int D> constexpr bool kEarlyK = kStages<D> < 6;
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 template <int D> constexpr int kProducerRegs = kConsumers<D> == 3 ? 32 : 40;
@@ -447,7 +454,7 @@ __global__ void __launch_bounds__(kThreads<D>, 1)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     constexpr int S = kStages<D>, BC = kBC<D>, BR = kBR<D>, kQ = kQBytes<D>, kKV = kKVBytes<D>, NC = kConsumers<D>;
-    __shared__ unsigned long long q_full, q_empty, k_full[S], v_full[S], empty[S];
+    __shared__ unsigned long long q_full, q_empty, k_full[S], v_full[S], k_empty[S], v_empty[S];
     extern __shared__ __align__(128) unsigned char smem[];
     const int64_t tiles = (int64_t)row_tiles * heads;
     const int tid = threadIdx.x, wg = tid / 128;
@@ -460,7 +467,8 @@ __global__ void __launch_bounds__(kThreads<D>, 1)
         for (int s = 0; s < S; ++s) {
             kb_mbar_init(&k_full[s], 1);
             kb_mbar_init(&v_full[s], 1);
-            kb_mbar_init(&empty[s], NC * 4); /* one arrival per consumer warp */
+            kb_mbar_init(&k_empty[s], NC * 4); /* one arrival per consumer warp */
+            kb_mbar_init(&v_empty[s], NC * 4);
         }
         kb_mbar_init_fence();
     }
@@ -485,14 +493,31 @@ __global__ void __launch_bounds__(kThreads<D>, 1)
             kb_mbar_wait(&q_empty, (k++ & 1) ^ 1); /* the tile before has issued its last S */
             kb_mbar_arrive_expect(&q_full, kQ);
             load_tile<D, BR>(q_s, &map_q, tile.row0, (int)tile.bh, &q_full);
-            for (int t = 0, s = 0, phase = 0; t < n_tiles; ++t) {
+            auto wait_free = [&](unsigned long long *empty, int s, int phase) {
                 kb_mbar_wait(&empty[s], phase ^ (par >> s & 1) ^ 1);
-                kb_mbar_arrive_expect(&k_full[s], kKV);
-                load_tile<D, BC>(k_s + s * kKV, &map_k, t * BC, kv_head, &k_full[s]);
+            };
+            auto load_v = [&](int t, int s) {
                 kb_mbar_arrive_expect(&v_full[s], kKV);
                 load_tile<D, BC>(v_s + s * kKV, &map_v, t * BC, kv_head, &v_full[s]);
+            };
+            int s = 0, phase = 0, ps = 0, pphase = 0;
+            for (int t = 0; t < n_tiles; ++t) {
+                wait_free(kEarlyK<D> ? k_empty : v_empty, s, phase);
+                kb_mbar_arrive_expect(&k_full[s], kKV);
+                load_tile<D, BC>(k_s + s * kKV, &map_k, t * BC, kv_head, &k_full[s]);
+                if (!kEarlyK<D>) {
+                    load_v(t, s); /* the stage went back whole */
+                } else if (t > 0) {
+                    wait_free(v_empty, ps, pphase);
+                    load_v(t - 1, ps);
+                }
+                ps = s, pphase = phase;
                 if (++s == S)
                     s = 0, phase ^= 1;
+            }
+            if (kEarlyK<D>) {
+                wait_free(v_empty, ps, pphase);
+                load_v(n_tiles - 1, ps);
             }
             par ^= odd_stages<S>(n_tiles);
         };
@@ -547,8 +572,12 @@ __global__ void __launch_bounds__(kThreads<D>, 1)
             sched_signal(next);
             wgmma_wait<0>();
             fence_acc(sc);
-            if (n_tiles == 1 && lane == 0)
-                bf16_mbar_arrive(&q_empty); /* Q is read: the next tile's may load */
+            if (lane == 0) {
+                if (kEarlyK<D>)
+                    bf16_mbar_arrive(&k_empty[0]);
+                if (n_tiles == 1)
+                    bf16_mbar_arrive(&q_empty); /* Q is read: the next tile's may load */
+            }
             mask_tile<BC>(sc, 0, Tk, causal, r0, r1, wrow, diag, t4);
             softmax<BC>(sc, sl2, m0, m1, l0, l1, alpha0, alpha1);
             to_bf16<BC>(sc, p);
@@ -571,17 +600,21 @@ __global__ void __launch_bounds__(kThreads<D>, 1)
             issue_s<D>(sc, q_wg, k_s + s * kKV);
             issue_pv<D>(acc, p, v_s + ps * kKV);
             sched_signal(next);
-            wgmma_wait<1>(); /* S is done; the P V before may still run */
+            wgmma_wait<1>(); /* S is done: its K may go (kEarlyK); the P V before may still run */
             fence_acc(sc);
-            if (t == n_tiles - 1 && lane == 0)
-                bf16_mbar_arrive(&q_empty);
+            if (lane == 0) {
+                if (kEarlyK<D>)
+                    bf16_mbar_arrive(&k_empty[s]);
+                if (t == n_tiles - 1)
+                    bf16_mbar_arrive(&q_empty);
+            }
             mask_tile<BC>(sc, t * BC, Tk, causal, r0, r1, wrow, diag, t4);
             softmax<BC>(sc, sl2, m0, m1, l0, l1, alpha0, alpha1);
-            wgmma_wait<0>(); /* the P V before is done: its stage goes back, its P registers are free */
+            wgmma_wait<0>(); /* the P V before is done: its V goes back, its P registers are free */
             fence_acc(acc);
             fence_regs(p);
             if (lane == 0)
-                bf16_mbar_arrive(&empty[ps]);
+                bf16_mbar_arrive(&v_empty[ps]);
             to_bf16<BC>(sc, p);
             ps = s, pphase = phase;
             if (++s == S)
@@ -600,7 +633,7 @@ __global__ void __launch_bounds__(kThreads<D>, 1)
         fence_acc(acc);
         fence_regs(p);
         if (lane == 0)
-            bf16_mbar_arrive(&empty[ps]);
+            bf16_mbar_arrive(&v_empty[ps]);
         store_o<D>(acc, l0, l1, o + (size_t)tile.bh * Tq * D, r0, r1, Tq, t4);
         par ^= odd_stages<S>(n_tiles);
     };
