@@ -23,11 +23,11 @@
  * 16 up to 128; any B, H, Tq, Tk.
  *
  * Builds on flash_f32: the same algorithm on the tensor cores.
- * Measured (results/h100/kbench-20261127-051622.csv; % of the run's 969 TFLOP/s
- * bf16 ceiling): 385.9 TFLOP/s at 2x16x4096x4096x128 (39.8%), 314.1 at
- * 4x16x4096x4096x64 (32.4%), 389.1 at 4x16x8192x8192x128 (40.2%), 368.5 at
- * ..128c (38.0%); PyTorch's bf16 SDPA in the same run: 661, 468, 670 and 631
- * (ours 0.58-0.67x); cudnn_bf16 673, 538, 680 and 643 (ours 0.57-0.58x).
+ * Measured (results/h100/kbench-20261127-053908.csv; % of the run's 957 TFLOP/s
+ * bf16 ceiling): 385.9 TFLOP/s at 2x16x4096x4096x128 (40.3%), 308.7 at
+ * 4x16x4096x4096x64 (32.3%), 395.5 at 4x16x8192x8192x128 (41.3%), 374.8 at
+ * ..128c (39.2%); PyTorch's bf16 SDPA in the same run: 663, 461, 693 and 636
+ * (ours 0.57-0.67x); cudnn_bf16 676, 530, 685 and 645 (ours 0.57-0.58x).
  * Gap to the limit: mma.sync tops out near 2/3 of the wgmma rate that the
  * ceiling's wgmma kernel measures, and the softmax's FP32/MUFU work and the
  * ldmatrix traffic share its issue slots (next rung: flash_wgmma).  History:

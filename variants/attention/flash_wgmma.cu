@@ -45,17 +45,17 @@
  *
  * Builds on flash_bf16: the same algorithm, from mma.sync to wgmma with a
  * TMA producer warpgroup.
- * Measured (results/h100/kbench-20261127-051622.csv, 1980 MHz, PyTorch's
- * SDPA and cudnn_bf16 in the same run): 644 TFLOP/s at 2x16x4096x4096x128
- * (0.98x SDPA, 0.96x cudnn_bf16), 519 at 4x16x4096x4096x64 (1.11x,
- * 0.96x), causal 552 and 425 (1.13x and 1.03x SDPA, 1.02x and 0.96x
- * cudnn_bf16), 647 at the GQA 2x32x4096x4096x128x8 (1.06x SDPA, 0.95x);
- * 612 at 4x16x8192x8192x128 and 631 causal (0.90x and 0.98x cudnn_bf16;
- * these two samples fell to 1844-1860 MHz, 2-5% spread); 500 at D = 256
- * (0.69x cudnn_bf16); 2.4x SDPA at the chunked prefill 1x32x512x4096x128c.
- * Gap to the limit: 66% of the run's bf16 ceiling (969 TFLOP/s) at
- * D = 128, where cuDNN's kernel reaches 69%; at D = 256 the 64-key tiles
- * and two stages leave the MMAs short (cuDNN 74%).  History:
+ * Measured (results/h100/kbench-20261127-053908.csv, 1980 MHz, PyTorch's
+ * SDPA and cudnn_bf16 in the same run): 650 TFLOP/s at 2x16x4096x4096x128
+ * (0.98x SDPA, 0.96x cudnn_bf16), 520 at 4x16x4096x4096x64 (1.13x,
+ * 0.98x), causal 557 and 422 (1.08x and 1.07x SDPA, 1.02x and 0.94x
+ * cudnn_bf16), 659 at the GQA 2x32x4096x4096x128x8 (1.01x SDPA, 0.97x);
+ * 687 at 4x16x8192x8192x128 and 639 causal (0.99x and 1.00x SDPA, 1.00x
+ * and 0.99x cudnn_bf16); 683 at D = 256 and 573 causal (0.94x and 0.95x
+ * cudnn_bf16); 2.4x SDPA at the chunked prefill 1x32x512x4096x128c.
+ * Gap to the limit: 68-72% of the run's bf16 ceiling (957 TFLOP/s) at
+ * D = 128, where cuDNN's kernel reaches 71-72%; 71% at D = 256 (cuDNN
+ * 76%).  History:
  * docs/notes/attention.md. */
 #include <stdint.h>
 #include <stdlib.h>

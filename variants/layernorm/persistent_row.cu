@@ -16,10 +16,10 @@
  * beta with every chunk and waits on its row with its shared memory idle):
  * the loads run two rounds ahead of the statistics, and gamma and beta
  * stay in registers.
- * Measured (results/h100/kbench-20261127-051622.csv, H100, cold L2): 2,763 GB/s
- * at 1024x32768, 91.9% of the run's 3005 GB/s memory ceiling, 109.78x naive;
- * 2,733 GB/s (91.0%) at 128x262144, 870.25x naive.
- * Gap to the limit: 8 points at 1024x32768, 8-10 on the 256 MB long rows: as
+ * Measured (results/h100/kbench-20261127-053908.csv, H100, cold L2): 2,778 GB/s
+ * at 1024x32768, 92.4% of the run's 3006 GB/s memory ceiling, 110.39x naive;
+ * 2,749 GB/s (91.4%) at 128x262144, 876.56x naive.
+ * Gap to the limit: 8 points at 1024x32768, 8-9 on the 256 MB long rows: as
  * for softmax persistent_row, the start and the end of a launch, and one to
  * two points more for layernorm's second pass over each chunk. History:
  * docs/notes/softmax-layernorm.md. */

@@ -2,9 +2,9 @@
  * no tf32 tensor-core math), so it computes the same function as the
  * hand-written kernels and the speedups compare like with like.
  *
- * Measured (results/h100/kbench-20261127-051622.csv, H100, cold L2): 52.1
- * TFLOP/s at 4096^3, 82.5% of the run's 63.1 TFLOP/s fp32 ceiling; 51.5 TFLOP/s
- * (81.5%) at 8192^3.
+ * Measured (results/h100/kbench-20261127-053908.csv, H100, cold L2): 52.1
+ * TFLOP/s at 4096^3, 82.0% of the run's 63.5 TFLOP/s fp32 ceiling; 51.4 TFLOP/s
+ * (81.1%, power-capped at 1972 MHz) at 8192^3.
  * Gap to the limit: 18 points to the measured fp32 ceiling (66.9 TFLOP/s on the
  * datasheet at 1980 MHz).  History: docs/notes/matmul.md. */
 #include "kernels/matmul.h"
