@@ -287,6 +287,10 @@ char *kb_read_text(const char *path, size_t max, char *err, size_t errlen);
  * one-line message in err. */
 int kb_csv_check_output(const char *path, char *err, size_t errlen);
 void kb_csv_row(FILE *f, const kb_result *r);
+/* A sweep rewrites its CSV this often, and once at its end: rewriting it
+ * after every row cost a 691-row --quick sweep 2.6 s.  An interrupted
+ * sweep leaves a complete file of the rows done by the last rewrite. */
+#define KB_CSV_EVERY_S 1.0
 
 /* ---- nvml.c: clocks, power, temperature and energy through a dlopen'ed NVML ---- */
 /* NVML's clock event ("throttle") reason bits. */
@@ -332,6 +336,7 @@ void kb_nvml_summarize(const kb_nvml_window *w, double mj_per_launch, double max
  * reason in kb_nvml_status().  fallback_max_clock_mhz stands for NVML's
  * maximum SM clock when it has none. */
 int kb_nvml_open(const char *pci_bus_id, int fallback_max_clock_mhz);
+int kb_nvml_gpu_count(void);    /* the GPUs as CUDA will count them, or -1: ask CUDA */
 const char *kb_nvml_status(void);    /* "available" or "unavailable: why" */
 double kb_nvml_max_clock_mhz(void);  /* what kb_clock_throttled compares with */
 /* Read clock, power, temperature and reasons into w (nothing without NVML). */

@@ -1,9 +1,9 @@
 /* kbench run --devices: one sweep over several GPUs.  CUDA is not
  * fork-safe, so this process touches no CUDA before it forks: a short-lived
- * child counts the GPUs, one worker process per GPU runs the rows dealt to
- * it, then takes rows not yet begun from the others, and leaves each
- * finished row in memory shared with this process, which writes the CSV
- * from them.  Rows that span GPUs (collectives,
+ * child counts the GPUs (through NVML where it can), one worker process per
+ * GPU runs the rows dealt to it, then takes rows not yet begun from the
+ * others, and leaves each finished row in memory shared with this process,
+ * which writes the CSV from them.  Rows that span GPUs (collectives,
  * tensor-parallel variants) run here afterwards, once every worker is through;
  * a thread of this process opens what they need while the workers run. */
 #include <errno.h>
@@ -25,7 +25,6 @@
 #include "harness/harness.h"
 #include "kernels/nccl_comm.h"
 
-#define WRITE_EVERY_S 1.0  /* the CSV is rewritten this often while workers run */
 #define POLL_S 0.05        /* how often finished rows and workers are looked for */
 #define BUSY_S 0.5         /* a GPU whose worker ran rows this recently is still at its working clocks */
 
@@ -42,12 +41,15 @@ typedef struct {
     char why[256];  /* set when CUDA found no device */
 } probe_answer;
 
-/* The wording is kb_gpu_open's, so a machine without a GPU reads the same
- * whichever way the run was asked for. */
+/* NVML's count where it is CUDA's, else CUDA's, whose cuInit alone takes
+ * 0.3-0.45 s on an H100 node.  The wording is kb_gpu_open's, so a machine
+ * without a GPU reads the same whichever way the run was asked for. */
 static void probe(int fd)
 {
     probe_answer a = {0};
-    cudaError_t e = cudaGetDeviceCount(&a.count);
+    cudaError_t e = cudaSuccess;
+    if ((a.count = kb_nvml_gpu_count()) < 0)
+        e = cudaGetDeviceCount(&a.count);
     if (e != cudaSuccess || a.count == 0)
         snprintf(a.why, sizeof a.why, "no CUDA device found: %s%s",
                  e == cudaErrorInsufficientDriver ? "no usable NVIDIA driver; the runtime says: " : "",
@@ -838,7 +840,7 @@ static void join_across(gather *g)
 }
 
 /* Until every worker is through: their rows into the CSV every
- * WRITE_EVERY_S, so an interrupted sweep leaves a complete file of the
+ * KB_CSV_EVERY_S, so an interrupted sweep leaves a complete file of the
  * rows done.  0, or -1 with err set when the CSV cannot be written. */
 static int watch_workers(gather *g, char *err, size_t errlen)
 {
@@ -858,7 +860,7 @@ static int watch_workers(gather *g, char *err, size_t errlen)
         }
         start_across(g);
         unwritten += collect(g);
-        if (unwritten && omp_get_wtime() - last_write >= WRITE_EVERY_S) {
+        if (unwritten && omp_get_wtime() - last_write >= KB_CSV_EVERY_S) {
             if (write_rows(g, err, errlen) != 0) {
                 stop_workers(g);
                 return -1;
@@ -876,7 +878,7 @@ static int watch_workers(gather *g, char *err, size_t errlen)
 }
 
 /* The groups that span GPUs, here, on every GPU of the run, with the
- * one-GPU sweep's per-row code; the CSV is rewritten every WRITE_EVERY_S
+ * one-GPU sweep's per-row code; the CSV is rewritten every KB_CSV_EVERY_S
  * as while the workers run (the caller writes the last rows). */
 static int run_across(gather *g, char *err, size_t errlen)
 {
@@ -909,7 +911,7 @@ static int run_across(gather *g, char *err, size_t errlen)
             skip_row(g, r, g->across_text, too_few ? too_few : a->why);
         g->done[r] = 1;
         kb_table_row(stdout, &g->rows[r], r + 1, g->p.nrows);
-        if (ran && omp_get_wtime() - last_write >= WRITE_EVERY_S) {
+        if (ran && omp_get_wtime() - last_write >= KB_CSV_EVERY_S) {
             rc = write_rows(g, err, errlen);
             last_write = omp_get_wtime();
         }

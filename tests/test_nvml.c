@@ -3,6 +3,7 @@
  * "unavailable: why", readings that read nothing, and empty CSV cells. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "harness/harness.h"
 #include "tests/check.h"
@@ -104,6 +105,17 @@ static void test_unavailable(void)
     CHECK(kb_nvml_energy(&mj) == -1 && mj == 7);
 }
 
+/* NVML may count only where its count is CUDA's: with CUDA_VISIBLE_DEVICES
+ * set (here to one GPU of however many) it must leave the count to CUDA. */
+static void test_gpu_count(void)
+{
+    setenv("CUDA_VISIBLE_DEVICES", "0", 1);
+    CHECK(kb_nvml_gpu_count() == -1);
+    unsetenv("CUDA_VISIBLE_DEVICES");
+    int n = kb_nvml_gpu_count();
+    CHECK(n == -1 || n >= 1);
+}
+
 int main(void)
 {
     test_names();
@@ -111,5 +123,6 @@ int main(void)
     test_energy();
     test_window();
     test_unavailable();
+    test_gpu_count();
     return CHECK_DONE();
 }
