@@ -11,8 +11,9 @@
  *   S = Q K^T: wgmma m64n(kBC)k16, both operands from 128-byte-swizzled
  *     shared memory (K is the B operand in K-major form);
  *   online softmax on the accumulators: row max over a quad of lanes, exp2
- *     (one MUFU.EX2, subnormals flushed) with scale * log2(e) folded in, O
- *     rescaled;
+ *     (one MUFU.EX2, subnormals flushed) with scale * log2(e) folded in;
+ *     O is rescaled only when a row's maximum passes its reference point
+ *     by more than 8 log2 units, which after the first tile is rare;
  *   O += P V: wgmma m64nDk16 with P as the A operand in registers (the
  *     accumulator's k16 slices, as bf16 pairs, are A's fragments) and V as
  *     an N-major B from shared memory.
@@ -326,10 +327,19 @@ __device__ __forceinline__ void mask_tile(float (&sc)[BC / 2], int kv0, int Tk, 
         }
 }
 
+/* How far (in log2 units) a row's maximum may pass its reference point
+ * before the reference moves: until then the probabilities reach up to
+ * 2^kStale, which fp32 sums and bf16 holds as precisely, and O, l and the
+ * reference stay as they are, so O / l is unchanged.  On most tiles no
+ * row's maximum moves that far, and O's rescale is skipped (FlashAttention-
+ * 4's lazy rescale). */
+constexpr float kStale = 8.f;
+
 /* Online softmax of a tile's scores in place, rows r0 (sc[4j], sc[4j+1])
  * and r1 (sc[4j+2], sc[4j+3]): the scores become the unnormalised
- * probabilities, with the running maxima m, this thread's partial sums l
- * and the factors alpha that rescale O. */
+ * probabilities, with the rows' reference points m (a past maximum, at
+ * most kStale under the present one), this thread's partial sums l and
+ * the factors alpha that rescale O (1 where m stayed). */
 template <int BC>
 __device__ __forceinline__ void softmax(float (&sc)[BC / 2], float sl2, float &m0, float &m1, float &l0, float &l1,
                                         float &alpha0, float &alpha1)
@@ -341,10 +351,14 @@ __device__ __forceinline__ void softmax(float (&sc)[BC / 2], float sl2, float &m
         mx1 = fmaxf(mx1, fmaxf(sc[4 * j + 2], sc[4 * j + 3]));
     }
     mx0 = quad_max(mx0), mx1 = quad_max(mx1);
-    /* A row with no key yet keeps -inf: its reference point is 0, so every exp2 is 0. */
-    const float b0 = mx0 == -INFINITY ? 0.f : mx0 * sl2, b1 = mx1 == -INFINITY ? 0.f : mx1 * sl2;
-    alpha0 = exp2_ftz(m0 * sl2 - b0), alpha1 = exp2_ftz(m1 * sl2 - b1);
-    m0 = mx0, m1 = mx1;
+    /* From -inf, any key moves the reference (inf > kStale); a row with no
+     * key yet (-inf - -inf is NaN) keeps -inf and the reference point 0,
+     * so every exp2 is 0. */
+    const bool up0 = (mx0 - m0) * sl2 > kStale, up1 = (mx1 - m1) * sl2 > kStale;
+    const float n0 = up0 ? mx0 : m0, n1 = up1 ? mx1 : m1;
+    const float b0 = n0 == -INFINITY ? 0.f : n0 * sl2, b1 = n1 == -INFINITY ? 0.f : n1 * sl2;
+    alpha0 = up0 ? exp2_ftz(m0 * sl2 - b0) : 1.f, alpha1 = up1 ? exp2_ftz(m1 * sl2 - b1) : 1.f;
+    m0 = n0, m1 = n1;
     l0 *= alpha0, l1 *= alpha1;
 #pragma unroll
     for (int j = 0; j < BC / 8; ++j) {
@@ -364,9 +378,12 @@ __device__ __forceinline__ void to_bf16(const float (&sc)[BC / 2], uint32_t (&p)
         p[2 * j] = pack_bf16(sc[4 * j], sc[4 * j + 1]), p[2 * j + 1] = pack_bf16(sc[4 * j + 2], sc[4 * j + 3]);
 }
 
+/* O's rows times alpha, skipped by the warp when no lane's alpha moved. */
 template <int D>
 __device__ __forceinline__ void rescale(float (&acc)[D / 2], float alpha0, float alpha1)
 {
+    if (!__any_sync(0xffffffffu, alpha0 != 1.f || alpha1 != 1.f))
+        return;
 #pragma unroll
     for (int j = 0; j < D / 8; ++j) {
         acc[4 * j] *= alpha0, acc[4 * j + 1] *= alpha0;
