@@ -484,7 +484,8 @@ __global__ void __launch_bounds__(kThreads<D>, 1)
         for (int s = 0; s < S; ++s) {
             kb_mbar_init(&k_full[s], 1);
             kb_mbar_init(&v_full[s], 1);
-            kb_mbar_init(&k_empty[s], NC * 4); /* one arrival per consumer warp */
+            if (kEarlyK<D>) /* else V's release frees the whole stage */
+                kb_mbar_init(&k_empty[s], NC * 4); /* one arrival per consumer warp */
             kb_mbar_init(&v_empty[s], NC * 4);
         }
         kb_mbar_init_fence();
