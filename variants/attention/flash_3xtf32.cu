@@ -27,12 +27,12 @@
  * multiple of 8 up to 128, any B, H, Tq, Tk.
  *
  * Builds on flash_f32: the products on the tensor cores at fp32 accuracy.
- * Measured (results/h100/kbench-20261127-053908.csv; % of a sixth of the run's
- * 957 TFLOP/s bf16 ceiling): 60.6 TFLOP/s at 4x16x4096x4096x64 (38.0%, 2.11x
- * cublas), 60.7 at 2x16x4096x4096x128 (38.1%, 1.60x), 62.3 at
- * 4x16x8192x8192x128 (39.0%, 1.63x; at the power cap's 1843 MHz, where
- * the run before read 61.4 at 1819), 56.8 at ..128c (35.6%, 2.83x); PyTorch's
- * fp32 SDPA 45.9 and 46.9 at the middle two.
+ * Measured (results/h100/kbench-20261127-074515.csv; % of a sixth of the run's
+ * 965 TFLOP/s bf16 ceiling): 60.2 TFLOP/s at 4x16x4096x4096x64 (37.4%, 2.11x
+ * cublas), 61.3 at 2x16x4096x4096x128 (38.1%, 1.61x), 62.4 at
+ * 4x16x8192x8192x128 (38.8%, 1.64x; at the power cap's 1829 MHz, where
+ * the run before read 62.3 at 1843), 57.0 at ..128c (35.5%, 2.85x);
+ * PyTorch's fp32 SDPA 45.7 and 46.0 at the middle two.
  * Gap to the limit: the MMAs issue at flash_bf16's rate, the mma.sync limit
  * at 8-12 warps per SM, and the operand splits (~1800 instructions per 768
  * MMAs per warp and tile at D = 128), the scalar V loads and the softmax

@@ -25,15 +25,15 @@
  * block's merge of the chunks, the bottom-right causal mask, the shapes.
  *
  * Builds on flash_decode: the tile's arithmetic moves to the tensor cores.
- * Measured (results/h100/kbench-20261127-053908.csv, cold L2, % of the
- * run's 3006 GB/s copy ceiling): 2366 GB/s (78.7%) at 1x32x1x32768x128x8
- * (flash_decode 2140, PyTorch's SDPA 2104: 1.12x, cudnn_bf16 2104), 2717
- * (90%) at Tk = 131072 (SDPA 2253, cudnn_bf16 2786), 3041 (101%) at
- * 8x32x1x131072x128x8 (SDPA 2905, cudnn_bf16 3073), 2955 (98%) at
- * 64x32x1x8192x128x8 (SDPA 2924, cudnn_bf16 3024); causal Tq = 16 at
+ * Measured (results/h100/kbench-20261127-074515.csv, cold L2, % of the
+ * run's 3004 GB/s copy ceiling): 2367 GB/s (78.8%) at 1x32x1x32768x128x8
+ * (flash_decode 2137, PyTorch's SDPA 2104: 1.12x, cudnn_bf16 2091), 2704
+ * (90%) at Tk = 131072 (SDPA 2760, cudnn_bf16 2786), 3040 (101%) at
+ * 8x32x1x131072x128x8 (SDPA 3068, cudnn_bf16 3081), 2965 (99%) at
+ * 64x32x1x8192x128x8 (SDPA 3023, cudnn_bf16 3039); causal Tq = 16 at
  * 1x32x16x4096x128x8c 0.022 ms in a check call (flash_decode 0.077,
  * cudnn_bf16 0.056).
- * Gap to the limit: 78.7% at 1x32x1x32768x128x8 against issue 16's 80%.
+ * Gap to the limit: 78.8% at 1x32x1x32768x128x8 against issue 16's 80%.
  * A trace of the blocks there: the keys stream until 49-50 us at the
  * rate a plain read of the same bytes after the flush reaches (blocks end
  * 40-50 us apart: SMs read 10% apart, and claiming tiles to even them out

@@ -46,17 +46,18 @@
  *
  * Builds on flash_bf16: the same algorithm, from mma.sync to wgmma with a
  * TMA producer warpgroup.
- * Measured (results/h100/kbench-20261127-053908.csv, 1980 MHz, PyTorch's
- * SDPA and cudnn_bf16 in the same run): 650 TFLOP/s at 2x16x4096x4096x128
- * (0.98x SDPA, 0.96x cudnn_bf16), 520 at 4x16x4096x4096x64 (1.13x,
- * 0.98x), causal 557 and 422 (1.08x and 1.07x SDPA, 1.02x and 0.94x
- * cudnn_bf16), 659 at the GQA 2x32x4096x4096x128x8 (1.01x SDPA, 0.97x);
- * 687 at 4x16x8192x8192x128 and 639 causal (0.99x and 1.00x SDPA, 1.00x
- * and 0.99x cudnn_bf16); 683 at D = 256 and 573 causal (0.94x and 0.95x
- * cudnn_bf16); 2.4x SDPA at the chunked prefill 1x32x512x4096x128c.
- * Gap to the limit: 68-72% of the run's bf16 ceiling (957 TFLOP/s) at
- * D = 128, where cuDNN's kernel reaches 71-72%; 71% at D = 256 (cuDNN
- * 76%).  History:
+ * Measured (results/h100/kbench-20261127-074515.csv, 1980 MHz, PyTorch's
+ * SDPA and cudnn_bf16 in the same run): 653 TFLOP/s at 2x16x4096x4096x128
+ * (1.13x SDPA, whose 579 had a 7% spread; 0.97x cudnn_bf16), 521 at
+ * 4x16x4096x4096x64 (1.09x, 0.97x), causal 561 and 428 (1.08x and 1.03x
+ * SDPA, 1.03x and 0.95x cudnn_bf16), 659 at the GQA 2x32x4096x4096x128x8
+ * (0.97x SDPA, 0.96x); 680 at 4x16x8192x8192x128 (1.00x SDPA, 1.01x
+ * cudnn_bf16) and 599 causal (at the power cap's 1848 MHz: 0.94x, 0.93x);
+ * 703 at D = 256 and 599 causal (0.97x and 0.99x cudnn_bf16); 2.4x SDPA at
+ * the chunked prefill 1x32x512x4096x128c.
+ * Gap to the limit: 68-70% of the run's bf16 ceiling (965 TFLOP/s) at
+ * D = 128, where cuDNN's kernel reaches 70-71%; 73% at D = 256 (cuDNN
+ * 75%).  History:
  * docs/notes/attention.md. */
 #include <stdint.h>
 #include <stdlib.h>

@@ -16,9 +16,9 @@
  * beta with every chunk and waits on its row with its shared memory idle):
  * the loads run two rounds ahead of the statistics, and gamma and beta
  * stay in registers.
- * Measured (results/h100/kbench-20261127-053908.csv, H100, cold L2): 2,778 GB/s
- * at 1024x32768, 92.4% of the run's 3006 GB/s memory ceiling, 110.39x naive;
- * 2,749 GB/s (91.4%) at 128x262144, 876.56x naive.
+ * Measured (results/h100/kbench-20261127-074515.csv, H100, cold L2): 2,770 GB/s
+ * at 1024x32768, 92.2% of the run's 3004 GB/s memory ceiling, 110.15x naive;
+ * 2,739 GB/s (91.2%) at 128x262144, 873.31x naive.
  * Gap to the limit: 8 points at 1024x32768, 8-9 on the 256 MB long rows: as
  * for softmax persistent_row, the start and the end of a launch, and one to
  * two points more for layernorm's second pass over each chunk. History:
