@@ -288,7 +288,7 @@ char *kb_read_text(const char *path, size_t max, char *err, size_t errlen);
 int kb_csv_check_output(const char *path, char *err, size_t errlen);
 void kb_csv_row(FILE *f, const kb_result *r);
 /* A sweep rewrites its CSV this often, and once at its end: rewriting it
- * after every row cost a 691-row --quick sweep 2.6 s.  An interrupted
+ * after every row cost a 691-row --quick sweep 2.6-2.8 s.  An interrupted
  * sweep leaves a complete file of the rows done by the last rewrite. */
 #define KB_CSV_EVERY_S 1.0
 

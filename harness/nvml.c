@@ -185,11 +185,9 @@ int kb_nvml_gpu_count(void)
             for (unsigned i = 0; i < n && answer > 0; ++i) {
                 nvmlDevice_t d;
                 unsigned current = 0, pending = 0;
-                nvmlReturn_t e = by_index(i, &d);
-                if (e != 0)
+                /* A GPU without MIG answers NVML_ERROR_NOT_SUPPORTED: it counts. */
+                if (by_index(i, &d) != 0 || (mig(d, &current, &pending) == 0 && current))
                     answer = -1;
-                else if (mig(d, &current, &pending) == 0 && current)
-                    answer = -1; /* NVML_ERROR_NOT_SUPPORTED: a GPU without MIG */
             }
         }
         shutdown();
