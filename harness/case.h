@@ -66,7 +66,10 @@ cudaError_t kb_case_reset(const kb_case *c);
 cudaError_t kb_case_check(const kb_case *c, kb_math math, kb_result *r);
 
 /* Where a sweep's wall time goes, summed over its rows (kb_run_phases). */
-enum { PH_ALLOC, PH_HOST_WAIT, PH_RESET, PH_CHECK, PH_WARMUP, PH_TIMING, PH_FLUSH, PH_NVML, PH_ENERGY, PH_SETTLE, PH_COUNT };
+enum {
+    PH_ALLOC, PH_HOST_WAIT, PH_RESET, PH_SETUP, PH_FIRST, PH_CHECK, PH_WARMUP, PH_TIMING, PH_FLUSH, PH_NVML,
+    PH_ENERGY, PH_SETTLE, PH_COUNT
+};
 double kb_now_s(void);
 /* Add the time since t0 to a phase; returns now, to start the next. */
 double kb_phase_end(int ph, double t0);

@@ -29,7 +29,8 @@ double kb_now_s(void)
 }
 
 static const char *const phase_names[PH_COUNT] = {
-    "device alloc and upload", "waiting for inputs and reference", "input reset", "check", "warm-up",
+    "device alloc and upload", "waiting for inputs and reference", "input reset", "variant setup and teardown",
+    "first launch", "check", "warm-up",
     "timed launches", "L2 flush", "NVML", "energy windows", "settling"};
 static double phase_s[PH_COUNT], host_inputs_s, host_reference_s;
 
@@ -436,12 +437,17 @@ static void run_variant(kb_case *c, const kb_job *job, const kb_options *o, void
      * spreads its weights over the GPUs), so they must be pristine then. */
     double t0 = kb_now_s();
     cudaError_t reset = kb_case_reset(c);
-    kb_phase_end(PH_RESET, t0);
-    if (v->setup && (e = v->setup(args, &ctx))) {
+    t0 = kb_phase_end(PH_RESET, t0);
+    e = v->setup ? v->setup(args, &ctx) : NULL;
+    t0 = kb_phase_end(PH_SETUP, t0);
+    if (e) {
         set_reason(r, KB_SKIP, "setup failed: %s", e);
         return;
     }
-    if (reset != cudaSuccess || (e = launch_sync(v, args, ctx))) {
+    /* The first launch also loads the variant's kernels (and a library's). */
+    e = reset == cudaSuccess ? launch_sync(v, args, ctx) : NULL;
+    kb_phase_end(PH_FIRST, t0);
+    if (reset != cudaSuccess || e) {
         set_reason(r, KB_FAIL, "launch failed: %s", e ? e : "could not reset tensors");
     } else if (timed_check(c, v->math, r) != cudaSuccess || !r->check.pass) {
         r->status = KB_FAIL;
@@ -461,8 +467,11 @@ static void run_variant(kb_case *c, const kb_job *job, const kb_options *o, void
             }
         }
     }
-    if (v->teardown)
+    if (v->teardown) {
+        t0 = kb_now_s();
         v->teardown(ctx);
+        kb_phase_end(PH_SETUP, t0);
+    }
 }
 
 /* Why this device cannot run the variant at all, or NULL. */

@@ -23,6 +23,7 @@
 #include "harness/case.h"
 #include "harness/csv_read.h"
 #include "harness/harness.h"
+#include "kernels/lt_gemm.h"
 #include "kernels/nccl_comm.h"
 
 #define POLL_S 0.05        /* how often finished rows and workers are looked for */
@@ -801,6 +802,11 @@ static void *open_across(void *arg)
     for (int w = 1; w < g->p.ndev; ++w)
         if (cudaSetDevice(g->p.dev[w]) == cudaSuccess)
             cudaFree(NULL);
+    /* cuBLASLt's first handles and heuristics, which the first
+     * tensor-parallel row paid; they need no kernel, so they come here. */
+    for (int w = 0; w < g->p.ndev && (needs & KB_NEEDS_CUBLAS); ++w)
+        if (cudaSetDevice(g->p.dev[w]) == cudaSuccess)
+            kb_lt_warm();
     kb_enable_peers();
     ncclComm_t *comms;
     if (needs & KB_NEEDS_NCCL)

@@ -118,3 +118,16 @@ void kb_lt_destroy(kb_lt_product *p)
     p->y = p->x = p->w = NULL;
     p->desc = NULL;
 }
+
+void kb_lt_warm(void)
+{
+    cublasLtHandle_t lt;
+    kb_lt_product p = {0};
+    if (cublasLtCreate(&lt) != CUBLAS_STATUS_SUCCESS)
+        return;
+    /* NULL pointers plan for 256-byte alignment; nothing is read. */
+    kb_lt_plan(&p, lt, CUBLAS_COMPUTE_32F, CUDA_R_16BF, 4096, 4096, 4096, CUBLASLT_EPILOGUE_DEFAULT, NULL, NULL,
+               NULL, NULL);
+    kb_lt_destroy(&p);
+    cublasLtDestroy(lt);
+}
