@@ -29,11 +29,11 @@
  * bf16/2), ~0.2-0.3 ms, plus the splits' traffic (each product's input
  * written three times): ~1.5x over fp32.  CUDA graphs save the launch gaps
  * of ~15 kernels a layer: a few percent at these sizes.
- * Measured on H100 (results/h100/kbench-20261127-074515.csv, cold L2,
+ * Measured on H100 (results/h100/kbench-20261127-093007.csv, cold L2,
  * encoder and decoder phases, graph, default kernels):
- *   encoder layer  fp32 0.699 ms, 3xtf32 0.448 ms (PyTorch eager 0.701)
- *   decoder layer  fp32 0.999 ms, 3xtf32 0.662 ms (PyTorch eager 1.380)
- *   seq2seq 6+6    fp32 10.02 ms, 3xtf32 6.47 ms  (PyTorch eager 12.62)
+ *   encoder layer  fp32 0.696 ms, 3xtf32 0.445 ms (PyTorch eager 0.701)
+ *   decoder layer  fp32 0.996 ms, 3xtf32 0.668 ms (PyTorch eager 1.379)
+ *   seq2seq 6+6    fp32 10.08 ms, 3xtf32 6.47 ms  (PyTorch eager 12.59)
  * Plain stream launches are 2-6% slower than the graphs.
  * Relative L2 error against the double reference: fp32 1.7e-7 to 4.6e-7,
  * 3xtf32 5.9e-6 to 1.8e-5: larger than the dropped tail term predicts,

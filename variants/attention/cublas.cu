@@ -25,9 +25,9 @@
  * sequence land it at ~15-25 TFLOP/s at T = 4096.  Causal shapes do the
  * full work and count half the FLOPs.  Shapes whose scores do not fit in
  * memory are skipped.
- * Measured (results/h100/kbench-20261127-074515.csv; % of the run's 63.8
- * TFLOP/s fp32 ceiling): 28.6 TFLOP/s at 4x16x4096x4096x64 (44.8%), 38.0 at
- * 2x16x4096x4096x128 (59.6%), 38.1 at 4x16x8192x8192x128 (59.7%), 20.0 at
+ * Measured (results/h100/kbench-20261127-093007.csv; % of the run's 63.7
+ * TFLOP/s fp32 ceiling): 28.7 TFLOP/s at 4x16x4096x4096x64 (45.0%), 37.5 at
+ * 2x16x4096x4096x128 (58.8%), 38.1 at 4x16x8192x8192x128 (59.7%), 20.0 at
  * ..128c (31.3%).
  * Gap to the limit: the score matrix round trip; a fused kernel never
  * writes it. */

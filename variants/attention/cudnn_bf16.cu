@@ -26,13 +26,13 @@
  * not plan, with cuDNN's reason.
  *
  * Builds on: the library baseline of the bf16 rows.
- * Measured (results/h100/kbench-20261127-074515.csv, 1980 MHz, the GPU
- * machine's cuDNN 9.14): 676 TFLOP/s at 2x16x4096x4096x128, 536 at
- * 4x16x4096x4096x64, 725 at 2x16x4096x4096x256; 2091 GB/s of K and V at
- * the decode shape 1x32x1x32768x128x8, 3081 at 8x32x1x131072x128x8.
- * Gap to the limit: 70% of the run's bf16 ceiling (965 TFLOP/s) at
- * D = 128, 75% at D = 256; decode at B = 8 and more reads at the copy
- * ceiling (3004 GB/s), at B = 1 at 70% of it. */
+ * Measured (results/h100/kbench-20261127-093007.csv, 1972-1980 MHz, the
+ * GPU machine's cuDNN 9.14): 674 TFLOP/s at 2x16x4096x4096x128, 544 at
+ * 4x16x4096x4096x64, 728 at 2x16x4096x4096x256; 2108 GB/s of K and V at
+ * the decode shape 1x32x1x32768x128x8, 3075 at 8x32x1x131072x128x8.
+ * Gap to the limit: 70% of the run's bf16 ceiling (962 TFLOP/s) at
+ * D = 128, 76% at D = 256; decode at B = 8 and more reads at the copy
+ * ceiling (3011 GB/s), at B = 1 at 70% of it. */
 #include <cudnn.h>
 #include <float.h>
 #include <math.h>

@@ -25,17 +25,19 @@
  * block's merge of the chunks, the bottom-right causal mask, the shapes.
  *
  * Builds on flash_decode: the tile's arithmetic moves to the tensor cores.
- * Measured (results/h100/kbench-20261127-074515.csv, cold L2, % of the
- * run's 3004 GB/s copy ceiling): 2367 GB/s (78.8%) at 1x32x1x32768x128x8
- * (flash_decode 2137, PyTorch's SDPA 2104: 1.12x, cudnn_bf16 2091), 2704
- * (90%) at Tk = 131072 (SDPA 2760, cudnn_bf16 2786), 3040 (101%) at
- * 8x32x1x131072x128x8 (SDPA 3068, cudnn_bf16 3081), 2965 (99%) at
- * 64x32x1x8192x128x8 (SDPA 3023, cudnn_bf16 3039); causal Tq = 16 at
- * 1x32x16x4096x128x8c 0.022 ms in a check call (flash_decode 0.077,
- * cudnn_bf16 0.056).
- * Gap to the limit: 78.8% at 1x32x1x32768x128x8 against issue 16's 80%.
- * A trace of the blocks there: the keys stream until 49-50 us at the
- * rate a plain read of the same bytes after the flush reaches (blocks end
+ * Measured (results/h100/kbench-20261127-093007.csv, cold L2, % of the
+ * run's 3011 GB/s copy ceiling): 2371 GB/s (78.7%) at 1x32x1x32768x128x8
+ * (flash_decode 2152, PyTorch's SDPA 1823 with an 11% spread: 1.30x,
+ * cudnn_bf16 2108), 2714 (90%) at Tk = 131072 (SDPA 2601, cudnn_bf16
+ * 2786), 3039 (101%) at 8x32x1x131072x128x8 (SDPA 3060, cudnn_bf16 3075),
+ * 2960 (98%) at 64x32x1x8192x128x8 (SDPA 2952, cudnn_bf16 3039); causal
+ * Tq = 16 at 1x32x16x4096x128x8c 0.022 ms in a check call (flash_decode
+ * 0.077, cudnn_bf16 0.056).
+ * Gap to the limit: 78.7% at 1x32x1x32768x128x8 against issue 16's 80%.
+ * A plain read of the same 134 MB after the flush takes 52-54 us in the
+ * event timing however it is spread (128 to 1056 blocks of 512 threads,
+ * 83-86% of the ceiling); 80% leaves 2-3.5 us beyond it.  A trace of the
+ * blocks: the keys stream until 49-50 us at that rate (blocks end
  * 40-50 us apart: SMs read 10% apart, and claiming tiles to even them out
  * did not pay), then 3.1 us to the merged output (traced before the last
  * block kept its own state), plus ~4 us of launch in the event timing.

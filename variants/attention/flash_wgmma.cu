@@ -33,9 +33,11 @@
  * The consumers take turns at issuing their MMAs (ping-pong on named
  * barriers, round robin), and each issues tile t's S together with tile
  * t - 1's P V, so that its softmax of tile t runs while its own P V and
- * the others' MMAs keep the tensor cores busy.  At D = 64 a tile's GEMMs
- * are half as long against the same softmax, so three consumers (192 rows
- * a block, 160 registers a thread) take turns there.
+ * the others' MMAs keep the tensor cores busy (kSoftmaxUnderPV: ptxas must
+ * be kept from sinking it below the wait for that P V).  At D = 64 a
+ * tile's GEMMs are half as long against the same softmax, so three
+ * consumers (192 rows a block, 160 registers a thread) take turns there,
+ * and the other two's MMAs cover each one's softmax.
  *
  * D = 256 takes 64-key tiles: O is then 128 fp32 registers a consumer
  * thread, S 32 and P 16 bf16 pairs, where 128 keys would need 224 of the
@@ -46,18 +48,18 @@
  *
  * Builds on flash_bf16: the same algorithm, from mma.sync to wgmma with a
  * TMA producer warpgroup.
- * Measured (results/h100/kbench-20261127-074515.csv, 1980 MHz, PyTorch's
- * SDPA and cudnn_bf16 in the same run): 653 TFLOP/s at 2x16x4096x4096x128
- * (1.13x SDPA, whose 579 had a 7% spread; 0.97x cudnn_bf16), 521 at
- * 4x16x4096x4096x64 (1.09x, 0.97x), causal 561 and 428 (1.08x and 1.03x
- * SDPA, 1.03x and 0.95x cudnn_bf16), 659 at the GQA 2x32x4096x4096x128x8
- * (0.97x SDPA, 0.96x); 680 at 4x16x8192x8192x128 (1.00x SDPA, 1.01x
- * cudnn_bf16) and 599 causal (at the power cap's 1848 MHz: 0.94x, 0.93x);
- * 703 at D = 256 and 599 causal (0.97x and 0.99x cudnn_bf16); 2.4x SDPA at
+ * Measured (results/h100/kbench-20261127-093007.csv, 1980 MHz, PyTorch's
+ * SDPA and cudnn_bf16 in the same run): 664 TFLOP/s at 2x16x4096x4096x128
+ * (0.99x SDPA, 0.99x cudnn_bf16), 528 at 4x16x4096x4096x64 (1.10x, 0.97x),
+ * causal 559 and 429 (1.05x and 1.02x SDPA, 1.02x and 0.97x cudnn_bf16),
+ * 668 at the GQA 2x32x4096x4096x128x8 (0.99x SDPA, 0.98x); 699 at
+ * 4x16x8192x8192x128 (1.00x SDPA, 1.10x cudnn_bf16, which read 637 with a
+ * 5% spread) and 595 causal (at the power cap's 1875 MHz: 0.92x both);
+ * 767 at D = 256 and 628 causal (1.05x and 1.04x cudnn_bf16); 2.3x SDPA at
  * the chunked prefill 1x32x512x4096x128c.
- * Gap to the limit: 68-70% of the run's bf16 ceiling (965 TFLOP/s) at
- * D = 128, where cuDNN's kernel reaches 70-71%; 73% at D = 256 (cuDNN
- * 75%).  History:
+ * Gap to the limit: 69% of the run's bf16 ceiling (962 TFLOP/s) at
+ * D = 128, where cuDNN's kernel reaches 70%; 80% at D = 256 (cuDNN 76%).
+ * History:
  * docs/notes/attention.md. */
 #include <stdint.h>
 #include <stdlib.h>

@@ -16,12 +16,12 @@
  * beta with every chunk and waits on its row with its shared memory idle):
  * the loads run two rounds ahead of the statistics, and gamma and beta
  * stay in registers.
- * Measured (results/h100/kbench-20261127-074515.csv, H100, cold L2): 2,770 GB/s
- * at 1024x32768, 92.2% of the run's 3004 GB/s memory ceiling, 110.15x naive;
- * 2,739 GB/s (91.2%) at 128x262144, 873.31x naive.
- * Gap to the limit: 8 points at 1024x32768, 8-9 on the 256 MB long rows: as
+ * Measured (results/h100/kbench-20261127-093007.csv, H100, cold L2): 2,760 GB/s
+ * at 1024x32768, 91.7% of the run's 3011 GB/s memory ceiling, 109.63x naive;
+ * 2,711 GB/s (90.0%) at 128x262144, 863.29x naive.
+ * Gap to the limit: 8 points at 1024x32768, 8-10 on the 256 MB long rows: as
  * for softmax persistent_row, the start and the end of a launch, and one to
- * two points more for layernorm's second pass over each chunk. History:
+ * three points more for layernorm's second pass over each chunk. History:
  * docs/notes/softmax-layernorm.md. */
 #include "kernels/layernorm.h"
 #include "kernels/cuda_util.h"

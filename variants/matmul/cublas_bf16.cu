@@ -5,12 +5,12 @@
  * n = M, no transposes (variants/matmul/cublas_common.h).
  *
  * Builds on cublas: the same call in bf16, on the tensor cores.
- * Measured (results/h100/kbench-20261127-074515.csv, H100, cold L2): 785.0
- * TFLOP/s at 4096^3 and 794.3 at 8192^3, 81.4% and 82.3% of the run's 965
- * TFLOP/s bf16 tensor ceiling (its wgmma_peak kernel), 15.2x and 15.3x
+ * Measured (results/h100/kbench-20261127-093007.csv, H100, cold L2): 793.7
+ * TFLOP/s at 4096^3 and 798.3 at 8192^3, 82.5% and 83.0% of the run's 962
+ * TFLOP/s bf16 tensor ceiling (its wgmma_peak kernel), 15.4x and 15.6x
  * cublas (fp32).
- * Gap to the limit: 19 points to the measured ceiling at 4096^3, 18 at
- * 8192^3; 73% and 74% of the 1071 TFLOP/s datasheet figure at 1980 MHz.
+ * Gap to the limit: 17 points to the measured ceiling at 4096^3, 17 at
+ * 8192^3; 74% and 75% of the 1071 TFLOP/s datasheet figure at 1980 MHz.
  * History: docs/notes/matmul.md. */
 #include "kernels/matmul.h"
 #include "variants/matmul/cublas_common.h"

@@ -3,11 +3,11 @@
  * same function as fp32: it is checked with the tf32 tolerance.  Shows what
  * giving up fp32 products buys.
  *
- * Measured (results/h100/kbench-20261127-074515.csv, H100, cold L2): 393.9
- * TFLOP/s at 4096^3 and 378.6 at 8192^3 (clock 1980 MHz), 81.7% and 78.5% of
- * the run's tf32 ceiling (half its 965 TFLOP/s bf16 tensor ceiling), 7.62x and
- * 7.28x cublas.
- * Gap to the limit: 18.3 points at 4096^3; 21.5 points at 8192^3.
+ * Measured (results/h100/kbench-20261127-093007.csv, H100, cold L2): 402.2
+ * TFLOP/s at 4096^3 and 382.2 at 8192^3 (clock 1980 and 1827 MHz), 83.6%
+ * and 79.5% of the run's tf32 ceiling (half its 962 TFLOP/s bf16 tensor
+ * ceiling), 7.78x and 7.45x cublas.
+ * Gap to the limit: 16.4 points at 4096^3; 20.5 points at 8192^3.
  * History: docs/notes/matmul.md. */
 #include "kernels/matmul.h"
 #include "variants/matmul/cublas_common.h"

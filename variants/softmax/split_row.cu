@@ -13,9 +13,9 @@
  * cluster to place, so the longest rows lose nothing to GPC packing, and
  * six waiting blocks per SM instead of two.
  * Prediction: ~85-90% of the copy ceiling from 1024x32768 to 128x262144.
- * Measured (results/h100/kbench-20261127-074515.csv, H100, cold L2): 2,648 GB/s
- * at 1024x32768, 88.1% of the run's 3004 GB/s memory ceiling, 1.13x cudnn;
- * 2,561 GB/s (85.2%) at 128x262144, 6.75x cudnn.
+ * Measured (results/h100/kbench-20261127-093007.csv, H100, cold L2): 2,657 GB/s
+ * at 1024x32768, 88.2% of the run's 3011 GB/s memory ceiling, 1.14x cudnn;
+ * 2,565 GB/s (85.2%) at 128x262144, 6.71x cudnn.
  * Gap to the limit: 12 points at 1024x32768, 15 at 128x262144: each block's
  * life is a chain of dependent round trips (its ticket, its loads, the count
  * and the partials) for 32 KiB of data, and the waits hold shared memory that
