@@ -299,11 +299,14 @@ __device__ __forceinline__ void fence_regs(uint32_t (&r)[N])
 template <int D>
 __device__ __forceinline__ void issue_s(float (&sc)[kBC<D> / 2], uint32_t q_wg, uint32_t k_t)
 {
+    /* Step j's descriptors are the first ones plus its byte offset / 16:
+     * the 14-bit address field never carries (shared memory < 256 KiB). */
+    const uint64_t dq = wgmma_desc(q_wg, 16, 1024), dk = wgmma_desc(k_t, 16, 1024);
 #pragma unroll
     for (int j = 0; j < D / 16; ++j) {
         const uint32_t col = (j % 4) * 32;
-        wgmma_s<D>(sc, wgmma_desc(q_wg + (j / 4) * kPanelBytes<kBR<D>> + col, 16, 1024),
-                   wgmma_desc(k_t + (j / 4) * kPanelBytes<kBC<D>> + col, 16, 1024), j > 0);
+        wgmma_s<D>(sc, dq + (((j / 4) * kPanelBytes<kBR<D>> + col) >> 4),
+                   dk + (((j / 4) * kPanelBytes<kBC<D>> + col) >> 4), j > 0);
     }
     wgmma_commit();
 }
@@ -315,10 +318,11 @@ __device__ __forceinline__ void issue_s(float (&sc)[kBC<D> / 2], uint32_t q_wg, 
 template <int D>
 __device__ __forceinline__ void issue_pv(float (&acc)[D / 2], const uint32_t (&p)[kBC<D> / 4], uint32_t v_t)
 {
+    const uint64_t dv = wgmma_desc(v_t, kPanelBytes<kBC<D>>, 1024);
 #pragma unroll
     for (int kk = 0; kk < kBC<D> / 16; ++kk) {
         const uint32_t a[4] = {p[4 * kk], p[4 * kk + 1], p[4 * kk + 2], p[4 * kk + 3]};
-        wgmma_pv<D>(acc, a, wgmma_desc(v_t + kk * 16 * 128, kPanelBytes<kBC<D>>, 1024));
+        wgmma_pv<D>(acc, a, dv + (kk * 16 * 128 >> 4));
     }
     wgmma_commit();
 }
