@@ -48,16 +48,16 @@
  *
  * Builds on flash_bf16: the same algorithm, from mma.sync to wgmma with a
  * TMA producer warpgroup.
- * Measured (results/h100/kbench-20261127-093007.csv, 1980 MHz, PyTorch's
- * SDPA and cudnn_bf16 in the same run): 664 TFLOP/s at 2x16x4096x4096x128
- * (0.99x SDPA, 0.99x cudnn_bf16), 528 at 4x16x4096x4096x64 (1.10x, 0.97x),
- * causal 559 and 429 (1.05x and 1.02x SDPA, 1.02x and 0.97x cudnn_bf16),
- * 668 at the GQA 2x32x4096x4096x128x8 (0.99x SDPA, 0.98x); 699 at
- * 4x16x8192x8192x128 (1.00x SDPA, 1.10x cudnn_bf16, which read 637 with a
- * 5% spread) and 595 causal (at the power cap's 1875 MHz: 0.92x both);
- * 767 at D = 256 and 628 causal (1.05x and 1.04x cudnn_bf16); 2.3x SDPA at
- * the chunked prefill 1x32x512x4096x128c.
- * Gap to the limit: 69% of the run's bf16 ceiling (962 TFLOP/s) at
+ * Measured (results/h100/kbench-20261127-094440.csv, 1980 MHz unless
+ * noted, PyTorch's SDPA and cudnn_bf16 in the same run): 659 TFLOP/s at
+ * 2x16x4096x4096x128 (0.98x SDPA, 0.97x cudnn_bf16), 518 at
+ * 4x16x4096x4096x64 (1.09x, 0.96x), causal 565 and 443 at 1935 and 1920
+ * MHz (1.08x and 1.06x SDPA, 1.03x and 0.98x cudnn_bf16), 666 at the GQA
+ * 2x32x4096x4096x128x8 (0.97x both); 688 at 4x16x8192x8192x128 (0.98x
+ * both) and 599 causal (at the power cap's 1860 MHz: 0.93x, 0.92x); 773
+ * at D = 256 and 657 causal (1.06x and 1.08x cudnn_bf16); 2.3x SDPA at the
+ * chunked prefill 1x32x512x4096x128c.
+ * Gap to the limit: 68% of the run's bf16 ceiling (969 TFLOP/s) at
  * D = 128, where cuDNN's kernel reaches 70%; 80% at D = 256 (cuDNN 76%).
  * History:
  * docs/notes/attention.md. */

@@ -16,12 +16,13 @@
  * beta with every chunk and waits on its row with its shared memory idle):
  * the loads run two rounds ahead of the statistics, and gamma and beta
  * stay in registers.
- * Measured (results/h100/kbench-20261127-093007.csv, H100, cold L2): 2,760 GB/s
- * at 1024x32768, 91.7% of the run's 3011 GB/s memory ceiling, 109.63x naive;
- * 2,711 GB/s (90.0%) at 128x262144, 863.29x naive.
- * Gap to the limit: 8 points at 1024x32768, 8-10 on the 256 MB long rows: as
- * for softmax persistent_row, the start and the end of a launch, and one to
- * three points more for layernorm's second pass over each chunk. History:
+ * Measured (results/h100/kbench-20261127-094440.csv, H100, cold L2): 2,762 GB/s
+ * at 1024x32768, 91.8% of the run's 3008 GB/s memory ceiling, 108.99x naive;
+ * 2,510 GB/s (83.5%, a 28% spread) at 128x262144, 794.90x naive.
+ * Gap to the limit: 8 points at 1024x32768, 8-17 on the 256 MB long rows
+ * (17 from that noisy row): as for softmax persistent_row, the start and
+ * the end of a launch, and one to three points more for layernorm's second
+ * pass over each chunk. History:
  * docs/notes/softmax-layernorm.md. */
 #include "kernels/layernorm.h"
 #include "kernels/cuda_util.h"

@@ -19,9 +19,9 @@
  * row, the row in its registers): no cluster to place, and six waiting
  * blocks per SM instead of two.
  * Prediction: ~85-90% of the copy ceiling from 1024x32768 to 128x262144.
- * Measured (results/h100/kbench-20261127-093007.csv, H100, cold L2): 2,484 GB/s
- * at 1024x32768, 82.5% of the run's 3011 GB/s memory ceiling, 98.66x naive;
- * 2,384 GB/s (79.2%) at 128x262144, 759.32x naive.
+ * Measured (results/h100/kbench-20261127-094440.csv, H100, cold L2): 2,474 GB/s
+ * at 1024x32768, 82.3% of the run's 3008 GB/s memory ceiling, 97.64x naive;
+ * 2,378 GB/s (79.1%) at 128x262144, 753.09x naive.
  * Gap to the limit: 18 points at 1024x32768, 21 at 128x262144: as for softmax
  * split_row (each block's chain of dependent round trips, its shared memory
  * idle while it waits), plus the second pass over the chunk and the gamma and

@@ -20,11 +20,10 @@
  *
  * Builds on wgmma_cluster: stmatrix + TMA stores in place of 4-byte global
  * stores from the accumulators.
- * Measured (results/h100/kbench-20261127-093007.csv, cold L2, 1980 MHz):
- * 804 TFLOP/s at 4096^3 (1.01x cublas_bf16), 809 at 8192^3 (1.01x); 1.61x
- * at 4096x3072x768 (where cublas_bf16 read 365 with an 18% spread; 1.02x
- * cublaslt_bf16), 0.99x at 4096x768x3072, 0.98x at 4096x768x768.
- * Gap to the limit: 84% of the run's bf16 ceiling (962 TFLOP/s, wgmma from
+ * Measured (results/h100/kbench-20261127-094440.csv, cold L2, 1980 MHz):
+ * 783 TFLOP/s at 4096^3 (0.98x cublas_bf16), 815 at 8192^3 (1.02x); 1.03x
+ * at 4096x3072x768, 1.03x at 4096x768x3072, 1.03x at 4096x768x768.
+ * Gap to the limit: 84% of the run's bf16 ceiling (969 TFLOP/s, wgmma from
  * shared memory) at 8192^3.  What is left: the consumers wait on their
  * loads more than on the tensor cores (ncu's stall reasons at N = 768),
  * and 4096^3 takes 3.9 rounds of clusters, run as 4. */
