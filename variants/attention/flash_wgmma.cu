@@ -26,7 +26,10 @@
  * the mask the blocks are persistent, one an SM, each taking every
  * gridDim.x-th tile: the next tile's Q loads once the consumers have
  * issued their last S (a q_empty mbarrier), and its K and V as the ring
- * frees, under this tile's last softmax, P V and store.
+ * frees, under this tile's last softmax, P V and store.  At D = 128 the
+ * tiles that do not make a whole round are dealt out by key tiles
+ * (stream-K), a split tile's second part parked in global memory for the
+ * block that holds its first to merge (for_each_piece).
  * Grouped-query attention: query head bh reads KV head bh / (H / Hkv).
  * Shapes: D of 64, 128 or 256; any B, H, Hkv, Tq and Tk.  Needs sm_90a.
  *
@@ -88,6 +91,13 @@ template <int D> constexpr int kKVBytes = D / 64 * kPanelBytes<kBC<D>>; /* K or 
 template <int D> constexpr int kStages = (227 * 1024 - 1024 - kQBytes<D>) / (2 * kKVBytes<D>);
 template <int D> constexpr int kSmemBytes = kQBytes<D> + 2 * kStages<D> * kKVBytes<D> + 1024;
 static_assert(kStages<256> == 2 && kStages<128> == 3 && kStages<64> == 6, "the rings the header describes");
+/* A block's slot for the part of a split tile that it parks for the block
+ * before (for_each_piece): element i of consumer thread ct at
+ * i * (consumer threads) + ct, i over its O accumulators, then its two
+ * rows' reference points and partial sums; and a flag a consumer warp. */
+template <int D> constexpr int kParked = D / 2 + 4;
+template <int D> constexpr int64_t kSlotFloats = (int64_t)kConsumers<D> * 128 * kParked<D>;
+constexpr int kSlotFlags = 3 * 4;
 /* K's stage goes back once S is done, V's once P V is, and K tile t loads
  * before V tile t - 1 (S of tile t is issued with P V of tile t - 1): with
  * two or three stages the K tiles then load a P V sooner (+36% at D = 256,
@@ -106,11 +116,24 @@ template <int D> constexpr bool kEarlyK = kStages<D> < 6;
  * cover a softmax, and which keeps the old order. */
 template <int D> constexpr bool kSoftmaxUnderPV = D >= 128;
 
+/* Whether the persistent blocks split the last tiles (for_each_piece):
+ * at D = 128, where tiles hold at least kSplitKeyTiles key tiles.  A
+ * split costs each block a piece more (a pipeline's start and end) and
+ * the merge; in one call against whole rounds it measured +0.6% at
+ * 2x16x4096x4096x128 and +1.3% at the GQA 2x32x4096x4096x128x8, and lost
+ * at 4x16x1000x1000x128 (8 key tiles a tile: -5 to -11%) and at D = 256
+ * (-2%).  D = 64's three consumers' 160 registers the split's state
+ * would spill. */
+template <int D> constexpr bool kSplits = D == 128;
+constexpr int kSplitKeyTiles = 32;
+
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 template <int D> constexpr int kProducerRegs = kConsumers<D> == 3 ? 32 : 40;
 template <int D> constexpr int kConsumerRegs = kConsumers<D> == 3 ? 160 : 232;
-template <int D> constexpr bool kRegsFit = kProducerRegs<D> * 128 + kConsumerRegs<D> * 128 * kConsumers<D> <= 65536;
-static_assert(kRegsFit<64> && kRegsFit<128> && kRegsFit<256>, "the SM's register file");
+/* setmaxnreg moves registers within the block's launch share: 64K / threads, in steps of 8, a thread. */
+template <int D> constexpr bool kRegsFit =
+    kProducerRegs<D> * 128 + kConsumerRegs<D> * 128 * kConsumers<D> <= 65536 / kThreads<D> / 8 * 8 * kThreads<D>;
+static_assert(kRegsFit<64> && kRegsFit<128> && kRegsFit<256>, "the block's registers");
 
 /* d = Q (64x16, K-major) * K^T (16x128: 128 rows of K, K-major) +
  * (accumulate ? d : 0), both by 128-byte-swizzled descriptors. */
@@ -481,6 +504,123 @@ __device__ __forceinline__ KbAttnTile tile_of(int64_t id, int causal, int row_ti
         return causal_tile(id, row_tiles, heads, rows_per_tile, hg, Tq);
     return kb_attn_tile_at(id, row_tiles, heads, rows_per_tile, 0);
 }
+
+/* The persistent blocks' work, as pieces (tile id, key tiles lo..hi - 1,
+ * whether it is the block's last): `rounds` of whole tiles, block b taking
+ * tiles b, b + gridDim.x, ...; then, where `units` > 0, the key tiles of
+ * the tiles left (between one and two rounds' worth, n key tiles each)
+ * dealt out evenly, as a contiguous run of (tile, key tile) a block
+ * (stream-K): whole rounds would leave SMs idle for a tile's time at the
+ * end (8 rounds where 1024 tiles on 132 SMs need 7.76).  A run holds at
+ * least n key tiles, so a tile split between blocks b and b + 1 has its
+ * first key tiles in b's last piece and the rest in b + 1's first.  The
+ * host keeps units * gridDim.x below 2^31. */
+struct Pieces {
+    int64_t tiles, first; /* all tiles; the first after the rounds */
+    int b, g, rounds, n, units; /* block, blocks; rounds of whole tiles; key tiles a tile; those dealt out (0: none) */
+    int tile0, lo0, len;  /* this block's run: its first tile after the rounds, its first key tile there, its key tiles */
+};
+
+__device__ __forceinline__ Pieces plan_pieces(int64_t tiles, int n, int rounds, int units)
+{
+    const int b = blockIdx.x, g = gridDim.x, u0 = units * b / g;
+    return {tiles, (int64_t)rounds * g, b, g, rounds, n, units, u0 / n, u0 % n, units * (b + 1) / g - u0};
+}
+
+/* Each piece from k and the plan p: the consumers' in registers, made
+ * from the kernel's arguments, which keeps it uniform (and the wgmma
+ * descriptors on the uniform datapath); the producer's in shared memory,
+ * read afresh (volatile), since what ptxas keeps in registers across the
+ * pieces spills its 40. */
+template <bool Split, typename P, typename F>
+__device__ __forceinline__ void for_each_piece(const P &p, F &&piece)
+{
+    for (int k = 0;; ++k) { /* one call site: the piece inlines once */
+        const int n = p.n;
+        int64_t id;
+        int lo = 0, hi = n;
+        bool last;
+        if (k < p.rounds) {
+            id = p.b + (int64_t)k * p.g;
+            if (id >= p.tiles)
+                return;
+            last = p.units == 0 && id + p.g >= p.tiles;
+        } else {
+            if (!Split || p.units == 0)
+                return;
+            const int j = k - p.rounds, lo0 = p.lo0, len = p.len, done = j == 0 ? 0 : n - lo0 + (j - 1) * n;
+            if (done >= len)
+                return;
+            lo = j == 0 ? lo0 : 0, hi = min(n, lo + len - done);
+            id = p.first + p.tile0 + j;
+            last = done + hi - lo >= len;
+        }
+        piece(id, lo, hi, last);
+    }
+}
+
+/* A split tile's second part, parked by its block for the block that
+ * merges it: each consumer thread's O accumulators, then its two rows'
+ * reference points and partial sums, element i of consumer thread ct at
+ * i * (consumer threads) + ct of the block's slot, and a flag a consumer
+ * warp. */
+
+template <int D>
+__device__ __forceinline__ void park(float *slot, unsigned *flags, const float (&acc)[D / 2], float m0, float m1,
+                                     float l0, float l1, int ct)
+{
+    constexpr int NT = kConsumers<D> * 128;
+    float *p = slot + ct;
+#pragma unroll
+    for (int i = 0; i < D / 2; ++i)
+        __stcg(p + i * NT, acc[i]);
+    __stcg(p + (D / 2) * NT, m0), __stcg(p + (D / 2 + 1) * NT, m1);
+    __stcg(p + (D / 2 + 2) * NT, l0), __stcg(p + (D / 2 + 3) * NT, l1);
+    __threadfence();
+    __syncwarp();
+    if (ct % 32 == 0)
+        kb_add_release(flags + ct / 32, 1u);
+}
+
+/* The factors of two states of a row, reference points m and pm: O = O f +
+ * O' g, l = l f + l' g (a state with no key yet, m = -inf, weighs 0). */
+__device__ __forceinline__ void merge_factors(float m, float pm, float sl2, float &f, float &g)
+{
+    const float b = m == -INFINITY ? -INFINITY : m * sl2, pb = pm == -INFINITY ? -INFINITY : pm * sl2;
+    const float top = fmaxf(b, pb);
+    f = top == -INFINITY ? 0.f : exp2_ftz(b - top);
+    g = top == -INFINITY ? 0.f : exp2_ftz(pb - top);
+}
+
+/* Merge the next block's parked part of this tile into this thread's
+ * state, once its warp's flag is up (it parked it in its first piece, so
+ * the wait is short and cannot hang: every persistent block is resident). */
+template <int D>
+__device__ __forceinline__ void unpark(const float *slot, unsigned *flags, float (&acc)[D / 2], float m0, float m1,
+                                       float &l0, float &l1, float sl2, int ct)
+{
+    constexpr int NT = kConsumers<D> * 128;
+    /* Every lane acquires, and the loop's condition is a vote: a branch
+     * ptxas knows is uniform (a lane's spin would make the key loop's
+     * descriptors leave the uniform datapath, 16 -> 48 R2UR). */
+    while (__any_sync(0xffffffffu, kb_load_acquire(flags + ct / 32) == 0))
+        ;
+    if (ct % 32 == 0)
+        flags[ct / 32] = 0; /* down for the next launch */
+    const float *p = slot + ct;
+    float f0, g0, f1, g1;
+    merge_factors(m0, __ldcg(p + (D / 2) * NT), sl2, f0, g0);
+    merge_factors(m1, __ldcg(p + (D / 2 + 1) * NT), sl2, f1, g1);
+    l0 = l0 * f0 + __ldcg(p + (D / 2 + 2) * NT) * g0;
+    l1 = l1 * f1 + __ldcg(p + (D / 2 + 3) * NT) * g1;
+#pragma unroll
+    for (int j = 0; j < D / 8; ++j) {
+        acc[4 * j] = acc[4 * j] * f0 + __ldcg(p + (4 * j) * NT) * g0;
+        acc[4 * j + 1] = acc[4 * j + 1] * f0 + __ldcg(p + (4 * j + 1) * NT) * g0;
+        acc[4 * j + 2] = acc[4 * j + 2] * f1 + __ldcg(p + (4 * j + 2) * NT) * g1;
+        acc[4 * j + 3] = acc[4 * j + 3] * f1 + __ldcg(p + (4 * j + 3) * NT) * g1;
+    }
+}
 #endif
 }
 
@@ -488,11 +628,14 @@ template <int D, bool Persistent>
 __global__ void __launch_bounds__(kThreads<D>, 1)
     attention_flash_wgmma_kernel(const __grid_constant__ CUtensorMap map_q, const __grid_constant__ CUtensorMap map_k,
                                  const __grid_constant__ CUtensorMap map_v, int Tq, int Tk, int causal, int group,
-                                 float sl2, int row_tiles, int heads, int hg, __nv_bfloat16 *__restrict__ o)
+                                 float sl2, int row_tiles, int heads, int hg, int n_keys, int rounds, int units,
+                                 float *__restrict__ parked,
+                                 unsigned *__restrict__ parked_flags, __nv_bfloat16 *__restrict__ o)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     constexpr int S = kStages<D>, BC = kBC<D>, BR = kBR<D>, kQ = kQBytes<D>, kKV = kKVBytes<D>, NC = kConsumers<D>;
     __shared__ unsigned long long q_full, q_empty, k_full[S], v_full[S], k_empty[S], v_empty[S], softmax_done;
+    __shared__ Pieces plan;
     extern __shared__ __align__(128) unsigned char smem[];
     const int64_t tiles = (int64_t)row_tiles * heads;
     const int tid = threadIdx.x, wg = tid / 128;
@@ -512,6 +655,8 @@ __global__ void __launch_bounds__(kThreads<D>, 1)
             kb_mbar_init(&v_empty[s], NC * 4);
         }
         kb_mbar_init_fence();
+        if (Persistent)
+            plan = plan_pieces(tiles, n_keys, rounds, units);
     }
     __syncthreads();
 
@@ -526,10 +671,11 @@ __global__ void __launch_bounds__(kThreads<D>, 1)
         bf16_setmaxnreg_dec<kProducerRegs<D>>();
         int k = 0;        /* Q's loads */
         uint32_t par = 0; /* each stage's parity at a tile's start (odd_stages) */
-        auto produce = [&](int64_t id) {
+        auto produce = [&](int64_t id, int lo, int hi) {
             const KbAttnTile tile = tile_of(id, causal, row_tiles, heads, BR, hg, Tq);
-            const int n_tiles = key_tiles<BR, BC>(tile.row0, Tq, Tk, causal), kv_head = (int)(tile.bh / group);
-            if (n_tiles == 0)
+            const int n_tiles = (Persistent ? hi : key_tiles<BR, BC>(tile.row0, Tq, Tk, causal)) - lo;
+            const int kv_head = (int)(tile.bh / group);
+            if (n_tiles <= 0)
                 return;
             kb_mbar_wait(&q_empty, (k++ & 1) ^ 1); /* the tile before has issued its last S */
             kb_mbar_arrive_expect(&q_full, kQ);
@@ -545,12 +691,12 @@ __global__ void __launch_bounds__(kThreads<D>, 1)
             for (int t = 0; t < n_tiles; ++t) {
                 wait_free(kEarlyK<D> ? k_empty : v_empty, s, phase);
                 kb_mbar_arrive_expect(&k_full[s], kKV);
-                load_tile<D, BC>(k_s + s * kKV, &map_k, t * BC, kv_head, &k_full[s]);
+                load_tile<D, BC>(k_s + s * kKV, &map_k, (lo + t) * BC, kv_head, &k_full[s]);
                 if (!kEarlyK<D>) {
-                    load_v(t, s); /* the stage went back whole */
+                    load_v(lo + t, s); /* the stage went back whole */
                 } else if (t > 0) {
                     wait_free(v_empty, ps, pphase);
-                    load_v(t - 1, ps);
+                    load_v(lo + t - 1, ps);
                 }
                 ps = s, pphase = phase;
                 if (++s == S)
@@ -558,17 +704,16 @@ __global__ void __launch_bounds__(kThreads<D>, 1)
             }
             if (kEarlyK<D>) {
                 wait_free(v_empty, ps, pphase);
-                load_v(n_tiles - 1, ps);
+                load_v(lo + n_tiles - 1, ps);
             }
             par ^= odd_stages<S>(n_tiles);
         };
         if (tid != 0)
             return;
         if constexpr (Persistent)
-            for (int64_t id = blockIdx.x; id < tiles; id += gridDim.x)
-                produce(id);
+            for_each_piece<kSplits<D>>(*(volatile Pieces *)&plan, [&](int64_t id, int lo, int hi, bool) { produce(id, lo, hi); });
         else
-            produce(blockIdx.x);
+            produce(blockIdx.x, 0, n_keys);
         return;
     }
 
@@ -578,17 +723,22 @@ __global__ void __launch_bounds__(kThreads<D>, 1)
     const uint32_t q_wg = q_s + cw * 64 * 128;          /* this consumer's 64 rows in each panel of Q */
     int qk = 0, turns = 0;                              /* Q's loads; turns begun */
     uint32_t par = 0;                                   /* each stage's parity at a tile's start (odd_stages) */
-    /* One tile; `last`: the block's last, after which no turn is left. */
-    auto consume = [&](int64_t id, bool last) {
+    const int ct = tid - 128;                           /* this thread among the consumers' */
+    /* One piece: key tiles lo..hi - 1 of a tile; `last`: the block's last,
+     * after which no turn is left. */
+    auto consume = [&](int64_t id, int lo, int hi, bool last) {
         const KbAttnTile tile = tile_of(id, causal, row_tiles, heads, BR, hg, Tq);
-        const int n_tiles = key_tiles<BR, BC>(tile.row0, Tq, Tk, causal);
+        /* Persistent blocks have no mask: n_keys key tiles a tile. */
+        const int n_all = Persistent ? n_keys : key_tiles<BR, BC>(tile.row0, Tq, Tk, causal);
+        const int n_tiles = (Persistent ? hi : n_all) - lo;
+        const bool parks = lo > 0, merges = hi < n_all; /* a split tile's second part, or its first */
         const int wrow = tile.row0 + cw * 64 + w * 16;  /* this warp's first query row */
         const int r0 = wrow + lane / 4, r1 = r0 + 8;    /* this thread's two query rows */
         float acc[D / 2], m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;
 #pragma unroll
         for (int i = 0; i < D / 2; ++i)
             acc[i] = 0.f;
-        if (n_tiles == 0) { /* every row of the tile sees no key */
+        if (n_tiles <= 0) { /* every row of the tile sees no key */
             store_o<D>(acc, 0.f, 0.f, o + (size_t)tile.bh * Tq * D, r0, r1, Tq, t4);
             return;
         }
@@ -619,7 +769,7 @@ __global__ void __launch_bounds__(kThreads<D>, 1)
                 if (n_tiles == 1)
                     bf16_mbar_arrive(&q_empty); /* Q is read: the next tile's may load */
             }
-            mask_tile<BC>(sc, 0, Tk, causal, r0, r1, wrow, diag, t4);
+            mask_tile<BC>(sc, lo * BC, Tk, causal, r0, r1, wrow, diag, t4);
             softmax<BC>(sc, sl2, m0, m1, l0, l1, alpha0, alpha1);
             to_bf16<BC>(sc, p);
             ps = s, pphase = phase;
@@ -649,7 +799,7 @@ __global__ void __launch_bounds__(kThreads<D>, 1)
                 if (t == n_tiles - 1)
                     bf16_mbar_arrive(&q_empty);
             }
-            mask_tile<BC>(sc, t * BC, Tk, causal, r0, r1, wrow, diag, t4);
+            mask_tile<BC>(sc, (lo + t) * BC, Tk, causal, r0, r1, wrow, diag, t4);
             softmax<BC>(sc, sl2, m0, m1, l0, l1, alpha0, alpha1);
             if (kSoftmaxUnderPV<D> && lane == 0)
                 bf16_mbar_arrive(&softmax_done + zero_from(l0 + l1));
@@ -677,17 +827,24 @@ __global__ void __launch_bounds__(kThreads<D>, 1)
         fence_regs(p);
         if (lane == 0)
             bf16_mbar_arrive(&v_empty[ps]);
-        store_o<D>(acc, l0, l1, o + (size_t)tile.bh * Tq * D, r0, r1, Tq, t4);
         par ^= odd_stages<S>(n_tiles);
+        if (kSplits<D> && parks) { /* the rest of a tile whose first key tiles are the block before's */
+            park<D>(parked + blockIdx.x * kSlotFloats<D>, parked_flags + blockIdx.x * kSlotFlags, acc, m0, m1, l0,
+                    l1, ct);
+            return;
+        }
+        if (kSplits<D> && merges)
+            unpark<D>(parked + (blockIdx.x + 1) * kSlotFloats<D>, parked_flags + (blockIdx.x + 1) * kSlotFlags, acc,
+                      m0, m1, l0, l1, sl2, ct);
+        store_o<D>(acc, l0, l1, o + (size_t)tile.bh * Tq * D, r0, r1, Tq, t4);
     };
     if constexpr (Persistent)
-        for (int64_t id = blockIdx.x; id < tiles; id += gridDim.x)
-            consume(id, id + gridDim.x >= tiles);
+        for_each_piece<kSplits<D>>(plan_pieces(tiles, n_keys, rounds, units), consume);
     else
-        consume(blockIdx.x, true);
+        consume(blockIdx.x, 0, n_keys, true);
 #else
     (void)map_q, (void)map_k, (void)map_v, (void)Tq, (void)Tk, (void)causal, (void)group, (void)sl2;
-    (void)row_tiles, (void)heads, (void)hg, (void)o;
+    (void)row_tiles, (void)heads, (void)hg, (void)n_keys, (void)rounds, (void)units, (void)parked, (void)parked_flags, (void)o;
     __trap(); /* no wgmma, TMA or setmaxnreg on this arch: the variant SKIPs here */
 #endif
 }
@@ -700,6 +857,9 @@ typedef struct {
     kb_attention_args seen; /* the arguments the maps describe */
     int64_t l2_bytes;       /* the GPU's L2 and SMs, for the causal block order */
     int sms;
+    float *parked;          /* a slot a block for the split tiles' parts (kSlotFloats), or NULL */
+    unsigned *parked_flags; /* kSlotFlags a slot, down between launches */
+    int64_t parked_floats;
 } wgmma_ctx;
 
 static const char *unsupported(const kb_shape *s)
@@ -749,7 +909,41 @@ static bool same_tensors(const kb_attention_args *x, const kb_attention_args *y)
            x->Tq == y->Tq && x->Tk == y->Tk && x->D == y->D && x->kv_stride == y->kv_stride;
 }
 
-static void teardown(void *ctx) { free(ctx); }
+static void teardown(void *ctx)
+{
+    wgmma_ctx *c = (wgmma_ctx *)ctx;
+    cudaFree(c->parked);
+    cudaFree(c->parked_flags);
+    free(c);
+}
+
+/* The parked floats that a launch at this shape needs: a slot a block
+ * where the persistent blocks split the last tiles (kSplits, not causal,
+ * tiles not a whole number of rounds), else 0. */
+static int64_t parked_need(const kb_attention_args *a, int sms)
+{
+    if (a->causal || a->D != 128 || KB_CEIL_DIV(a->Tk, kBC<128>) < kSplitKeyTiles)
+        return 0; /* kSplits */
+    const int64_t tiles = (int64_t)KB_CEIL_DIV(a->Tq, kBR<128>) * a->B * a->H;
+    return tiles > sms && tiles % sms ? kSlotFloats<128> * sms : 0;
+}
+
+/* The slots, their flags down, outside the timed launches. */
+static const char *alloc_parked(wgmma_ctx *c, int64_t floats)
+{
+    const size_t flags = (size_t)c->sms * kSlotFlags * sizeof(unsigned);
+    cudaError_t e = cudaMalloc((void **)&c->parked, (size_t)floats * sizeof(float));
+    if (e == cudaSuccess)
+        e = cudaMalloc((void **)&c->parked_flags, flags);
+    if (e == cudaSuccess)
+        e = cudaMemset(c->parked_flags, 0, flags);
+    if (e != cudaSuccess) {
+        cudaGetLastError(); /* a failed allocation must not reach the next launch */
+        return "the split tiles' workspace does not fit";
+    }
+    c->parked_floats = floats;
+    return NULL;
+}
 
 /* The shared-memory opt-in of head dim D's two kernels. */
 template <int D>
@@ -767,7 +961,6 @@ static const char *allow_smem(void)
  * outside the timed launches. */
 static const char *setup(const void *args, void **ctx)
 {
-    (void)args;
     wgmma_ctx *c = (wgmma_ctx *)calloc(1, sizeof *c);
     if (!c)
         return "out of host memory";
@@ -786,8 +979,11 @@ static const char *setup(const void *args, void **ctx)
         err = allow_smem<128>();
     if (!err)
         err = allow_smem<256>();
+    const int64_t parked = args && !err ? parked_need((const kb_attention_args *)args, c->sms) : 0;
+    if (parked)
+        err = alloc_parked(c, parked);
     if (err) {
-        free(c);
+        teardown(c);
         return err;
     }
     *ctx = c;
@@ -806,17 +1002,27 @@ static void launch_d(const wgmma_ctx *c, const kb_attention_args *a, cudaStream_
     const int64_t two_waves = KB_CEIL_DIV(2 * (int64_t)c->sms, row_tiles);
     hg = hg < two_waves ? two_waves : hg;
     const float sl2 = a->scale * KB_LOG2E;
+    const int n_keys = KB_CEIL_DIV(a->Tk, kBC<D>); /* key tiles a row tile, unmasked */
     __nv_bfloat16 *o = (__nv_bfloat16 *)a->o;
     /* Causal: a block a tile, in the longest-first order; else persistent,
-     * a block an SM. */
-    if (a->causal)
+     * a block an SM, with the last tiles split (for_each_piece) where they
+     * are not a whole round and the slots are there (a setup at another
+     * shape has none). */
+    if (a->causal) {
         attention_flash_wgmma_kernel<D, false><<<(unsigned)tiles, kThreads<D>, kSmemBytes<D>, stream>>>(
             c->map_q, c->map_k, c->map_v, a->Tq, a->Tk, 1, group, sl2, row_tiles, heads,
-            (int)(hg < heads ? hg : heads), o);
-    else
-        attention_flash_wgmma_kernel<D, true><<<(unsigned)(tiles < c->sms ? tiles : c->sms), kThreads<D>,
-                                                kSmemBytes<D>, stream>>>(c->map_q, c->map_k, c->map_v, a->Tq, a->Tk,
-                                                                         0, group, sl2, row_tiles, heads, 1, o);
+            (int)(hg < heads ? hg : heads), n_keys, 0, 0, NULL, NULL, o);
+        return;
+    }
+    const int64_t grid = tiles < c->sms ? tiles : c->sms, need = parked_need(a, c->sms);
+    int64_t rounds = KB_CEIL_DIV(tiles, grid), units = 0;
+    if (need > 0 && need <= c->parked_floats && (tiles % grid + grid) * n_keys * grid < INT32_MAX) {
+        rounds = tiles / grid - 1;
+        units = (tiles - rounds * grid) * n_keys;
+    }
+    attention_flash_wgmma_kernel<D, true><<<(unsigned)grid, kThreads<D>, kSmemBytes<D>, stream>>>(
+        c->map_q, c->map_k, c->map_v, a->Tq, a->Tk, 0, group, sl2, row_tiles, heads, 1, n_keys, (int)rounds,
+        (int)units, c->parked, c->parked_flags, o);
 }
 
 static const char *launch(const void *args, void *ctx, cudaStream_t stream)
