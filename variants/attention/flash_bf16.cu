@@ -23,11 +23,11 @@
  * 16 up to 128; any B, H, Tq, Tk.
  *
  * Builds on flash_f32: the same algorithm on the tensor cores.
- * Measured (results/h100/kbench-20261127-094440.csv; % of the run's 969 TFLOP/s
- * bf16 ceiling): 386.1 TFLOP/s at 2x16x4096x4096x128 (39.8%), 314.2 at
- * 4x16x4096x4096x64 (32.4%), 398.9 at 4x16x8192x8192x128 (41.2%), 368.5 at
- * ..128c (38.0%); PyTorch's bf16 SDPA in the same run: 671, 476, 701 and 644
- * (ours 0.57-0.66x); cudnn_bf16 679, 538, 699 and 651 (ours 0.57-0.58x).
+ * Measured (results/h100/kbench-20261127-105802.csv; % of the run's 972 TFLOP/s
+ * bf16 ceiling): 383.0 TFLOP/s at 2x16x4096x4096x128 (39.4%), 311.2 at
+ * 4x16x4096x4096x64 (32.0%), 366.5 at 4x16x8192x8192x128 (37.7%), 345.3 at
+ * ..128c (35.5%); PyTorch's bf16 SDPA in the same run: 657, 440, 661 and 591
+ * (ours 0.55-0.71x); cudnn_bf16 670, 533, 691 and 641 (ours 0.53-0.58x).
  * Gap to the limit: mma.sync tops out near 2/3 of the wgmma rate that the
  * ceiling's wgmma kernel measures, and the softmax's FP32/MUFU work and the
  * ldmatrix traffic share its issue slots (next rung: flash_wgmma).  History:

@@ -32,13 +32,14 @@
  *
  * Builds on flash_bf16 (the online softmax), with the split over keys in
  * place of the split over query rows, which decoding does not have.
- * Measured (results/h100/kbench-20261127-094440.csv, cold L2, % of the
- * run's 3008 GB/s copy ceiling): 2147 GB/s (71%) at 1x32x1x32768x128x8,
- * 2574 (86%) at Tk = 131072, 2426 (81%) at 8x32x1x8192x128x8, 2670 (89%)
- * and 2842 (94%) at B = 8 and Tk = 32768, 131072, 2770 (92%) at
- * 64x32x1x8192x128x8; PyTorch's SDPA in the same run 2063, 2773, 2488,
- * 2877, 3068 and 3029 (ahead of ours at five of the six, ours 0.91-1.04x);
- * cudnn_bf16 2094, 2783, 2480, 2944, 3074 and 3033 (ours 0.91-1.03x).
+ * Measured (results/h100/kbench-20261127-105802.csv, cold L2, % of the
+ * run's 3007 GB/s copy ceiling): 2147 GB/s (71%) at 1x32x1x32768x128x8,
+ * 2562 (85%) at Tk = 131072, 2425 (81%) at 8x32x1x8192x128x8, 2651 (88%)
+ * and 2838 (94%) at B = 8 and Tk = 32768, 131072, 2756 (92%) at
+ * 64x32x1x8192x128x8; PyTorch's SDPA in the same run 1250 (a 22%
+ * spread), 2738, 2133, 2772, 2891 and 3031 (ahead of ours at four of the
+ * six; ours 0.91-1.14x, 1.72x at the first); cudnn_bf16 2093, 2775, 2482,
+ * 2943, 3075 and 3029 (ours 0.90-1.03x).
  * Rounding the split's waves down (it had launched 2.4 waves at B = 8)
  * bought most of the B = 8 figures (2333 -> 2661 GB/s at Tk = 32768 in a
  * check call, docs/notes/attention.md).

@@ -51,17 +51,18 @@
  *
  * Builds on flash_bf16: the same algorithm, from mma.sync to wgmma with a
  * TMA producer warpgroup.
- * Measured (results/h100/kbench-20261127-094440.csv, 1980 MHz unless
- * noted, PyTorch's SDPA and cudnn_bf16 in the same run): 659 TFLOP/s at
- * 2x16x4096x4096x128 (0.98x SDPA, 0.97x cudnn_bf16), 518 at
- * 4x16x4096x4096x64 (1.09x, 0.96x), causal 565 and 443 at 1935 and 1920
- * MHz (1.08x and 1.06x SDPA, 1.03x and 0.98x cudnn_bf16), 666 at the GQA
- * 2x32x4096x4096x128x8 (0.97x both); 688 at 4x16x8192x8192x128 (0.98x
- * both) and 599 causal (at the power cap's 1860 MHz: 0.93x, 0.92x); 773
- * at D = 256 and 657 causal (1.06x and 1.08x cudnn_bf16); 2.3x SDPA at the
- * chunked prefill 1x32x512x4096x128c.
- * Gap to the limit: 68% of the run's bf16 ceiling (969 TFLOP/s) at
- * D = 128, where cuDNN's kernel reaches 70%; 80% at D = 256 (cuDNN 76%).
+ * Measured (results/h100/kbench-20261127-105802.csv, 1980 MHz unless
+ * noted, PyTorch's SDPA and cudnn_bf16 in the same run): 656 TFLOP/s at
+ * 2x16x4096x4096x128 (1.00x SDPA's 657 with a 5.8% spread, 0.98x
+ * cudnn_bf16), 512 at 4x16x4096x4096x64 (1.16x, 0.96x), causal 566 at
+ * 1830 MHz and 437 (1.25x and 1.17x SDPA, 1.04x and 0.98x cudnn_bf16),
+ * 667 at the GQA 2x32x4096x4096x128x8 (1.09x, 0.99x); 690 at
+ * 4x16x8192x8192x128 (1.04x, 1.00x) and 650 causal (1.10x, 1.01x); 755
+ * at D = 256 and 644 causal (1.05x and 1.08x cudnn_bf16); 547 at the
+ * chunked prefill 1x32x512x4096x128c (3.0x SDPA, whose row has a 24%
+ * spread; 1.03x cudnn_bf16).
+ * Gap to the limit: 67% of the run's bf16 ceiling (972 TFLOP/s) at
+ * D = 128, where cuDNN's kernel reaches 69%; 78% at D = 256 (cuDNN 74%).
  * History:
  * docs/notes/attention.md. */
 #include <stdint.h>

@@ -3,8 +3,8 @@
  * written once and never read.
  * Builds on separate: ~2x on large shapes predicted (8 bytes moved per
  * element instead of 16), the sincosf hidden behind the gather's latency.
- * Measured (results/h100/kbench-20261127-094440.csv, H100, cold L2): 2,431 GB/s
- * at 16x1024x32000x4096, 80.8% of the run's 3008 GB/s memory ceiling, 2.00x
+ * Measured (results/h100/kbench-20261127-105802.csv, H100, cold L2): 2,441 GB/s
+ * at 16x1024x32000x4096, 81.2% of the run's 3007 GB/s memory ceiling, 2.02x
  * separate.
  * Gap to the limit: 19 points: a 4-byte gather per pair from a random table
  * row; rows are contiguous, so a warp still reads whole lines. History:

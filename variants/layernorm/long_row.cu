@@ -15,16 +15,16 @@
  * C = 32768, two reads of x past it): a cluster's registers hold rows of up
  * to 262144, in blocks half that size (two per SM).
  * Prediction: ~85-90% of the copy ceiling from 1024x32768 to 128x262144.
- * Measured (results/h100/kbench-20261127-094440.csv, H100, cold L2): 2,467 GB/s
- * at 1024x32768, 82.0% of the run's 3008 GB/s memory ceiling, 97.35x naive;
- * 1,447 GB/s (48.1%) at 128x262144, 458.23x naive.
- * Gap to the limit: 18 points at 1024x32768 (level with split_row there, 82.0
- * vs 82.3%, and now ahead of welford's 80.9%), 52 at 128x262144, where split_row
- * is ahead; persistent_row leads at both: as for softmax long_row, the
- * clusters of 8 and 16 of the longest rows cannot all be placed and wait for
- * their slowest block; layernorm's two register passes and gamma/beta loads
- * add 4 (1024x32768) to 15 (128x262144) points to softmax's loss. History:
- * docs/notes/softmax-layernorm.md. */
+ * Measured (results/h100/kbench-20261127-105802.csv, H100, cold L2): 2,470 GB/s
+ * at 1024x32768, 82.1% of the run's 3007 GB/s memory ceiling, 98.21x naive;
+ * 1,431 GB/s (47.6%) at 128x262144, 457.54x naive.
+ * Gap to the limit: 18 points at 1024x32768 (level with split_row there, 82.1
+ * vs 82.2%, and now just behind welford's 82.5%), 52 at 128x262144, where
+ * split_row is ahead; persistent_row leads at both: as for softmax long_row,
+ * the clusters of 8 and 16 of the longest rows cannot all be placed and wait
+ * for their slowest block; layernorm's two register passes and gamma/beta
+ * loads add 4 (1024x32768) to 15 (128x262144) points to softmax's loss.
+ * History: docs/notes/softmax-layernorm.md. */
 #include "kernels/layernorm.h"
 #include "kernels/cuda_util.h"
 #include "kernels/cluster_row.cuh"

@@ -2,9 +2,9 @@
  * no tf32 tensor-core math), so it computes the same function as the
  * hand-written kernels and the speedups compare like with like.
  *
- * Measured (results/h100/kbench-20261127-094440.csv, H100, cold L2): 51.4
- * TFLOP/s at 4096^3, 81.3% of the run's 63.2 TFLOP/s fp32 ceiling; 51.3 TFLOP/s
- * (81.2%) at 8192^3.
+ * Measured (results/h100/kbench-20261127-105802.csv, H100, cold L2): 51.5
+ * TFLOP/s at 4096^3, 81.0% of the run's 63.6 TFLOP/s fp32 ceiling; 51.0 TFLOP/s
+ * (80.2%) at 8192^3.
  * Gap to the limit: 19 points to the measured fp32 ceiling (66.9 TFLOP/s on the
  * datasheet at 1980 MHz).  History: docs/notes/matmul.md. */
 #include "kernels/matmul.h"

@@ -9,11 +9,11 @@
  * operands swapped, m = N, n = M.
  *
  * Builds on cublas_bf16: the same library GEMM through cuBLASLt.
- * Measured (results/h100/kbench-20261127-094440.csv, H100, cold L2): 793.7
- * TFLOP/s at 4096^3 and 801.9 at 8192^3, 81.9% and 82.8% of the run's 969
+ * Measured (results/h100/kbench-20261127-105802.csv, H100, cold L2): 776.5
+ * TFLOP/s at 4096^3 and 781.3 at 8192^3, 79.9% and 80.4% of the run's 972
  * TFLOP/s bf16 tensor ceiling, 1.00x and 1.00x cublas_bf16.
- * Gap to the limit: 18 points to the measured ceiling at 4096^3, 17 at
- * 8192^3; 74% and 75% of the 1071 TFLOP/s datasheet figure at 1980 MHz.
+ * Gap to the limit: 20 points to the measured ceiling at 4096^3, 20 at
+ * 8192^3; 73% and 73% of the 1071 TFLOP/s datasheet figure at 1980 MHz.
  * History: docs/notes/matmul.md. */
 #include <stdlib.h>
 #include <cublasLt.h>

@@ -18,11 +18,11 @@
  * variant.  Every shape runs.  Needs sm_90a, as wgmma.
  *
  * Builds on wgmma: TMA + an mbarrier per stage replace cp.async.
- * Measured (results/h100/kbench-20261127-094440.csv, cold L2): 691 TFLOP/s
- * at 4096^3 (0.87x cublas_bf16), 766 at 8192^3 (0.96x), 0.62-0.64x at the
+ * Measured (results/h100/kbench-20261127-105802.csv, cold L2): 679 TFLOP/s
+ * at 4096^3 (0.87x cublas_bf16), 745 at 8192^3 (0.95x), 0.59-0.62x at the
  * transformer shapes.
- * Gap to the limit: cublas_bf16 (796 TFLOP/s at 4096^3), the run's bf16
- * ceiling 969, ~990 dense peak on H100 SXM.
+ * Gap to the limit: cublas_bf16 (778 TFLOP/s at 4096^3), the run's bf16
+ * ceiling 972, ~990 dense peak on H100 SXM.
  * What is left: both warpgroups still wait at one block barrier a tile
  * (a producer warp with empty/full barriers removes it: warp
  * specialization), only two tiles are in flight, and the epilogue stores C
