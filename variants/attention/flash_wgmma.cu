@@ -58,7 +58,8 @@
  * 1830 MHz and 437 (1.25x and 1.17x SDPA, 1.04x and 0.98x cudnn_bf16),
  * 667 at the GQA 2x32x4096x4096x128x8 (1.09x, 0.99x); 690 at
  * 4x16x8192x8192x128 (1.04x, 1.00x) and 650 causal (1.10x, 1.01x); 755
- * at D = 256 and 644 causal (1.05x and 1.08x cudnn_bf16); 547 at the
+ * at D = 256 and 644 causal (1.05x and 1.08x cudnn_bf16; D = 256's
+ * 16-byte stores came after this run, +3% causal in an A/B); 547 at the
  * chunked prefill 1x32x512x4096x128c (3.0x SDPA, whose row has a 24%
  * spread; 1.03x cudnn_bf16).
  * Gap to the limit: 67% of the run's bf16 ceiling (972 TFLOP/s) at
@@ -436,6 +437,31 @@ __device__ __forceinline__ void rescale(float (&acc)[D / 2], float alpha0, float
     }
 }
 
+/* Lane t of a quad: v[i] (i = 0..3) are a row's columns 8 (4 jb + i)
+ * + 2 t and one more; afterwards v[q] holds lane q's columns
+ * 8 (4 jb + t) + 2 q: a lane holds 16 contiguous bytes.  The 4x4
+ * transpose in two butterflies (lanes t ^ 2, then t ^ 1), two values each. */
+__device__ __forceinline__ void quad_transpose(uint32_t (&v)[4], int t4)
+{
+    const bool hi = t4 & 2, odd = t4 & 1;
+    uint32_t x0 = __shfl_xor_sync(0xffffffffu, hi ? v[0] : v[2], 2);
+    uint32_t x1 = __shfl_xor_sync(0xffffffffu, hi ? v[1] : v[3], 2);
+    v[0] = hi ? x0 : v[0], v[1] = hi ? x1 : v[1], v[2] = hi ? v[2] : x0, v[3] = hi ? v[3] : x1;
+    x0 = __shfl_xor_sync(0xffffffffu, odd ? v[0] : v[1], 1);
+    x1 = __shfl_xor_sync(0xffffffffu, odd ? v[2] : v[3], 1);
+    v[0] = odd ? x0 : v[0], v[1] = odd ? v[1] : x0, v[2] = odd ? x1 : v[2], v[3] = odd ? v[3] : x1;
+}
+
+/* Whether O goes out in 16-byte stores, a quad's 32 columns of a row
+ * transposed among its lanes (quad_transpose), or in the accumulators'
+ * own layout, 4-byte stores and 16 bytes a row a warp instruction.  At
+ * D = 256 (64 stores a thread the narrow way) the wide stores measured
+ * +3.0-3.2% causal and level to +0.8% without the mask, in two calls; at
+ * D = 128 -0.6 to -3.6% and at D = 64 -1 to -4.4%, where the narrow
+ * stores drain behind the next tile's MMAs and the shuffles would sit
+ * before them. */
+template <int D> constexpr bool kWideStore = D == 256;
+
 /* O / l into this thread's rows r0 and r1 of out (those in 0..Tq); a row
  * that saw no key (l = 0) as zeros. */
 template <int D>
@@ -444,15 +470,34 @@ __device__ __forceinline__ void store_o(const float (&acc)[D / 2], float l0, flo
 {
     l0 = quad_sum(l0), l1 = quad_sum(l1);
     const float inv0 = l0 > 0.f ? 1.f / l0 : 0.f, inv1 = l1 > 0.f ? 1.f / l1 : 0.f;
+    const bool in0 = r0 >= 0 && r0 < Tq, in1 = r1 >= 0 && r1 < Tq;
 #pragma unroll
-    for (int j = 0; j < D / 8; ++j) {
-        const int c = 8 * j + 2 * t4;
-        if (r0 >= 0 && r0 < Tq)
-            *reinterpret_cast<__nv_bfloat162 *>(out + (size_t)r0 * D + c) =
-                __floats2bfloat162_rn(acc[4 * j] * inv0, acc[4 * j + 1] * inv0);
-        if (r1 >= 0 && r1 < Tq)
-            *reinterpret_cast<__nv_bfloat162 *>(out + (size_t)r1 * D + c) =
-                __floats2bfloat162_rn(acc[4 * j + 2] * inv1, acc[4 * j + 3] * inv1);
+    for (int jb = 0; jb < D / 32; ++jb) {
+        uint32_t a[4], b[4]; /* rows r0 and r1, columns 8 (4 jb + i) + 2 t4 and one more */
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const int j = 4 * jb + i;
+            a[i] = pack_bf16(acc[4 * j] * inv0, acc[4 * j + 1] * inv0);
+            b[i] = pack_bf16(acc[4 * j + 2] * inv1, acc[4 * j + 3] * inv1);
+        }
+        if constexpr (kWideStore<D>) {
+            quad_transpose(a, t4);
+            quad_transpose(b, t4);
+            const int c = 8 * (4 * jb + t4);
+            if (in0)
+                *reinterpret_cast<uint4 *>(out + (size_t)r0 * D + c) = make_uint4(a[0], a[1], a[2], a[3]);
+            if (in1)
+                *reinterpret_cast<uint4 *>(out + (size_t)r1 * D + c) = make_uint4(b[0], b[1], b[2], b[3]);
+        } else {
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+                const int c = 8 * (4 * jb + i) + 2 * t4;
+                if (in0)
+                    *reinterpret_cast<uint32_t *>(out + (size_t)r0 * D + c) = a[i];
+                if (in1)
+                    *reinterpret_cast<uint32_t *>(out + (size_t)r1 * D + c) = b[i];
+            }
+        }
     }
 }
 
