@@ -8,7 +8,9 @@
 # flash_wgmma's speed; none has local-memory
 # traffic (LDL/STL: spills or a stack array); the kernels of a
 # warp-specialized rung (setmaxnreg_rungs) also have USETMAXREG, the
-# setmaxnreg that moves registers from producer to consumers.  A rung that
+# setmaxnreg that moves registers from producer to consumers; flash_wgmma
+# keeps its softmax between the waits for S and P V and builds its key
+# loop's wgmma descriptors on the uniform datapath.  A rung that
 # silently fell back to a slower path, or an sm_90a build that lost its
 # cubin, fails here.
 # Exits 77 (skip) without cuobjdump or nvdisasm (which cuobjdump -sass
@@ -100,6 +102,31 @@ softmax_under_pv() {
         END { if (f != "") print f, most }')
 }
 
+# uniform_descriptors CUBIN: in each flash_wgmma kernel, the key loop's
+# batch (WARPGROUP.ARRIVE to the wait for S, WARPGROUP.DEPBAR.LE gsb0,
+# 0x1) moves fewer than two registers to the uniform datapath (R2UR) an
+# HGMMA: its wgmma descriptors are built there.  Code that ptxas cannot
+# prove warp-uniform around the loop (a lane spinning on a flag, a branch
+# on the lane) moves them to the vector datapath, 44 R2UR for 16 HGMMAs at
+# D = 128 (the batch's issue stretched: -3 to -7% in an A/B).
+uniform_descriptors() {
+    local name r g
+    while read -r name r g; do
+        [[ $g -gt 0 && $r -lt $((2 * g)) ]] ||
+            fail "$1: $name moves $r registers to uniform ones for its $g HGMMAs (descriptors off the uniform datapath)"
+    done < <("$cuobjdump" -sass "$1" | awk '
+        function flush() { if (f != "") print f, worst_r, worst_g }
+        /Function :/ { flush(); f = $NF; worst_r = worst_g = 0; inwin = 0; next }
+        /WARPGROUP\.ARRIVE/ { inwin = 1; r = g = 0; next }
+        /WARPGROUP\.DEPBAR\.LE gsb0, 0x1/ {
+            if (inwin && r * (worst_g + 1) >= worst_r * (g + 1)) { worst_r = r; worst_g = g }
+            inwin = 0; next }
+        /WARPGROUP\.DEPBAR/ { inwin = 0; next }
+        inwin && /[[:space:]]R2UR[[:space:]]/ { r++ }
+        inwin && /[[:space:]]HGMMA\./ { g++ }
+        END { flush() }')
+}
+
 for rung in "${mma_rungs[@]}"; do
     v=${rung#*/}
     cubins=$(grep -E "^$v\.sm_(8[0-9]|9[0-9]a?|[1-9][0-9][0-9]a?)\.cubin$" <<<"$elfs")
@@ -115,7 +142,10 @@ for rung in "${wgmma_rungs[@]}"; do
         ws=
         for r in "${setmaxnreg_rungs[@]}"; do [[ $r == "$rung" ]] && ws=USETMAXREG; done
         check "$v.sm_90a.cubin" HGMMA $ws
-        [[ $rung == attention/flash_wgmma ]] && softmax_under_pv "$v.sm_90a.cubin"
+        if [[ $rung == attention/flash_wgmma ]]; then
+            softmax_under_pv "$v.sm_90a.cubin"
+            uniform_descriptors "$v.sm_90a.cubin"
+        fi
     elif [[ $sm90a == true ]]; then
         fail "$rung: the build has sm_90a, but $kbench has no $v.sm_90a.cubin"
     else
