@@ -192,9 +192,17 @@ static int has_control(const char *s)
 }
 
 /* derive writes back what it read; a control character (a CR inside a
- * line, say) would not read back the same, and kbench never writes one. */
+ * line, say, or CRs before a line's end, of which a read strips one)
+ * would not read back the same, and kbench never writes one. */
 static int refuse_controls(const run *r, char *err, size_t errlen)
 {
+    for (int c = 0; c < r->f.ncols; ++c)
+        if (has_control(r->f.names[c])) {
+            char q[KB_QUOTE_LEN];
+            snprintf(err, errlen, "%s: the header's column %d holds a control character",
+                     kb_quote(r->f.path, q, sizeof q), c + 1);
+            return -1;
+        }
     for (int i = 0; i < r->f.nmeta; ++i)
         if (has_control(r->f.meta[i].key) || has_control(r->f.meta[i].value)) {
             char q[KB_QUOTE_LEN], k[KB_QUOTE_LEN];
