@@ -116,10 +116,10 @@ uniform_descriptors() {
             fail "$1: $name moves $r registers to uniform ones for its $g HGMMAs (descriptors off the uniform datapath)"
     done < <("$cuobjdump" -sass "$1" | awk '
         function flush() { if (f != "") print f, worst_r, worst_g }
-        /Function :/ { flush(); f = $NF; worst_r = worst_g = 0; inwin = 0; next }
+        /Function :/ { flush(); f = $NF; worst_r = worst_g = 0; seen = inwin = 0; next }
         /WARPGROUP\.ARRIVE/ { inwin = 1; r = g = 0; next }
-        /WARPGROUP\.DEPBAR\.LE gsb0, 0x1/ {
-            if (inwin && r * (worst_g + 1) >= worst_r * (g + 1)) { worst_r = r; worst_g = g }
+        /WARPGROUP\.DEPBAR\.LE gsb0, 0x1/ { # keep the batch with the most R2UR beyond two an HGMMA
+            if (inwin && (!seen || r - 2 * g > worst_r - 2 * worst_g)) { worst_r = r; worst_g = g; seen = 1 }
             inwin = 0; next }
         /WARPGROUP\.DEPBAR/ { inwin = 0; next }
         inwin && /[[:space:]]R2UR[[:space:]]/ { r++ }
