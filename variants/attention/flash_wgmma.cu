@@ -452,18 +452,25 @@ __device__ __forceinline__ void quad_transpose(uint32_t (&v)[4], int t4)
     v[0] = odd ? x0 : v[0], v[1] = odd ? v[1] : x0, v[2] = odd ? x1 : v[2], v[3] = odd ? v[3] : x1;
 }
 
-/* Whether O goes out in 16-byte stores, a quad's 32 columns of a row
- * transposed among its lanes (quad_transpose), or in the accumulators'
- * own layout, 4-byte stores and 16 bytes a row a warp instruction.  At
- * D = 256 (64 stores a thread the narrow way) the wide stores measured
- * +3.0-3.2% causal and level to +0.8% without the mask, in two calls; at
- * D = 128 -0.6 to -3.6% and at D = 64 -1 to -4.4%, where the narrow
- * stores drain behind the next tile's MMAs and the shuffles would sit
- * before them. */
-template <int D> constexpr bool kWideStore = D == 256;
+/* v at p, 16-byte aligned, in one store: written as a uint4, the compiler
+ * split the first of a row's into four of 4 bytes (it did not know p's
+ * alignment). */
+__device__ __forceinline__ void store_16b(__nv_bfloat16 *p, const uint32_t (&v)[4])
+{
+    asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"l"(p), "r"(v[0]), "r"(v[1]), "r"(v[2]), "r"(v[3])
+                 : "memory");
+}
 
 /* O / l into this thread's rows r0 and r1 of out (those in 0..Tq); a row
- * that saw no key (l = 0) as zeros. */
+ * that saw no key (l = 0) as zeros.  A quad's 32 columns of a row are
+ * transposed among its lanes (quad_transpose), so that each lane stores 16
+ * contiguous bytes in one instruction, at a constant offset from its row's
+ * address, made once.  In the accumulators' own layout (4-byte stores, 16
+ * bytes a row a warp instruction) with addresses made a store, the store
+ * was most of what a tile cost beyond its key tiles: these measured +4.6%
+ * at 2x16x4096x4096x128, +8.7% at 16 key tiles a tile
+ * (1x33x4096x2048x128), +5% causal and +2-3% at D = 64; at D = 256,
+ * whose transposed stores had gone out as four 4-byte ones, +3.7%. */
 template <int D>
 __device__ __forceinline__ void store_o(const float (&acc)[D / 2], float l0, float l1, __nv_bfloat16 *out, int r0,
                                         int r1, int Tq, int t4)
@@ -471,6 +478,8 @@ __device__ __forceinline__ void store_o(const float (&acc)[D / 2], float l0, flo
     l0 = quad_sum(l0), l1 = quad_sum(l1);
     const float inv0 = l0 > 0.f ? 1.f / l0 : 0.f, inv1 = l1 > 0.f ? 1.f / l1 : 0.f;
     const bool in0 = r0 >= 0 && r0 < Tq, in1 = r1 >= 0 && r1 < Tq;
+    __nv_bfloat16 *const row0 = out + (size_t)(in0 ? r0 : 0) * D + 8 * t4;
+    __nv_bfloat16 *const row1 = out + (size_t)(in1 ? r1 : 0) * D + 8 * t4;
 #pragma unroll
     for (int jb = 0; jb < D / 32; ++jb) {
         uint32_t a[4], b[4]; /* rows r0 and r1, columns 8 (4 jb + i) + 2 t4 and one more */
@@ -480,24 +489,12 @@ __device__ __forceinline__ void store_o(const float (&acc)[D / 2], float l0, flo
             a[i] = pack_bf16(acc[4 * j] * inv0, acc[4 * j + 1] * inv0);
             b[i] = pack_bf16(acc[4 * j + 2] * inv1, acc[4 * j + 3] * inv1);
         }
-        if constexpr (kWideStore<D>) {
-            quad_transpose(a, t4);
-            quad_transpose(b, t4);
-            const int c = 8 * (4 * jb + t4);
-            if (in0)
-                *reinterpret_cast<uint4 *>(out + (size_t)r0 * D + c) = make_uint4(a[0], a[1], a[2], a[3]);
-            if (in1)
-                *reinterpret_cast<uint4 *>(out + (size_t)r1 * D + c) = make_uint4(b[0], b[1], b[2], b[3]);
-        } else {
-#pragma unroll
-            for (int i = 0; i < 4; ++i) {
-                const int c = 8 * (4 * jb + i) + 2 * t4;
-                if (in0)
-                    *reinterpret_cast<uint32_t *>(out + (size_t)r0 * D + c) = a[i];
-                if (in1)
-                    *reinterpret_cast<uint32_t *>(out + (size_t)r1 * D + c) = b[i];
-            }
-        }
+        quad_transpose(a, t4);
+        quad_transpose(b, t4);
+        if (in0)
+            store_16b(row0 + 32 * jb, a);
+        if (in1)
+            store_16b(row1 + 32 * jb, b);
     }
 }
 
