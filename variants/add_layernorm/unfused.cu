@@ -9,7 +9,7 @@
  * back; y written) for 16 counted: ~2/3 of the copy ceiling at best, a bit
  * less for the second launch and, for small matrices, sum still in L2
  * helps (which it cannot for >= 256 MB).
- * Measured (results/h100/kbench-20261127-105802.csv, H100, cold L2): 2,307 GB/s
+ * Measured (results/h100/kbench-20261127-130955.csv, H100, cold L2): 2,306 GB/s
  * at 65536x4096, 76.7% of the run's 3007 GB/s memory ceiling.
  * Gap to the limit: 23 points, the round trip of sum through memory (fused
  * removes it).  History: docs/notes/softmax-layernorm.md. */

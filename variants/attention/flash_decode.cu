@@ -32,18 +32,18 @@
  *
  * Builds on flash_bf16 (the online softmax), with the split over keys in
  * place of the split over query rows, which decoding does not have.
- * Measured (results/h100/kbench-20261127-105802.csv, cold L2, % of the
- * run's 3007 GB/s copy ceiling): 2147 GB/s (71%) at 1x32x1x32768x128x8,
- * 2562 (85%) at Tk = 131072, 2425 (81%) at 8x32x1x8192x128x8, 2651 (88%)
- * and 2838 (94%) at B = 8 and Tk = 32768, 131072, 2756 (92%) at
- * 64x32x1x8192x128x8; PyTorch's SDPA in the same run 1250 (a 22%
- * spread), 2738, 2133, 2772, 2891 and 3031 (ahead of ours at four of the
- * six; ours 0.91-1.14x, 1.72x at the first); cudnn_bf16 2093, 2775, 2482,
- * 2943, 3075 and 3029 (ours 0.90-1.03x).
+ * Measured (results/h100/kbench-20261127-130955.csv, cold L2, % of the
+ * run's 3007 GB/s copy ceiling): 2152 GB/s (72%) at 1x32x1x32768x128x8,
+ * 2559 (85%) at Tk = 131072, 2416 (80%) at 8x32x1x8192x128x8, 2659 (88%)
+ * and 2840 (94%) at B = 8 and Tk = 32768, 131072, 2765 (92%) at
+ * 64x32x1x8192x128x8; PyTorch's SDPA in the same run 2093 (a 5%
+ * spread), 2775 (17%), 2089 (10%), 2713 (6%), 2904 and 3009 (ahead of
+ * ours at four of the six; ours 0.92-1.16x); cudnn_bf16 2095, 2784, 2487,
+ * 2944, 3076 and 3023 (ours 0.90-1.03x).
  * Rounding the split's waves down (it had launched 2.4 waves at B = 8)
  * bought most of the B = 8 figures (2333 -> 2661 GB/s at Tk = 32768 in a
  * check call, docs/notes/attention.md).
- * Gap to the limit: 71% at 1x32x1x32768x128x8 against issue 16's 80%: per
+ * Gap to the limit: 72% at 1x32x1x32768x128x8 against issue 16's 80%: per
  * key work, ~1300 instructions a warp per 32-key tile (counted, not
  * profiled) at 1 warp a scheduler (the 2 stages' 136 KiB of tiles let one
  * block an SM); flash_decode_mma puts the tiles on the tensor cores. */

@@ -25,16 +25,16 @@
  * block's merge of the chunks, the bottom-right causal mask, the shapes.
  *
  * Builds on flash_decode: the tile's arithmetic moves to the tensor cores.
- * Measured (results/h100/kbench-20261127-105802.csv, cold L2, % of the
- * run's 3007 GB/s copy ceiling): 2371 GB/s (78.8%) at 1x32x1x32768x128x8
- * (flash_decode 2147, cudnn_bf16 2093: 1.13x; PyTorch's SDPA, which runs
- * cuDNN's kernel, read 1250 with a 22% spread, 2063 in the run before),
- * 2720 (90%) at Tk = 131072 (SDPA 2738, cudnn_bf16 2775), 3041 (101%) at
- * 8x32x1x131072x128x8 (SDPA 2891, cudnn_bf16 3075), 2960 (98%) at
- * 64x32x1x8192x128x8 (SDPA 3031, cudnn_bf16 3029); causal Tq = 16 at
+ * Measured (results/h100/kbench-20261127-130955.csv, cold L2, % of the
+ * run's 3007 GB/s copy ceiling): 2332 GB/s (77.5%) at 1x32x1x32768x128x8
+ * (flash_decode 2152, cudnn_bf16 2095: 1.11x; PyTorch's SDPA, which runs
+ * cuDNN's kernel, read 2093 with a 5% spread), 2721 (90%) at Tk = 131072
+ * (SDPA 2775 with a 17% spread, cudnn_bf16 2784), 3042 (101%) at
+ * 8x32x1x131072x128x8 (SDPA 2904, cudnn_bf16 3076), 2958 (98%) at
+ * 64x32x1x8192x128x8 (SDPA 3009, cudnn_bf16 3023); causal Tq = 16 at
  * 1x32x16x4096x128x8c 0.022 ms in a check call (flash_decode 0.077,
  * cudnn_bf16 0.056).
- * Gap to the limit: 78.8% at 1x32x1x32768x128x8 against issue 16's 80%.
+ * Gap to the limit: 77.5% at 1x32x1x32768x128x8 against issue 16's 80%.
  * A plain read of the same 134 MB after the flush takes 52-54 us in the
  * event timing however it is spread (128 to 1056 blocks of 512 threads,
  * 83-86% of the ceiling); 80% leaves 2-3.5 us beyond it.  A trace of the

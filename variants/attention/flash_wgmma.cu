@@ -51,19 +51,17 @@
  *
  * Builds on flash_bf16: the same algorithm, from mma.sync to wgmma with a
  * TMA producer warpgroup.
- * Measured (results/h100/kbench-20261127-105802.csv, 1980 MHz unless
- * noted, PyTorch's SDPA and cudnn_bf16 in the same run): 656 TFLOP/s at
- * 2x16x4096x4096x128 (1.00x SDPA's 657 with a 5.8% spread, 0.98x
- * cudnn_bf16), 512 at 4x16x4096x4096x64 (1.16x, 0.96x), causal 566 at
- * 1830 MHz and 437 (1.25x and 1.17x SDPA, 1.04x and 0.98x cudnn_bf16),
- * 667 at the GQA 2x32x4096x4096x128x8 (1.09x, 0.99x); 690 at
- * 4x16x8192x8192x128 (1.04x, 1.00x) and 650 causal (1.10x, 1.01x); 755
- * at D = 256 and 644 causal (1.05x and 1.08x cudnn_bf16; D = 256's
- * 16-byte stores came after this run, +3% causal in an A/B); 547 at the
- * chunked prefill 1x32x512x4096x128c (3.0x SDPA, whose row has a 24%
- * spread; 1.03x cudnn_bf16).
- * Gap to the limit: 67% of the run's bf16 ceiling (972 TFLOP/s) at
- * D = 128, where cuDNN's kernel reaches 69%; 78% at D = 256 (cuDNN 74%).
+ * Measured (results/h100/kbench-20261127-130955.csv, 1980 MHz unless
+ * noted, PyTorch's SDPA and cudnn_bf16 in the same run): 694 TFLOP/s at
+ * 2x16x4096x4096x128 (1.05x SDPA, 1.02x cudnn_bf16), 530 at
+ * 4x16x4096x4096x64 (1.12x, 0.99x), causal 602 and 455 at 1905 MHz
+ * (1.15x and 1.13x SDPA, 1.09x and 1.01x cudnn_bf16), 685 at the GQA
+ * 2x32x4096x4096x128x8 (1.01x, 1.00x); 708 at 4x16x8192x8192x128 (1.02x
+ * SDPA) and 672 causal (1.05x, 1.04x); 799 at D = 256 and 689 causal
+ * (1.10x and 1.14x cudnn_bf16); 563 at the chunked prefill
+ * 1x32x512x4096x128c (1.05x cudnn_bf16; SDPA's row has a 9% spread).
+ * Gap to the limit: 72% of the run's bf16 ceiling (962 TFLOP/s) at
+ * D = 128, where cuDNN's kernel reaches 70%; 83% at D = 256 (cuDNN 75%).
  * History:
  * docs/notes/attention.md. */
 #include <stdint.h>

@@ -12,10 +12,10 @@
  *
  * Prediction: the speed of cuBLAS SGEMM on each product, the bias and ReLU
  * free in the epilogue.
- * Measured (results/h100/kbench-20261127-105802.csv, H100, cold L2): 51.6
- * TFLOP/s at 8192x4096x16384, 81.1% of the run's 63.6 TFLOP/s fp32 ceiling
- * (matmul cublas: 51.0-51.5).
- * Gap to the limit: 19 points to the fp32 ceiling; h makes a round trip
+ * Measured (results/h100/kbench-20261127-130955.csv, H100, cold L2): 51.9
+ * TFLOP/s at 8192x4096x16384, 82.0% of the run's 63.3 TFLOP/s fp32 ceiling
+ * (matmul cublas: 51.3-52.0).
+ * Gap to the limit: 18 points to the fp32 ceiling; h makes a round trip
  * through memory between the two products.  History: docs/notes/matmul.md. */
 #include "variants/ffn/lt_ffn.cuh"
 

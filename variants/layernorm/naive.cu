@@ -13,7 +13,7 @@
  * Idea: the starting point of the ladder.
  * Prediction: far below the copy ceiling: a warp's loads are C floats apart
  * (one 32-byte sector per 4 useful bytes) and only R threads run.
- * Measured (results/h100/kbench-20261127-105802.csv, H100, cold L2): 232 GB/s
+ * Measured (results/h100/kbench-20261127-130955.csv, H100, cold L2): 231 GB/s
  * at 65536x4096, 7.7% of the run's 3007 GB/s memory ceiling.
  * Gap to the limit: 13.0x; every later file fixes one thing. History:
  * docs/notes/softmax-layernorm.md. */

@@ -9,10 +9,10 @@
  * Prediction: ~2x three_kernel on large matrices (8 bytes moved per element
  * from DRAM instead of 16, the re-reads coming from cache), but still
  * 4-byte loads, 16 barriers per row, and 256 threads idling on short rows.
- * Measured (results/h100/kbench-20261127-105802.csv, H100, cold L2): 2,860 GB/s
- * at 65536x4096, 95.1% of the run's 3007 GB/s memory ceiling, 12.35x naive.
+ * Measured (results/h100/kbench-20261127-130955.csv, H100, cold L2): 2,860 GB/s
+ * at 65536x4096, 95.1% of the run's 3007 GB/s memory ceiling, 12.37x naive.
  * Gap to the limit: 5 points at 65536x4096, far more where the re-reads miss L1
- * (37.0% at 1024x32768) and on short rows, which waste most of the block.
+ * (36.8% at 1024x32768) and on short rows, which waste most of the block.
  * History: docs/notes/softmax-layernorm.md. */
 #include "kernels/layernorm.h"
 #include "kernels/cuda_util.h"

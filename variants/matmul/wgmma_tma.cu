@@ -18,11 +18,11 @@
  * variant.  Every shape runs.  Needs sm_90a, as wgmma.
  *
  * Builds on wgmma: TMA + an mbarrier per stage replace cp.async.
- * Measured (results/h100/kbench-20261127-105802.csv, cold L2): 679 TFLOP/s
- * at 4096^3 (0.87x cublas_bf16), 745 at 8192^3 (0.95x), 0.59-0.62x at the
+ * Measured (results/h100/kbench-20261127-130955.csv, cold L2): 694 TFLOP/s
+ * at 4096^3 (0.87x cublas_bf16), 760 at 8192^3 (0.95x), 0.60-0.62x at the
  * transformer shapes.
- * Gap to the limit: cublas_bf16 (778 TFLOP/s at 4096^3), the run's bf16
- * ceiling 972, ~990 dense peak on H100 SXM.
+ * Gap to the limit: cublas_bf16 (794 TFLOP/s at 4096^3), the run's bf16
+ * ceiling 962, ~990 dense peak on H100 SXM.
  * What is left: both warpgroups still wait at one block barrier a tile
  * (a producer warp with empty/full barriers removes it: warp
  * specialization), only two tiles are in flight, and the epilogue stores C

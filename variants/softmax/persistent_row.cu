@@ -11,10 +11,10 @@
  * row with its shared memory idle): the loads run two rounds ahead of the
  * statistics, and a partial costs a tagged store and a load issued a round
  * early instead of a ticket, a release and an acquire.
- * Measured (results/h100/kbench-20261127-105802.csv, H100, cold L2): 2,813 GB/s
- * at 1024x32768, 93.5% of the run's 3007 GB/s memory ceiling, 1.21x cudnn;
- * 2,775 GB/s (92.3%) at 128x262144, 7.31x cudnn.
- * Gap to the limit: 6 points at 1024x32768, 7-8 on the 256 MB long rows. The
+ * Measured (results/h100/kbench-20261127-130955.csv, H100, cold L2): 2,807 GB/s
+ * at 1024x32768, 93.4% of the run's 3007 GB/s memory ceiling, 1.21x cudnn;
+ * 2,778 GB/s (92.4%) at 128x262144, 7.34x cudnn.
+ * Gap to the limit: 7 points at 1024x32768, 7-8 on the 256 MB long rows. The
  * rounds move bytes at the ceiling; a launch takes some 6-7 us longer than its
  * bytes at the ceiling, its start (three rounds of loads before the first
  * store) and its end (the last blocks' stores). History:
