@@ -9,8 +9,9 @@
 # traffic (LDL/STL: spills or a stack array); the kernels of a
 # warp-specialized rung (setmaxnreg_rungs) also have USETMAXREG, the
 # setmaxnreg that moves registers from producer to consumers; flash_wgmma
-# keeps its softmax between the waits for S and P V and builds its key
-# loop's wgmma descriptors on the uniform datapath.  A rung that
+# keeps its softmax between the waits for S and P V, builds its key
+# loop's wgmma descriptors on the uniform datapath and writes O in
+# 16-byte stores.  A rung that
 # silently fell back to a slower path, or an sm_90a build that lost its
 # cubin, fails here.
 # Exits 77 (skip) without cuobjdump or nvdisasm (which cuobjdump -sass
@@ -127,6 +128,24 @@ uniform_descriptors() {
         END { flush() }')
 }
 
+# wide_stores CUBIN: each flash_wgmma kernel writes O in 16-byte stores
+# (STG.E.128), and has at most one 4-byte STG (the split tiles' flag).
+# Written as a uint4, the stores went out as four 4-byte ones each (NVVM
+# did not know the alignment), and in the accumulators' layout as 64
+# 4-byte stores a thread: either way the store of O took a tile's worth of
+# time (-4.6% at 2x16x4096x4096x128, -8.7% at 16 key tiles a tile).
+wide_stores() {
+    local name w n
+    while read -r name w n; do
+        [[ $w -gt 0 && $n -le 1 ]] ||
+            fail "$1: $name has $w 16-byte and $n 4-byte global stores (O wanted in 16-byte ones)"
+    done < <("$cuobjdump" -sass "$1" | awk '
+        /Function :/ { if (f != "") print f, w, n; f = $NF; w = n = 0; next }
+        /[[:space:]]STG\.E\.128[[:space:]]/ { w++ }
+        /[[:space:]]STG\.E[[:space:]]/ { n++ }
+        END { if (f != "") print f, w, n }')
+}
+
 for rung in "${mma_rungs[@]}"; do
     v=${rung#*/}
     cubins=$(grep -E "^$v\.sm_(8[0-9]|9[0-9]a?|[1-9][0-9][0-9]a?)\.cubin$" <<<"$elfs")
@@ -145,6 +164,7 @@ for rung in "${wgmma_rungs[@]}"; do
         if [[ $rung == attention/flash_wgmma ]]; then
             softmax_under_pv "$v.sm_90a.cubin"
             uniform_descriptors "$v.sm_90a.cubin"
+            wide_stores "$v.sm_90a.cubin"
         fi
     elif [[ $sm90a == true ]]; then
         fail "$rung: the build has sm_90a, but $kbench has no $v.sm_90a.cubin"
