@@ -50,10 +50,17 @@ fail() {
 }
 elfs=$("$cuobjdump" --list-elf "$kbench" | sed -n 's/^ELF file *[0-9]*: *//p')
 
+# sass CUBIN: its disassembly, made once (a few seconds a cubin) and kept
+# beside it for the checks that follow.
+sass() {
+    [[ -s $1.sass ]] || "$cuobjdump" -sass "$1" >"$1.sass"
+    cat "$1.sass"
+}
+
 # per_kernel CUBIN: one line per kernel, "NAME HMMA HGMMA LOCAL SETMAXREG
 # DEPBAR" with the count of each kind of instruction in it.
 per_kernel() {
-    "$cuobjdump" -sass "$1" | awk '
+    sass "$1" | awk '
         /Function :/ { if (f != "") print f, h, g, l, r, d; f = $NF; h = g = l = r = d = 0; next }
         /[[:space:]]HMMA\./ { h++ }
         /[[:space:]]HGMMA\./ { g++ }
@@ -94,7 +101,7 @@ softmax_under_pv() {
     local name n
     while read -r name n; do
         [[ $n -ge 32 ]] || fail "$1: $name has $n exponentials between its waits for S and P V (32 or more wanted)"
-    done < <("$cuobjdump" -sass "$1" | awk '
+    done < <(sass "$1" | awk '
         /Function :/ { if (f != "") print f, most; f = ($NF ~ /ILi(128|256)E/) ? $NF : ""; most = 0; inwin = 0; next }
         f == "" { next }
         /WARPGROUP\.DEPBAR\.LE gsb0, 0x1/ { inwin = 1; n = 0; next }
@@ -115,7 +122,7 @@ uniform_descriptors() {
     while read -r name r g; do
         [[ $g -gt 0 && $r -lt $((2 * g)) ]] ||
             fail "$1: $name moves $r registers to uniform ones for its $g HGMMAs (descriptors off the uniform datapath)"
-    done < <("$cuobjdump" -sass "$1" | awk '
+    done < <(sass "$1" | awk '
         function flush() { if (f != "") print f, worst_r, worst_g }
         /Function :/ { flush(); f = $NF; worst_r = worst_g = 0; seen = inwin = 0; next }
         /WARPGROUP\.ARRIVE/ { inwin = 1; r = g = 0; next }
@@ -139,7 +146,7 @@ wide_stores() {
     while read -r name w n; do
         [[ $w -gt 0 && $n -le 1 ]] ||
             fail "$1: $name has $w 16-byte and $n 4-byte global stores (O wanted in 16-byte ones)"
-    done < <("$cuobjdump" -sass "$1" | awk '
+    done < <(sass "$1" | awk '
         /Function :/ { if (f != "") print f, w, n; f = $NF; w = n = 0; next }
         /[[:space:]]STG\.E\.128[[:space:]]/ { w++ }
         /[[:space:]]STG\.E[[:space:]]/ { n++ }
