@@ -451,8 +451,8 @@ __device__ __forceinline__ void quad_transpose(uint32_t (&v)[4], int t4)
 }
 
 /* v at p, 16-byte aligned, in one store: written as a uint4, the compiler
- * split the first of a row's into four of 4 bytes (it did not know p's
- * alignment). */
+ * split such stores into four of 4 bytes wherever it could not prove p's
+ * alignment (every one of them, before the row addresses were made once). */
 __device__ __forceinline__ void store_16b(__nv_bfloat16 *p, const uint32_t (&v)[4])
 {
     asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"l"(p), "r"(v[0]), "r"(v[1]), "r"(v[2]), "r"(v[3])
