@@ -113,8 +113,9 @@ const kb_op kb_op_attention = {
                   /* D = 256: tails, causal Tq < Tk and Tq > Tk, GQA, many key tiles, decode */
                   "2x4x77x77x256,1x2x130x200x256c,2x2x300x300x256x1c,1x2x300x100x256c,1x2x128x1000x256,"
                   "1x4x1x1000x256x2,"
-                  /* more row tiles than SMs (persistent blocks take several; causal Tq > Tk: some see no key) */
-                  "4x32x260x300x128x8c,4x32x400x100x64c",
+                  /* more row tiles than SMs (persistent blocks take several; causal Tq > Tk: some see no key);
+                   * 4.5 rounds of 32 key tiles on 132 SMs, flash_wgmma's last tiles split between blocks */
+                  "4x32x260x300x128x8c,4x32x400x100x64c,1x600x1x4000x128x8",
     .baseline = "cublas",
     .baseline_bf16 = "cudnn_bf16",
     .variants = attention_variants,
