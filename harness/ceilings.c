@@ -13,6 +13,7 @@ extern const kb_variant kb_fma_peak, kb_wgmma_peak, kb_bf16_gemm_peak;
 double kb_fma_flops(void);
 double kb_wgmma_flops(void);
 double kb_gemm_flops(void);
+double kb_ceiling_inside_mhz(void);
 
 /* Dense bf16 tensor FLOP per SM per clock, by architecture (0: unknown). */
 static double tensor_flop_per_clock(int major, int minor)
@@ -53,9 +54,11 @@ static double copy_ceiling(int64_t n, int hot, void *flush, size_t flush_bytes)
     return best;
 }
 
-/* GFLOP/s of a compute-ceiling kernel and the SM clock it held, 0 when it
- * cannot run. */
-static double compute_ceiling(const kb_variant *v, double flops, void *flush, size_t flush_bytes, double *clock_mhz)
+/* GFLOP/s of a compute-ceiling kernel, the SM clock NVML read around its
+ * launches and the one inside them (our kernels' stamps), 0 when it cannot
+ * run. */
+static double compute_ceiling(const kb_variant *v, double flops, void *flush, size_t flush_bytes, double *clock_mhz,
+                              double *inside_mhz)
 {
     void *ctx = NULL;
     kb_stats st;
@@ -64,6 +67,7 @@ static double compute_ceiling(const kb_variant *v, double flops, void *flush, si
     const char *e = v->setup(NULL, &ctx);
     if (!e)
         e = kb_time_variant(v, NULL, ctx, 1, 1.0, flush, flush_bytes, &st, &r);
+    *inside_mhz = e ? 0 : kb_ceiling_inside_mhz();
     v->teardown(ctx);
     *clock_mhz = e ? 0 : r.clock_mhz;
     return e ? 0 : flops / (st.median * 1e-3) * 1e-9;
@@ -75,15 +79,16 @@ void kb_measure_ceilings(const kb_device_info *d, void *flush, size_t flush_byte
     c->mem_gb_s = copy_ceiling(1 << 28, 0, flush, flush_bytes);
     /* Source and destination together fill half of L2, and L2 stays warm. */
     c->l2_gb_s = copy_ceiling(d->l2_bytes / 16, 1, flush, flush_bytes);
-    c->fp32_gflop_s = compute_ceiling(&kb_fma_peak, kb_fma_flops(), flush, flush_bytes, &c->fp32_clock_mhz);
+    c->fp32_gflop_s =
+        compute_ceiling(&kb_fma_peak, kb_fma_flops(), flush, flush_bytes, &c->fp32_clock_mhz, &c->fp32_inside_mhz);
     /* A GEMM from global memory cannot bound the GEMMs it is compared with:
      * our kernels beat cuBLAS's.  Where wgmma exists, MMAs from shared
      * memory alone do. */
     const kb_variant *tc = &kb_wgmma_peak;
-    c->tc_gflop_s = compute_ceiling(tc, kb_wgmma_flops(), flush, flush_bytes, &c->tc_clock_mhz);
+    c->tc_gflop_s = compute_ceiling(tc, kb_wgmma_flops(), flush, flush_bytes, &c->tc_clock_mhz, &c->tc_inside_mhz);
     if (c->tc_gflop_s == 0) {
         tc = &kb_bf16_gemm_peak;
-        c->tc_gflop_s = compute_ceiling(tc, kb_gemm_flops(), flush, flush_bytes, &c->tc_clock_mhz);
+        c->tc_gflop_s = compute_ceiling(tc, kb_gemm_flops(), flush, flush_bytes, &c->tc_clock_mhz, &c->tc_inside_mhz);
     }
     snprintf(c->tc_kernel, sizeof c->tc_kernel, "%s", c->tc_gflop_s > 0 ? tc->name : "");
 }
@@ -147,6 +152,10 @@ void kb_apply_ceilings(kb_result *rows, int n, kb_ceilings *c, kb_meta_set *meta
         kb_meta_set_value(meta, "ceiling_tc_kernel", "%s", c->tc_kernel);
     if (c->tc_clock_mhz > 0)
         kb_meta_set_value(meta, "ceiling_tc_clock_mhz", "%.0f", c->tc_clock_mhz);
+    if (c->fp32_inside_mhz > 0)
+        kb_meta_set_value(meta, "ceiling_fp32_clock_inside_mhz", "%.0f", c->fp32_inside_mhz);
+    if (c->tc_inside_mhz > 0)
+        kb_meta_set_value(meta, "ceiling_tc_clock_inside_mhz", "%.0f", c->tc_inside_mhz);
     kb_meta_set_value(meta, "datasheet_mem_gb_s", "%.1f", c->ds_mem_gb_s);
     kb_meta_set_value(meta, "datasheet_fp32_gflop_s", "%.1f", c->ds_fp32_gflop_s);
     if (c->ds_tc_gflop_s > 0)
@@ -185,8 +194,17 @@ int kb_cmd_ceilings(const kb_options *o)
     print_line("fp32 FMA", "GFLOP/s", c.fp32_gflop_s, c.ds_fp32_gflop_s);
     print_line("tensor bf16", "GFLOP/s", c.tc_gflop_s, c.ds_tc_gflop_s);
     if (c.tc_gflop_s > 0)
-        printf("tensor bf16 measured by %s; SM clock held: %.0f MHz (fp32 FMA), %.0f MHz (tensor), "
+        printf("tensor bf16 measured by %s; SM clock by NVML: %.0f MHz (fp32 FMA), %.0f MHz (tensor), "
                "datasheet figures at %d MHz\n",
                c.tc_kernel, c.fp32_clock_mhz, c.tc_clock_mhz, dev.sm_clock_khz / 1000);
+    /* NVML reads the clock between launches; the kernels' own stamps say
+     * what the SMs ran at under the load. */
+    if (c.fp32_inside_mhz > 0 || c.tc_inside_mhz > 0)
+        printf("SM clock inside the kernels: %.0f MHz (fp32 FMA), %.0f MHz (tensor; 0: cuBLAS's, not stamped)\n",
+               c.fp32_inside_mhz, c.tc_inside_mhz);
+    if (c.tc_inside_mhz > 0 && c.ds_tc_gflop_s > 0)
+        printf("tensor bf16 datasheet at %.0f MHz: %.1f GFLOP/s, of which the measured is %.1f%%\n", c.tc_inside_mhz,
+               c.ds_tc_gflop_s * c.tc_inside_mhz / (dev.sm_clock_khz / 1000.0),
+               100.0 * c.tc_gflop_s / (c.ds_tc_gflop_s * c.tc_inside_mhz / (dev.sm_clock_khz / 1000.0)));
     return c.mem_gb_s > 0 && c.fp32_gflop_s > 0 ? 0 : KB_EXIT_FAIL;
 }

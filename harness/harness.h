@@ -353,7 +353,8 @@ int kb_nvml_energy_begun(unsigned long long *mj);
 typedef struct {
     double mem_gb_s, l2_gb_s, fp32_gflop_s, tc_gflop_s;  /* measured; 0 = not measured */
     double ds_mem_gb_s, ds_fp32_gflop_s, ds_tc_gflop_s;  /* datasheet, from device attributes */
-    double fp32_clock_mhz, tc_clock_mhz;                 /* the SM clock their runs held; 0 = not read */
+    double fp32_clock_mhz, tc_clock_mhz;                 /* the SM clock their runs held (NVML); 0 = not read */
+    double fp32_inside_mhz, tc_inside_mhz;               /* the SM clock inside their launches; 0 = not ours */
     char tc_kernel[24];                                  /* what measured tc_gflop_s ("" = none) */
 } kb_ceilings;
 void kb_datasheet_ceilings(const kb_device_info *d, kb_ceilings *c);

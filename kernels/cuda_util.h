@@ -51,6 +51,15 @@ __device__ __forceinline__ void kb_add_release(unsigned *p, unsigned v)
 {
     asm volatile("red.release.gpu.global.add.u32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
 }
+
+/* The GPU's nanosecond clock, the same on every SM (clock64 counts each
+ * SM's own cycles). */
+__device__ __forceinline__ unsigned long long kb_globaltimer_ns(void)
+{
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
 #endif
 
 #endif

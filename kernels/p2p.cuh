@@ -43,13 +43,6 @@ __device__ __forceinline__ unsigned kb_load_acquire_sys(const unsigned *p)
     return v;
 }
 
-__device__ __forceinline__ unsigned long long kb_globaltimer_ns(void)
-{
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
-
 /* Block b waits for block b of every peer to reach `epoch`.  The first
  * __syncthreads orders the whole block's work before the release stores; the
  * acquire loads then the second one order every peer's work before the rest

@@ -77,12 +77,16 @@ int main(void)
     /* The header records the ceilings, each key once, and with a measured
      * tensor ceiling what measured it and the clock its run held. */
     CHECK(!meta_value(&meta, "ceiling_tc_kernel") && !meta_value(&meta, "ceiling_tc_clock_mhz"));
-    c.tc_gflop_s = 900000, c.tc_clock_mhz = 1755;
+    CHECK(!meta_value(&meta, "ceiling_tc_clock_inside_mhz"));
+    c.tc_gflop_s = 900000, c.tc_clock_mhz = 1755, c.tc_inside_mhz = 1762.4;
     snprintf(c.tc_kernel, sizeof c.tc_kernel, "wgmma_peak");
     kb_apply_ceilings(rows, 4, &c, &meta);
     CHECK_NEAR(rows[3].pct_of_peak, 100.0 * (1.1e12 / 3e-3 * 1e-9) / (900000.0 / 2), 0.01);
     CHECK(meta_value(&meta, "ceiling_tc_kernel") && !strcmp(meta_value(&meta, "ceiling_tc_kernel"), "wgmma_peak"));
     CHECK(meta_value(&meta, "ceiling_tc_clock_mhz") && !strcmp(meta_value(&meta, "ceiling_tc_clock_mhz"), "1755"));
+    CHECK(meta_value(&meta, "ceiling_tc_clock_inside_mhz") &&
+          !strcmp(meta_value(&meta, "ceiling_tc_clock_inside_mhz"), "1762"));
+    CHECK(!meta_value(&meta, "ceiling_fp32_clock_inside_mhz")); /* not stamped here */
     CHECK(meta_value(&meta, "ceiling_fp32_gflop_s") && !strcmp(meta_value(&meta, "ceiling_fp32_gflop_s"), "60000.0"));
     CHECK(meta_value(&meta, "datasheet_mem_gb_s") && !strcmp(meta_value(&meta, "datasheet_mem_gb_s"), "3352.3"));
     int seen = 0;

@@ -175,6 +175,26 @@ static void timing_is_recorded(void)
     }
 }
 
+/* The ceiling kernels' own clock stamps: a clock inside the launches
+ * between a fifth of the GPU's top clock and the top (with 5% for the
+ * readings), and the measured tensor rate no higher than the datasheet's
+ * at that clock. */
+static void ceilings_clock_inside(const kb_device_info *dev)
+{
+    kb_ceilings c;
+    kb_measure_ceilings(dev, flush, flush_bytes, &c);
+    const double top = dev->sm_clock_khz / 1000.0;
+    printf("SM clock inside the ceilings: %.0f MHz (fp32), %.0f MHz (tensor, %s); NVML %.0f, %.0f\n",
+           c.fp32_inside_mhz, c.tc_inside_mhz, c.tc_kernel, c.fp32_clock_mhz, c.tc_clock_mhz);
+    CHECK(c.fp32_inside_mhz > top / 5 && c.fp32_inside_mhz < top * 1.05);
+    if (!strcmp(c.tc_kernel, "wgmma_peak")) {
+        CHECK(c.tc_inside_mhz > top / 5 && c.tc_inside_mhz < top * 1.05);
+        CHECK(c.tc_gflop_s < c.ds_tc_gflop_s * c.tc_inside_mhz / top * 1.05);
+    } else {
+        CHECK(c.tc_inside_mhz == 0); /* cuBLAS's kernel has no stamps */
+    }
+}
+
 int main(void)
 {
     kb_device_info dev;
@@ -196,6 +216,7 @@ int main(void)
     attention_under_moving_maxima(&dev);
     timing_is_recorded();
     kb_run_release();
+    ceilings_clock_inside(&dev);
     cudaFree(flush);
     return CHECK_DONE();
 }

@@ -65,6 +65,8 @@ cat >new.csv <<EOF
 # ceiling_mem_gb_s: 3006.1
 # ceiling_fp32_gflop_s: 63582.9
 # ceiling_tc_gflop_s: 787272.9
+# ceiling_tc_clock_mhz: 1980
+# ceiling_tc_clock_inside_mhz: 1762
 # datasheet_mem_gb_s: 3352.3
 # datasheet_fp32_gflop_s: 66908.2
 # datasheet_tc_gflop_s: 1070530.6
@@ -86,7 +88,7 @@ cat >want <<'EOF'
 
 Run `old.csv`: commit ?, 2026-01-01T00:00:00Z.
 
-Run `new.csv`: commit abc123??b?, 2026-02-01T00:00:00Z; ceilings measured: 3006 GB/s of memory, 63.6 TFLOP/s of fp32 FMA, 787 TFLOP/s of bf16 tensor math (datasheet at 1980 MHz: 3352 GB/s, 66.9 and 1071 TFLOP/s).
+Run `new.csv`: commit abc123??b?, 2026-02-01T00:00:00Z; ceilings measured: 3006 GB/s of memory, 63.6 TFLOP/s of fp32 FMA, 787 TFLOP/s of bf16 tensor math at 1980 MHz by NVML, 1762 inside the kernel (datasheet at 1980 MHz: 3352 GB/s, 66.9 and 1071 TFLOP/s).
 EOF
 diff want out >/dev/null || fail "merged table differs: $(diff want out)"
 
