@@ -92,7 +92,7 @@ template <int D> constexpr int kStages = (227 * 1024 - 1024 - kQBytes<D>) / (2 *
 template <int D> constexpr int kSmemBytes = kQBytes<D> + 2 * kStages<D> * kKVBytes<D> + 1024;
 static_assert(kStages<256> == 2 && kStages<128> == 3 && kStages<64> == 6, "the rings the header describes");
 /* A block's slot for the part of a split tile that it parks for the block
- * before (for_each_piece): element i of consumer thread ct at
+ * before (for_each_piece): 16-byte vector i of consumer thread ct at
  * i * (consumer threads) + ct, i over its O accumulators, then its two
  * rows' reference points and partial sums; and a flag a consumer warp. */
 template <int D> constexpr int kParked = D / 2 + 4;
@@ -602,21 +602,20 @@ __device__ __forceinline__ void for_each_piece(const P &p, F &&piece)
 
 /* A split tile's second part, parked by its block for the block that
  * merges it: each consumer thread's O accumulators, then its two rows'
- * reference points and partial sums, element i of consumer thread ct at
- * i * (consumer threads) + ct of the block's slot, and a flag a consumer
- * warp. */
+ * reference points and partial sums, 16-byte vector i of consumer thread
+ * ct at i * (consumer threads) + ct of the block's slot (a warp's store is
+ * 512 contiguous bytes), and a flag a consumer warp. */
 
 template <int D>
 __device__ __forceinline__ void park(float *slot, unsigned *flags, const float (&acc)[D / 2], float m0, float m1,
                                      float l0, float l1, int ct)
 {
     constexpr int NT = kConsumers<D> * 128;
-    float *p = slot + ct;
+    float4 *p = reinterpret_cast<float4 *>(slot) + ct;
 #pragma unroll
-    for (int i = 0; i < D / 2; ++i)
-        __stcg(p + i * NT, acc[i]);
-    __stcg(p + (D / 2) * NT, m0), __stcg(p + (D / 2 + 1) * NT, m1);
-    __stcg(p + (D / 2 + 2) * NT, l0), __stcg(p + (D / 2 + 3) * NT, l1);
+    for (int j = 0; j < D / 8; ++j)
+        __stcg(p + j * NT, make_float4(acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]));
+    __stcg(p + (D / 8) * NT, make_float4(m0, m1, l0, l1));
     __threadfence();
     __syncwarp();
     if (ct % 32 == 0)
@@ -627,8 +626,7 @@ __device__ __forceinline__ void park(float *slot, unsigned *flags, const float (
  * O' g, l = l f + l' g (a state with no key yet, m = -inf, weighs 0). */
 __device__ __forceinline__ void merge_factors(float m, float pm, float sl2, float &f, float &g)
 {
-    const float b = m == -INFINITY ? -INFINITY : m * sl2, pb = pm == -INFINITY ? -INFINITY : pm * sl2;
-    const float top = fmaxf(b, pb);
+    const float b = m * sl2, pb = pm * sl2, top = fmaxf(b, pb); /* sl2 > 0: -inf stays -inf */
     f = top == -INFINITY ? 0.f : exp2_ftz(b - top);
     g = top == -INFINITY ? 0.f : exp2_ftz(pb - top);
 }
@@ -648,18 +646,19 @@ __device__ __forceinline__ void unpark(const float *slot, unsigned *flags, float
         ;
     if (ct % 32 == 0)
         flags[ct / 32] = 0; /* down for the next launch */
-    const float *p = slot + ct;
+    const float4 *p = reinterpret_cast<const float4 *>(slot) + ct, ml = __ldcg(p + (D / 8) * NT);
     float f0, g0, f1, g1;
-    merge_factors(m0, __ldcg(p + (D / 2) * NT), sl2, f0, g0);
-    merge_factors(m1, __ldcg(p + (D / 2 + 1) * NT), sl2, f1, g1);
-    l0 = l0 * f0 + __ldcg(p + (D / 2 + 2) * NT) * g0;
-    l1 = l1 * f1 + __ldcg(p + (D / 2 + 3) * NT) * g1;
+    merge_factors(m0, ml.x, sl2, f0, g0);
+    merge_factors(m1, ml.y, sl2, f1, g1);
+    l0 = l0 * f0 + ml.z * g0;
+    l1 = l1 * f1 + ml.w * g1;
 #pragma unroll
     for (int j = 0; j < D / 8; ++j) {
-        acc[4 * j] = acc[4 * j] * f0 + __ldcg(p + (4 * j) * NT) * g0;
-        acc[4 * j + 1] = acc[4 * j + 1] * f0 + __ldcg(p + (4 * j + 1) * NT) * g0;
-        acc[4 * j + 2] = acc[4 * j + 2] * f1 + __ldcg(p + (4 * j + 2) * NT) * g1;
-        acc[4 * j + 3] = acc[4 * j + 3] * f1 + __ldcg(p + (4 * j + 3) * NT) * g1;
+        const float4 o = __ldcg(p + j * NT);
+        acc[4 * j] = acc[4 * j] * f0 + o.x * g0;
+        acc[4 * j + 1] = acc[4 * j + 1] * f0 + o.y * g0;
+        acc[4 * j + 2] = acc[4 * j + 2] * f1 + o.z * g1;
+        acc[4 * j + 3] = acc[4 * j + 3] * f1 + o.w * g1;
     }
 }
 #endif
