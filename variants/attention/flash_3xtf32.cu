@@ -27,12 +27,13 @@
  * multiple of 8 up to 128, any B, H, Tq, Tk.
  *
  * Builds on flash_f32: the products on the tensor cores at fp32 accuracy.
- * Measured (results/h100/kbench-20261127-130955.csv; % of a sixth of the run's
- * 962 TFLOP/s bf16 ceiling): 60.2 TFLOP/s at 4x16x4096x4096x64 (37.5%, 2.10x
- * cublas), 61.2 at 2x16x4096x4096x128 (38.2%, 1.63x), 60.8 at
- * 4x16x8192x8192x128 (37.9%, 1.60x; at the power cap's 1786 MHz, where
- * the run before read 61.4 at 1797), 56.4 at ..128c (35.2%, 2.83x);
- * PyTorch's fp32 SDPA 45.1 and 45.5 at the middle two.
+ * Measured (results/h100/kbench-20261127-155811.csv; % of a sixth of the run's
+ * 956 TFLOP/s bf16 ceiling): 60.6 TFLOP/s at 4x16x4096x4096x64 (38.0%, 2.11x
+ * cublas), 61.2 at 2x16x4096x4096x128 (38.4%, 1.62x), 62.4 at
+ * 4x16x8192x8192x128 (39.1%, 1.64x; at the power cap's 1848 MHz, where
+ * the run before read 60.8 at 1786), 56.9 at ..128c (35.7%, 2.85x; at the
+ * power cap's 1746 MHz); PyTorch's fp32 SDPA 44.8 and 46.7 at the middle
+ * two.
  * Gap to the limit: the MMAs issue at flash_bf16's rate, the mma.sync limit
  * at 8-12 warps per SM, and the operand splits (~1800 instructions per 768
  * MMAs per warp and tile at D = 128), the scalar V loads and the softmax

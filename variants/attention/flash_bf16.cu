@@ -23,11 +23,11 @@
  * 16 up to 128; any B, H, Tq, Tk.
  *
  * Builds on flash_f32: the same algorithm on the tensor cores.
- * Measured (results/h100/kbench-20261127-130955.csv; % of the run's 962 TFLOP/s
- * bf16 ceiling): 385.9 TFLOP/s at 2x16x4096x4096x128 (40.1%), 313.4 at
- * 4x16x4096x4096x64 (32.6%), 366.0 at 4x16x8192x8192x128 (38.1%), 352.0 at
- * ..128c (36.6%); PyTorch's bf16 SDPA in the same run: 662, 475, 693 and 639
- * (ours 0.53-0.66x); cudnn_bf16 677, 534, 628 and 648 (ours 0.54-0.59x).
+ * Measured (results/h100/kbench-20261127-155811.csv; % of the run's 956 TFLOP/s
+ * bf16 ceiling): 379.6 TFLOP/s at 2x16x4096x4096x128 (39.7%), 311.7 at
+ * 4x16x4096x4096x64 (32.6%), 395.8 at 4x16x8192x8192x128 (41.4%), 380.0 at
+ * ..128c (39.7%); PyTorch's bf16 SDPA in the same run: 567, 424, 664 and 605
+ * (ours 0.60-0.74x); cudnn_bf16 671, 535, 695 and 647 (ours 0.57-0.59x).
  * Gap to the limit: mma.sync tops out near 2/3 of the wgmma rate that the
  * ceiling's wgmma kernel measures, and the softmax's FP32/MUFU work and the
  * ldmatrix traffic share its issue slots (next rung: flash_wgmma).  History:

@@ -32,18 +32,18 @@
  *
  * Builds on flash_bf16 (the online softmax), with the split over keys in
  * place of the split over query rows, which decoding does not have.
- * Measured (results/h100/kbench-20261127-130955.csv, cold L2, % of the
- * run's 3007 GB/s copy ceiling): 2152 GB/s (72%) at 1x32x1x32768x128x8,
- * 2559 (85%) at Tk = 131072, 2416 (80%) at 8x32x1x8192x128x8, 2659 (88%)
- * and 2840 (94%) at B = 8 and Tk = 32768, 131072, 2765 (92%) at
- * 64x32x1x8192x128x8; PyTorch's SDPA in the same run 2093 (a 5%
- * spread), 2775 (17%), 2089 (10%), 2713 (6%), 2904 and 3009 (ahead of
- * ours at four of the six; ours 0.92-1.16x); cudnn_bf16 2095, 2784, 2487,
- * 2944, 3076 and 3023 (ours 0.90-1.03x).
+ * Measured (results/h100/kbench-20261127-155811.csv, cold L2, % of the
+ * run's 3006 GB/s copy ceiling): 2128 GB/s (71%) at 1x32x1x32768x128x8,
+ * 2556 (85%) at Tk = 131072, 2424 (81%) at 8x32x1x8192x128x8, 2669 (89%)
+ * and 2837 (94%) at B = 8 and Tk = 32768, 131072, 2775 (92%) at
+ * 64x32x1x8192x128x8; PyTorch's SDPA in the same run 1031 (a 19%
+ * spread), 2160 (6%), 2301 (9%), 2849 (6%), 3014 and 2970 (ahead of
+ * ours at three of the six; ours 0.93-2.06x); cudnn_bf16 2072, 2770, 2469,
+ * 2940, 3076 and 3037 (ours 0.91-1.03x).
  * Rounding the split's waves down (it had launched 2.4 waves at B = 8)
  * bought most of the B = 8 figures (2333 -> 2661 GB/s at Tk = 32768 in a
  * check call, docs/notes/attention.md).
- * Gap to the limit: 72% at 1x32x1x32768x128x8 against issue 16's 80%: per
+ * Gap to the limit: 71% at 1x32x1x32768x128x8 against issue 16's 80%: per
  * key work, ~1300 instructions a warp per 32-key tile (counted, not
  * profiled) at 1 warp a scheduler (the 2 stages' 136 KiB of tiles let one
  * block an SM); flash_decode_mma puts the tiles on the tensor cores. */

@@ -22,10 +22,10 @@
  *
  * Builds on cublas (the unfused SGEMM, softmax, SGEMM recipe): no score
  * traffic.
- * Measured (results/h100/kbench-20261127-130955.csv; % of the run's 63.3
- * TFLOP/s fp32 ceiling): 38.8 TFLOP/s at 4x16x4096x4096x64 (61.4%, 1.35x
- * cublas), 34.8 at 2x16x4096x4096x128 (55.0%, 0.93x), 35.2 at
- * 4x16x8192x8192x128 (55.7%, 0.93x), 35.3 at ..128c (55.8%, 1.77x).
+ * Measured (results/h100/kbench-20261127-155811.csv; % of the run's 63.0
+ * TFLOP/s fp32 ceiling): 38.8 TFLOP/s at 4x16x4096x4096x64 (61.6%, 1.35x
+ * cublas), 34.8 at 2x16x4096x4096x128 (55.2%, 0.92x), 35.2 at
+ * 4x16x8192x8192x128 (55.9%, 0.92x), 35.4 at ..128c (56.1%, 1.77x).
  * Gap to the limit: the LDS, the softmax, three barriers per tile and the
  * exp2 (MUFU) take the issue slots that FFMAs do not.  History:
  * docs/notes/attention.md. */

@@ -51,17 +51,17 @@
  *
  * Builds on flash_bf16: the same algorithm, from mma.sync to wgmma with a
  * TMA producer warpgroup.
- * Measured (results/h100/kbench-20261127-130955.csv, 1980 MHz unless
- * noted, PyTorch's SDPA and cudnn_bf16 in the same run): 694 TFLOP/s at
- * 2x16x4096x4096x128 (1.05x SDPA, 1.02x cudnn_bf16), 530 at
- * 4x16x4096x4096x64 (1.12x, 0.99x), causal 602 and 455 at 1905 MHz
- * (1.15x and 1.13x SDPA, 1.09x and 1.01x cudnn_bf16), 685 at the GQA
- * 2x32x4096x4096x128x8 (1.01x, 1.00x); 708 at 4x16x8192x8192x128 (1.02x
- * SDPA) and 672 causal (1.05x, 1.04x); 799 at D = 256 and 689 causal
- * (1.10x and 1.14x cudnn_bf16); 563 at the chunked prefill
- * 1x32x512x4096x128c (1.05x cudnn_bf16; SDPA's row has a 9% spread).
- * Gap to the limit: 72% of the run's bf16 ceiling (962 TFLOP/s) at
- * D = 128, where cuDNN's kernel reaches 70%; 83% at D = 256 (cuDNN 75%).
+ * Measured (results/h100/kbench-20261127-155811.csv, 1980 MHz unless
+ * noted, PyTorch's SDPA and cudnn_bf16 in the same run): 688 TFLOP/s at
+ * 2x16x4096x4096x128 (1.21x SDPA, 1.03x cudnn_bf16), 525 at
+ * 4x16x4096x4096x64 (1.24x, 0.98x), causal 599 at 1965 MHz and 448
+ * (1.27x and 1.32x SDPA, 1.09x and 1.01x cudnn_bf16), 706 at the GQA
+ * 2x32x4096x4096x128x8 (1.15x, 1.04x); 720 at 4x16x8192x8192x128 (1.09x
+ * SDPA) and 673 causal (1.11x, 1.04x); 797 at D = 256 and 685 causal
+ * (1.10x and 1.14x cudnn_bf16); 560 at the chunked prefill
+ * 1x32x512x4096x128c (1.06x cudnn_bf16; SDPA's row has a 17% spread).
+ * Gap to the limit: 72% of the run's bf16 ceiling (956 TFLOP/s) at
+ * D = 128, where cuDNN's kernel reaches 70%; 83% at D = 256 (cuDNN 76%).
  * History:
  * docs/notes/attention.md. */
 #include <stdint.h>

@@ -12,9 +12,9 @@
  *
  * Prediction: the speed of cuBLAS SGEMM on each product, the bias and ReLU
  * free in the epilogue.
- * Measured (results/h100/kbench-20261127-130955.csv, H100, cold L2): 51.9
- * TFLOP/s at 8192x4096x16384, 82.0% of the run's 63.3 TFLOP/s fp32 ceiling
- * (matmul cublas: 51.3-52.0).
+ * Measured (results/h100/kbench-20261127-155811.csv, H100, cold L2): 51.9
+ * TFLOP/s at 8192x4096x16384, 82.4% of the run's 63.0 TFLOP/s fp32 ceiling
+ * (matmul cublas: 51.1-51.4).
  * Gap to the limit: 18 points to the fp32 ceiling; h makes a round trip
  * through memory between the two products.  History: docs/notes/matmul.md. */
 #include "variants/ffn/lt_ffn.cuh"

@@ -16,12 +16,12 @@
  * beta with every chunk and waits on its row with its shared memory idle):
  * the loads run two rounds ahead of the statistics, and gamma and beta
  * stay in registers.
- * Measured (results/h100/kbench-20261127-130955.csv, H100, cold L2): 2,760 GB/s
- * at 1024x32768, 91.8% of the run's 3007 GB/s memory ceiling, 114.08x naive;
- * 2,735 GB/s (91.0%) at 128x262144, 871.61x naive.
- * Gap to the limit: 8 points at 1024x32768, 8-10 on the 256 MB long rows: as
+ * Measured (results/h100/kbench-20261127-155811.csv, H100, cold L2): 2,763 GB/s
+ * at 1024x32768, 91.9% of the run's 3006 GB/s memory ceiling, 115.20x naive;
+ * 2,751 GB/s (91.5%) at 128x262144, 871.60x naive.
+ * Gap to the limit: 8 points at 1024x32768, 8-9 on the 256 MB long rows: as
  * for softmax persistent_row, the start and the end of a launch, and one to
- * three points more for layernorm's second pass over each chunk. History:
+ * two points more for layernorm's second pass over each chunk. History:
  * docs/notes/softmax-layernorm.md. */
 #include "kernels/layernorm.h"
 #include "kernels/cuda_util.h"

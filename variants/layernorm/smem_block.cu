@@ -9,8 +9,8 @@
  * Prediction: ~2x three_kernel on large matrices (8 bytes moved per element
  * from DRAM instead of 16, the re-reads coming from cache), but still
  * 4-byte loads, 16 barriers per row, and 256 threads idling on short rows.
- * Measured (results/h100/kbench-20261127-130955.csv, H100, cold L2): 2,860 GB/s
- * at 65536x4096, 95.1% of the run's 3007 GB/s memory ceiling, 12.37x naive.
+ * Measured (results/h100/kbench-20261127-155811.csv, H100, cold L2): 2,860 GB/s
+ * at 65536x4096, 95.2% of the run's 3006 GB/s memory ceiling, 12.30x naive.
  * Gap to the limit: 5 points at 65536x4096, far more where the re-reads miss L1
  * (36.8% at 1024x32768) and on short rows, which waste most of the block.
  * History: docs/notes/softmax-layernorm.md. */

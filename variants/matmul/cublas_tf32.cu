@@ -3,11 +3,11 @@
  * same function as fp32: it is checked with the tf32 tolerance.  Shows what
  * giving up fp32 products buys.
  *
- * Measured (results/h100/kbench-20261127-130955.csv, H100, cold L2): 402.0
- * TFLOP/s at 4096^3 and 367.9 at 8192^3 (clock 1980 MHz at both), 83.6%
- * and 76.5% of the run's tf32 ceiling (half its 962 TFLOP/s bf16 tensor
- * ceiling), 7.73x and 7.17x cublas.
- * Gap to the limit: 16.4 points at 4096^3; 23.5 points at 8192^3.
+ * Measured (results/h100/kbench-20261127-155811.csv, H100, cold L2): 396.6
+ * TFLOP/s at 4096^3 and 403.6 at 8192^3 (clock 1980 MHz at both), 83.0%
+ * and 84.4% of the run's tf32 ceiling (half its 956 TFLOP/s bf16 tensor
+ * ceiling), 7.76x and 7.85x cublas.
+ * Gap to the limit: 17.0 points at 4096^3; 15.6 points at 8192^3.
  * History: docs/notes/matmul.md. */
 #include "kernels/matmul.h"
 #include "variants/matmul/cublas_common.h"

@@ -13,9 +13,9 @@
  * cluster to place, so the longest rows lose nothing to GPC packing, and
  * six waiting blocks per SM instead of two.
  * Prediction: ~85-90% of the copy ceiling from 1024x32768 to 128x262144.
- * Measured (results/h100/kbench-20261127-130955.csv, H100, cold L2): 2,656 GB/s
- * at 1024x32768, 88.3% of the run's 3007 GB/s memory ceiling, 1.14x cudnn;
- * 2,534 GB/s (84.3%) at 128x262144, 6.70x cudnn.
+ * Measured (results/h100/kbench-20261127-155811.csv, H100, cold L2): 2,639 GB/s
+ * at 1024x32768, 87.8% of the run's 3006 GB/s memory ceiling, 1.13x cudnn;
+ * 2,535 GB/s (84.3%) at 128x262144, 6.68x cudnn.
  * Gap to the limit: 12 points at 1024x32768, 16 at 128x262144: each block's
  * life is a chain of dependent round trips (its ticket, its loads, the count
  * and the partials) for 32 KiB of data, and the waits hold shared memory that
