@@ -202,9 +202,9 @@ int kb_cmd_ceilings(const kb_options *o)
     if (c.fp32_inside_mhz > 0 || c.tc_inside_mhz > 0)
         printf("SM clock inside the kernels: %.0f MHz (fp32 FMA), %.0f MHz (tensor; 0: cuBLAS's, not stamped)\n",
                c.fp32_inside_mhz, c.tc_inside_mhz);
-    if (c.tc_inside_mhz > 0 && c.ds_tc_gflop_s > 0)
+    const double ds_tc_inside = c.ds_tc_gflop_s * c.tc_inside_mhz / (dev.sm_clock_khz / 1000.0);
+    if (ds_tc_inside > 0)
         printf("tensor bf16 datasheet at %.0f MHz: %.1f GFLOP/s, of which the measured is %.1f%%\n", c.tc_inside_mhz,
-               c.ds_tc_gflop_s * c.tc_inside_mhz / (dev.sm_clock_khz / 1000.0),
-               100.0 * c.tc_gflop_s / (c.ds_tc_gflop_s * c.tc_inside_mhz / (dev.sm_clock_khz / 1000.0)));
+               ds_tc_inside, 100.0 * c.tc_gflop_s / ds_tc_inside);
     return c.mem_gb_s > 0 && c.fp32_gflop_s > 0 ? 0 : KB_EXIT_FAIL;
 }

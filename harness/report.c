@@ -390,10 +390,11 @@ static void run_lines(FILE *out, const run_set *s)
                     mem, fp32 * 1e-3, tc * 1e-3);
         double tc_clock = kb_run_meta_number(f, "ceiling_tc_clock_mhz"),
                tc_inside = kb_run_meta_number(f, "ceiling_tc_clock_inside_mhz");
-        if (!isnan(mem) && !isnan(fp32) && !isnan(tc) && !isnan(tc_clock))
+        if (!isnan(mem) && !isnan(fp32) && !isnan(tc) && !isnan(tc_clock)) {
             fprintf(out, " at %.0f MHz", tc_clock);
-        if (!isnan(mem) && !isnan(fp32) && !isnan(tc) && !isnan(tc_clock) && !isnan(tc_inside))
-            fprintf(out, " by NVML, %.0f inside the kernel", tc_inside);
+            if (!isnan(tc_inside))
+                fprintf(out, " by NVML, %.0f inside the kernel", tc_inside);
+        }
         double ds_mem = kb_run_meta_number(f, "datasheet_mem_gb_s"), ds_fp32 = kb_run_meta_number(f, "datasheet_fp32_gflop_s"),
                ds_tc = kb_run_meta_number(f, "datasheet_tc_gflop_s");
         if (!isnan(ds_mem) && !isnan(ds_fp32) && !isnan(ds_tc) && !isnan(clock))
