@@ -388,13 +388,17 @@ template <int BC>
 __device__ __forceinline__ void softmax(float (&sc)[BC / 2], float sl2, float &m0, float &m1, float &l0, float &l1,
                                         float &alpha0, float &alpha1)
 {
-    float mx0 = m0, mx1 = m1;
+    /* Each row's maximum in four chains, not one: a single chain of BC / 8
+     * fmaxf waits out each one's latency, and the softmax waits on it. */
+    static_assert(BC / 8 >= 4, "four chains need four pairs of scores");
+    float a0[4], a1[4];
 #pragma unroll
     for (int j = 0; j < BC / 8; ++j) {
-        mx0 = fmaxf(mx0, fmaxf(sc[4 * j], sc[4 * j + 1]));
-        mx1 = fmaxf(mx1, fmaxf(sc[4 * j + 2], sc[4 * j + 3]));
+        const float p0 = fmaxf(sc[4 * j], sc[4 * j + 1]), p1 = fmaxf(sc[4 * j + 2], sc[4 * j + 3]);
+        a0[j % 4] = j < 4 ? p0 : fmaxf(a0[j % 4], p0), a1[j % 4] = j < 4 ? p1 : fmaxf(a1[j % 4], p1);
     }
-    mx0 = quad_max(mx0), mx1 = quad_max(mx1);
+    const float mx0 = quad_max(fmaxf(fmaxf(m0, fmaxf(a0[0], a0[1])), fmaxf(a0[2], a0[3])));
+    const float mx1 = quad_max(fmaxf(fmaxf(m1, fmaxf(a1[0], a1[1])), fmaxf(a1[2], a1[3])));
     /* From -inf, any key moves the reference (inf > kStale); a row with no
      * key yet (-inf - -inf is NaN) keeps -inf and the reference point 0,
      * so every exp2 is 0. */
