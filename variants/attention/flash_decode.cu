@@ -32,14 +32,14 @@
  *
  * Builds on flash_bf16 (the online softmax), with the split over keys in
  * place of the split over query rows, which decoding does not have.
- * Measured (results/h100/kbench-20261127-155811.csv, cold L2, % of the
- * run's 3006 GB/s copy ceiling): 2128 GB/s (71%) at 1x32x1x32768x128x8,
- * 2556 (85%) at Tk = 131072, 2424 (81%) at 8x32x1x8192x128x8, 2669 (89%)
- * and 2837 (94%) at B = 8 and Tk = 32768, 131072, 2775 (92%) at
- * 64x32x1x8192x128x8; PyTorch's SDPA in the same run 1031 (a 19%
- * spread), 2160 (6%), 2301 (9%), 2849 (6%), 3014 and 2970 (ahead of
- * ours at three of the six; ours 0.93-2.06x); cudnn_bf16 2072, 2770, 2469,
- * 2940, 3076 and 3037 (ours 0.91-1.03x).
+ * Measured (results/h100/kbench-20261127-174235.csv, cold L2, % of the
+ * run's 3008 GB/s copy ceiling): 2137 GB/s (71%) at 1x32x1x32768x128x8,
+ * 2559 (85%) at Tk = 131072, 2424 (81%) at 8x32x1x8192x128x8, 2649 (88%)
+ * and 2837 (94%) at B = 8 and Tk = 32768, 131072, 2767 (92%) at
+ * 64x32x1x8192x128x8; PyTorch's SDPA in the same run 2109 (a 6%
+ * spread), 2662 (8%), 2492 (5%), 2584 (17%), 3061 and 3027 (ahead of
+ * ours at four of the six; ours 0.91-1.03x); cudnn_bf16 2074, 2772, 2477,
+ * 2942, 3072 and 3037 (ours 0.90-1.03x).
  * Rounding the split's waves down (it had launched 2.4 waves at B = 8)
  * bought most of the B = 8 figures (2333 -> 2661 GB/s at Tk = 32768 in a
  * check call, docs/notes/attention.md).

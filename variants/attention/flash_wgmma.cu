@@ -51,17 +51,17 @@
  *
  * Builds on flash_bf16: the same algorithm, from mma.sync to wgmma with a
  * TMA producer warpgroup.
- * Measured (results/h100/kbench-20261127-155811.csv, 1980 MHz unless
- * noted, PyTorch's SDPA and cudnn_bf16 in the same run): 688 TFLOP/s at
- * 2x16x4096x4096x128 (1.21x SDPA, 1.03x cudnn_bf16), 525 at
- * 4x16x4096x4096x64 (1.24x, 0.98x), causal 599 at 1965 MHz and 448
- * (1.27x and 1.32x SDPA, 1.09x and 1.01x cudnn_bf16), 706 at the GQA
- * 2x32x4096x4096x128x8 (1.15x, 1.04x); 720 at 4x16x8192x8192x128 (1.09x
- * SDPA) and 673 causal (1.11x, 1.04x); 797 at D = 256 and 685 causal
- * (1.10x and 1.14x cudnn_bf16); 560 at the chunked prefill
- * 1x32x512x4096x128c (1.06x cudnn_bf16; SDPA's row has a 17% spread).
- * Gap to the limit: 72% of the run's bf16 ceiling (956 TFLOP/s) at
- * D = 128, where cuDNN's kernel reaches 70%; 83% at D = 256 (cuDNN 76%).
+ * Measured (results/h100/kbench-20261127-174235.csv, 1980 MHz unless
+ * noted, PyTorch's SDPA and cudnn_bf16 in the same run): 689 TFLOP/s at
+ * 2x16x4096x4096x128 (1.03x SDPA, 1.02x cudnn_bf16), 536 at
+ * 4x16x4096x4096x64 (1.13x, 1.00x), causal 604 at 1972 MHz and 449
+ * (1.14x and 1.07x SDPA, 1.09x and 1.00x cudnn_bf16), 707 at the GQA
+ * 2x32x4096x4096x128x8 (1.04x, 1.04x); 726 at 4x16x8192x8192x128 (1.04x
+ * SDPA) and 682 causal (1.05x, 1.04x); 807 at D = 256 and 696 causal
+ * (1.11x and 1.14x cudnn_bf16); 562 at the chunked prefill
+ * 1x32x512x4096x128c (1.06x cudnn_bf16).
+ * Gap to the limit: 72% of the run's bf16 ceiling (964 TFLOP/s) at
+ * D = 128, where cuDNN's kernel reaches 70%; 84% at D = 256 (cuDNN 75%).
  * History:
  * docs/notes/attention.md. */
 #include <stdint.h>

@@ -3,10 +3,10 @@
  * written once and never read.
  * Builds on separate: ~2x on large shapes predicted (8 bytes moved per
  * element instead of 16), the sincosf hidden behind the gather's latency.
- * Measured (results/h100/kbench-20261127-155811.csv, H100, cold L2): 2,461 GB/s
- * at 16x1024x32000x4096, 81.9% of the run's 3006 GB/s memory ceiling, 2.03x
+ * Measured (results/h100/kbench-20261127-174235.csv, H100, cold L2): 2,444 GB/s
+ * at 16x1024x32000x4096, 81.3% of the run's 3008 GB/s memory ceiling, 2.02x
  * separate.
- * Gap to the limit: 18 points: a 4-byte gather per pair from a random table
+ * Gap to the limit: 19 points: a 4-byte gather per pair from a random table
  * row; rows are contiguous, so a warp still reads whole lines. History:
  * docs/notes/elementwise.md. */
 #include "kernels/cuda_util.h"

@@ -16,9 +16,9 @@
  * beta with every chunk and waits on its row with its shared memory idle):
  * the loads run two rounds ahead of the statistics, and gamma and beta
  * stay in registers.
- * Measured (results/h100/kbench-20261127-155811.csv, H100, cold L2): 2,763 GB/s
- * at 1024x32768, 91.9% of the run's 3006 GB/s memory ceiling, 115.20x naive;
- * 2,751 GB/s (91.5%) at 128x262144, 871.60x naive.
+ * Measured (results/h100/kbench-20261127-174235.csv, H100, cold L2): 2,762 GB/s
+ * at 1024x32768, 91.8% of the run's 3008 GB/s memory ceiling, 109.18x naive;
+ * 2,741 GB/s (91.1%) at 128x262144, 873.77x naive.
  * Gap to the limit: 8 points at 1024x32768, 8-9 on the 256 MB long rows: as
  * for softmax persistent_row, the start and the end of a launch, and one to
  * two points more for layernorm's second pass over each chunk. History:

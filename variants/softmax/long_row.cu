@@ -10,10 +10,10 @@
  * and reads longer rows twice): a cluster's registers hold rows of up to
  * 262144, and its blocks are as small as short rows' (two per SM).
  * Prediction: ~85-90% of the copy ceiling from 512x65536 to 128x262144.
- * Measured (results/h100/kbench-20261127-155811.csv, H100, cold L2): 2,585 GB/s
- * at 1024x32768, 86.0% of the run's 3006 GB/s memory ceiling, 1.10x cudnn;
- * 1,875 GB/s (62.4%) at 128x262144, 4.94x cudnn.
- * Gap to the limit: 14.0 points at 1024x32768, 37.6 at 128x262144, where
+ * Measured (results/h100/kbench-20261127-174235.csv, H100, cold L2): 2,593 GB/s
+ * at 1024x32768, 86.2% of the run's 3008 GB/s memory ceiling, 1.11x cudnn;
+ * 1,887 GB/s (62.8%) at 128x262144, 4.98x cudnn.
+ * Gap to the limit: 13.8 points at 1024x32768, 37.2 at 128x262144, where
  * split_row and persistent_row are ahead.  Clusters of 2 (C = 32768) cost
  * some 4 points against the same row in one block (vectorized); clusters of
  * 8 and 16 lose more, since all of a cluster's blocks must be placed in one

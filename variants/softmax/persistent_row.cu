@@ -11,9 +11,9 @@
  * row with its shared memory idle): the loads run two rounds ahead of the
  * statistics, and a partial costs a tagged store and a load issued a round
  * early instead of a ticket, a release and an acquire.
- * Measured (results/h100/kbench-20261127-155811.csv, H100, cold L2): 2,807 GB/s
- * at 1024x32768, 93.4% of the run's 3006 GB/s memory ceiling, 1.20x cudnn;
- * 2,772 GB/s (92.2%) at 128x262144, 7.30x cudnn.
+ * Measured (results/h100/kbench-20261127-174235.csv, H100, cold L2): 2,809 GB/s
+ * at 1024x32768, 93.4% of the run's 3008 GB/s memory ceiling, 1.20x cudnn;
+ * 2,774 GB/s (92.2%) at 128x262144, 7.32x cudnn.
  * Gap to the limit: 7 points at 1024x32768, 7-8 on the 256 MB long rows. The
  * rounds move bytes at the ceiling; a launch takes some 6-8 us longer than its
  * bytes at the ceiling, its start (three rounds of loads before the first
