@@ -87,10 +87,14 @@ template <int D> constexpr int kBC = D == 256 ? 64 : 128; /* keys a tile */
 template <int Rows> constexpr int kPanelBytes = Rows * 128;
 template <int D> constexpr int kQBytes = D / 64 * kPanelBytes<kBR<D>>;  /* Q: kBR rows x D */
 template <int D> constexpr int kKVBytes = D / 64 * kPanelBytes<kBC<D>>; /* K or V: kBC rows x D */
-/* As many K + V stages as fit beside Q in 227 KiB: 2 at D = 256, 3 at D = 128, 6 at D = 64. */
-template <int D> constexpr int kStages = (227 * 1024 - 1024 - kQBytes<D>) / (2 * kKVBytes<D>);
+/* K + V stages: as many as fit beside Q in 227 KiB (2 at D = 256, 6 at
+ * D = 64), but 2 of the 3 that fit at D = 128, which measured 0.4-0.9%
+ * faster at 2x16x4096x4096x128 in three calls (docs/notes/attention.md). */
+template <int D> constexpr int kStagesFit = (227 * 1024 - 1024 - kQBytes<D>) / (2 * kKVBytes<D>);
+template <int D> constexpr int kStages = D == 128 ? 2 : kStagesFit<D>;
 template <int D> constexpr int kSmemBytes = kQBytes<D> + 2 * kStages<D> * kKVBytes<D> + 1024;
-static_assert(kStages<256> == 2 && kStages<128> == 3 && kStages<64> == 6, "the rings the header describes");
+static_assert(kStagesFit<128> == 3 && kStages<256> == 2 && kStages<128> == 2 && kStages<64> == 6,
+              "the rings the header describes");
 /* A block's slot for the part of a split tile that it parks for the block
  * before (for_each_piece): 16-byte vector i of consumer thread ct at
  * i * (consumer threads) + ct, i over its O accumulators, then its two
@@ -128,8 +132,10 @@ template <int D> constexpr bool kSplits = D == 128;
 constexpr int kSplitKeyTiles = 32;
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-template <int D> constexpr int kProducerRegs = kConsumers<D> == 3 ? 32 : 40;
-template <int D> constexpr int kConsumerRegs = kConsumers<D> == 3 ? 160 : 232;
+/* At D = 128 the producer's two-stage ring takes 48 (40 spilled 24 bytes),
+ * and the consumers 224 of their 232. */
+template <int D> constexpr int kProducerRegs = kConsumers<D> == 3 ? 32 : D == 128 ? 48 : 40;
+template <int D> constexpr int kConsumerRegs = kConsumers<D> == 3 ? 160 : D == 128 ? 224 : 232;
 /* setmaxnreg moves registers within the block's launch share: 64K / threads, in steps of 8, a thread. */
 template <int D> constexpr bool kRegsFit =
     kProducerRegs<D> * 128 + kConsumerRegs<D> * 128 * kConsumers<D> <= 65536 / kThreads<D> / 8 * 8 * kThreads<D>;
