@@ -29,16 +29,16 @@
  * bf16/2), ~0.2-0.3 ms, plus the splits' traffic (each product's input
  * written three times): ~1.5x over fp32.  CUDA graphs save the launch gaps
  * of ~15 kernels a layer: a few percent at these sizes.
- * Measured on H100 (results/h100/kbench-20261127-174235.csv, cold L2,
+ * Measured on H100 (results/h100/kbench-20261127-195738.csv, cold L2,
  * encoder and decoder phases, graph, default kernels):
- *   encoder layer  fp32 0.704 ms, 3xtf32 0.448 ms (PyTorch eager 0.697)
- *   decoder layer  fp32 0.999 ms, 3xtf32 0.664 ms (PyTorch eager 1.386)
- *   seq2seq 6+6    fp32 10.08 ms, 3xtf32 6.56 ms  (PyTorch eager 12.57)
- * Plain stream launches are 2-5% slower than the graphs.
+ *   encoder layer  fp32 0.697 ms, 3xtf32 0.443 ms (PyTorch eager 0.869)
+ *   decoder layer  fp32 0.998 ms, 3xtf32 0.670 ms (PyTorch eager 1.526)
+ *   seq2seq 6+6    fp32 10.08 ms, 3xtf32 6.57 ms  (PyTorch eager 12.72)
+ * Plain stream launches are 1-5% slower than the graphs.
  * Relative L2 error against the double reference: fp32 1.7e-7 to 4.6e-7,
  * 3xtf32 5.9e-6 to 1.8e-5: larger than the dropped tail term predicts,
  * so the tensor cores' own accumulation likely costs more than the split.
- * Gap to the limit: 3xtf32's encoder layer runs at 60 TFLOP/s of model
+ * Gap to the limit: 3xtf32's encoder layer runs at 61 TFLOP/s of model
  * FLOPs; its 80 GFLOP of tf32 products alone need ~0.2 ms at the tensor
  * ceiling, the rest is the split, head split/merge, attention and norm
  * kernels, each a pass over the activations. */

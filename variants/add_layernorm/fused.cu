@@ -14,8 +14,8 @@
  * launch instead of two.
  * Prediction: 1.5x unfused (16 bytes moved per element instead of 24), close
  * to layernorm welford's fraction of the copy ceiling (~90%).
- * Measured (results/h100/kbench-20261127-174235.csv, H100, cold L2): 2,929 GB/s
- * at 65536x4096, 97.4% of the run's 3008 GB/s memory ceiling, 1.27x unfused.
+ * Measured (results/h100/kbench-20261127-195738.csv, H100, cold L2): 2,928 GB/s
+ * at 65536x4096, 97.4% of the run's 3005 GB/s memory ceiling, 1.27x unfused.
  * Gap to the limit: under 3 points; as layernorm welford, the reduction with no
  * loads in flight for that row, and twice the registers per element loaded in
  * flight (x and r) for the same 32 floats of sum held per thread. History:

@@ -9,8 +9,8 @@
  * back; y written) for 16 counted: ~2/3 of the copy ceiling at best, a bit
  * less for the second launch and, for small matrices, sum still in L2
  * helps (which it cannot for >= 256 MB).
- * Measured (results/h100/kbench-20261127-174235.csv, H100, cold L2): 2,309 GB/s
- * at 65536x4096, 76.8% of the run's 3008 GB/s memory ceiling.
+ * Measured (results/h100/kbench-20261127-195738.csv, H100, cold L2): 2,308 GB/s
+ * at 65536x4096, 76.8% of the run's 3005 GB/s memory ceiling.
  * Gap to the limit: 23 points, the round trip of sum through memory (fused
  * removes it).  History: docs/notes/softmax-layernorm.md. */
 #include "kernels/add_layernorm.h"

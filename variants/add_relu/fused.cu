@@ -3,8 +3,8 @@
  * evict-first hints: each byte read once, written once.
  * Builds on separate: ~1.6x predicted (12 bytes per element instead of 20),
  * near the copy ceiling.
- * Measured (results/h100/kbench-20261127-174235.csv, H100, cold L2): 2,817 GB/s
- * at 65536x4096, 93.7% of the run's 3008 GB/s memory ceiling, 1.83x separate.
+ * Measured (results/h100/kbench-20261127-195738.csv, H100, cold L2): 2,815 GB/s
+ * at 65536x4096, 93.7% of the run's 3005 GB/s memory ceiling, 1.83x separate.
  * Gap to the limit: 6 points; it moves no byte beyond those counted (copy vec4,
  * a plain copy kernel, leaves 8).  History: docs/notes/elementwise.md. */
 #include "kernels/add_relu.h"

@@ -2,8 +2,8 @@
  * a ReLU kernel clamping y in place (reading it back), as two framework ops
  * would run.
  * Prediction: 20 bytes moved per element for 12 counted: ~60% of fused.
- * Measured (results/h100/kbench-20261127-174235.csv, H100, cold L2): 1,542 GB/s
- * at 65536x4096, 51.3% of the run's 3008 GB/s memory ceiling.
+ * Measured (results/h100/kbench-20261127-195738.csv, H100, cold L2): 1,542 GB/s
+ * at 65536x4096, 51.3% of the run's 3005 GB/s memory ceiling.
  * Gap to the limit: 1.9x, the round trip of y (fused removes it). History:
  * docs/notes/elementwise.md. */
 #include "kernels/add_relu.h"

@@ -25,10 +25,10 @@
  * sequence land it at ~15-25 TFLOP/s at T = 4096.  Causal shapes do the
  * full work and count half the FLOPs.  Shapes whose scores do not fit in
  * memory are skipped.
- * Measured (results/h100/kbench-20261127-174235.csv; % of the run's 63.1
- * TFLOP/s fp32 ceiling): 28.7 TFLOP/s at 4x16x4096x4096x64 (45.5%), 38.0 at
- * 2x16x4096x4096x128 (60.2%), 38.1 at 4x16x8192x8192x128 (60.3%), 20.0 at
- * ..128c (31.6%).
+ * Measured (results/h100/kbench-20261127-195738.csv; % of the run's 62.9
+ * TFLOP/s fp32 ceiling): 28.6 TFLOP/s at 4x16x4096x4096x64 (45.5%), 37.9 at
+ * 2x16x4096x4096x128 (60.3%), 38.0 at 4x16x8192x8192x128 (60.5%), 19.9 at
+ * ..128c (31.7%).
  * Gap to the limit: the score matrix round trip; a fused kernel never
  * writes it. */
 #include <cublas_v2.h>

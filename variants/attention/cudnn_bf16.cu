@@ -26,14 +26,14 @@
  * not plan, with cuDNN's reason.
  *
  * Builds on: the library baseline of the bf16 rows.
- * Measured (results/h100/kbench-20261127-174235.csv, 1980 MHz unless
- * noted, the GPU machine's cuDNN 9.14): 676 TFLOP/s at 2x16x4096x4096x128,
- * 535 at 4x16x4096x4096x64, 727 at 2x16x4096x4096x256; 2074
- * GB/s of K and V at the decode shape 1x32x1x32768x128x8, 3072 at
+ * Measured (results/h100/kbench-20261127-195738.csv, 1980 MHz unless
+ * noted, the GPU machine's cuDNN 9.14): 675 TFLOP/s at 2x16x4096x4096x128,
+ * 540 at 4x16x4096x4096x64 (at 1945 MHz), 722 at 2x16x4096x4096x256; 2079
+ * GB/s of K and V at the decode shape 1x32x1x32768x128x8, 3077 at
  * 8x32x1x131072x128x8.
- * Gap to the limit: 70% of the run's bf16 ceiling (964 TFLOP/s) at
+ * Gap to the limit: 70% of the run's bf16 ceiling (967 TFLOP/s) at
  * D = 128, 75% at D = 256; decode at B = 8 and more reads at the copy
- * ceiling (3008 GB/s), at B = 1 at 69% of it. */
+ * ceiling (3005 GB/s), at B = 1 at 69% of it. */
 #include <cudnn.h>
 #include <float.h>
 #include <math.h>

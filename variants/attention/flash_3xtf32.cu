@@ -27,12 +27,12 @@
  * multiple of 8 up to 128, any B, H, Tq, Tk.
  *
  * Builds on flash_f32: the products on the tensor cores at fp32 accuracy.
- * Measured (results/h100/kbench-20261127-174235.csv; % of a sixth of the run's
- * 964 TFLOP/s bf16 ceiling): 60.7 TFLOP/s at 4x16x4096x4096x64 (37.8%, 2.12x
- * cublas), 60.9 at 2x16x4096x4096x128 (37.9%, 1.60x), 62.4 at
- * 4x16x8192x8192x128 (38.8%, 1.64x; at the power cap's 1848 MHz, as in
- * the run before), 57.4 at ..128c (35.7%, 2.88x; at the
- * power cap's 1778 MHz); PyTorch's fp32 SDPA 46.1 and 46.9 at the middle
+ * Measured (results/h100/kbench-20261127-195738.csv; % of a sixth of the run's
+ * 967 TFLOP/s bf16 ceiling): 60.6 TFLOP/s at 4x16x4096x4096x64 (37.6%, 2.12x
+ * cublas), 60.9 at 2x16x4096x4096x128 (37.8%, 1.61x), 62.1 at
+ * 4x16x8192x8192x128 (38.5%, 1.63x; at the power cap's 1835 MHz, as in
+ * the run before), 57.0 at ..128c (35.4%, 2.86x; at the
+ * power cap's 1756 MHz); PyTorch's fp32 SDPA 46.0 and 45.5 at the middle
  * two.
  * Gap to the limit: the MMAs issue at flash_bf16's rate, the mma.sync limit
  * at 8-12 warps per SM, and the operand splits (~1800 instructions per 768

@@ -23,11 +23,11 @@
  * 16 up to 128; any B, H, Tq, Tk.
  *
  * Builds on flash_f32: the same algorithm on the tensor cores.
- * Measured (results/h100/kbench-20261127-174235.csv; % of the run's 964 TFLOP/s
- * bf16 ceiling): 388.7 TFLOP/s at 2x16x4096x4096x128 (40.3%), 311.1 at
- * 4x16x4096x4096x64 (32.3%), 377.0 at 4x16x8192x8192x128 (39.1%), 352.2 at
- * ..128c (36.5%); PyTorch's bf16 SDPA in the same run: 672, 474, 700 and 650
- * (ours 0.54-0.66x); cudnn_bf16 676, 535, 658 and 656 (ours 0.54-0.58x).
+ * Measured (results/h100/kbench-20261127-195738.csv; % of the run's 967 TFLOP/s
+ * bf16 ceiling): 378.3 TFLOP/s at 2x16x4096x4096x128 (39.1%), 309.9 at
+ * 4x16x4096x4096x64 (32.1%), 377.1 at 4x16x8192x8192x128 (39.0%), 368.3 at
+ * ..128c (38.1%); PyTorch's bf16 SDPA in the same run: 662, 477, 689 and 609
+ * (ours 0.55-0.65x); cudnn_bf16 675, 540, 692 and 644 (ours 0.54-0.57x).
  * Gap to the limit: mma.sync tops out near 2/3 of the wgmma rate that the
  * ceiling's wgmma kernel measures, and the softmax's FP32/MUFU work and the
  * ldmatrix traffic share its issue slots (next rung: flash_wgmma).  History:

@@ -32,14 +32,14 @@
  *
  * Builds on flash_bf16 (the online softmax), with the split over keys in
  * place of the split over query rows, which decoding does not have.
- * Measured (results/h100/kbench-20261127-174235.csv, cold L2, % of the
- * run's 3008 GB/s copy ceiling): 2137 GB/s (71%) at 1x32x1x32768x128x8,
- * 2559 (85%) at Tk = 131072, 2424 (81%) at 8x32x1x8192x128x8, 2649 (88%)
- * and 2837 (94%) at B = 8 and Tk = 32768, 131072, 2767 (92%) at
- * 64x32x1x8192x128x8; PyTorch's SDPA in the same run 2109 (a 6%
- * spread), 2662 (8%), 2492 (5%), 2584 (17%), 3061 and 3027 (ahead of
- * ours at four of the six; ours 0.91-1.03x); cudnn_bf16 2074, 2772, 2477,
- * 2942, 3072 and 3037 (ours 0.90-1.03x).
+ * Measured (results/h100/kbench-20261127-195738.csv, cold L2, % of the
+ * run's 3005 GB/s copy ceiling): 2132 GB/s (71%) at 1x32x1x32768x128x8,
+ * 2564 (85%) at Tk = 131072, 2418 (80%) at 8x32x1x8192x128x8, 2641 (88%)
+ * and 2842 (95%) at B = 8 and Tk = 32768, 131072, 2763 (92%) at
+ * 64x32x1x8192x128x8; PyTorch's SDPA in the same run 2099 (a 7%
+ * spread), 2737 (9%), 2327 (8%), 2919 (2%), 3056 and 3008 (ahead of
+ * ours at four of the six; ours 0.90-1.04x); cudnn_bf16 2079, 2773, 2473,
+ * 2936, 3077 and 3033 (ours 0.90-1.03x).
  * Rounding the split's waves down (it had launched 2.4 waves at B = 8)
  * bought most of the B = 8 figures (2333 -> 2661 GB/s at Tk = 32768 in a
  * check call, docs/notes/attention.md).

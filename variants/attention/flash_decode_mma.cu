@@ -25,16 +25,16 @@
  * block's merge of the chunks, the bottom-right causal mask, the shapes.
  *
  * Builds on flash_decode: the tile's arithmetic moves to the tensor cores.
- * Measured (results/h100/kbench-20261127-174235.csv, cold L2, % of the
- * run's 3008 GB/s copy ceiling): 2330 GB/s (77.5%) at 1x32x1x32768x128x8
- * (flash_decode 2137, cudnn_bf16 2074: 1.12x; PyTorch's SDPA, which runs
- * cuDNN's kernel, read 2109 with a 6% spread), 2724 (91%) at Tk = 131072
- * (SDPA 2662 with an 8% spread, cudnn_bf16 2772), 3040 (101%) at
- * 8x32x1x131072x128x8 (SDPA 3061, cudnn_bf16 3072), 2963 (99%) at
- * 64x32x1x8192x128x8 (SDPA 3027, cudnn_bf16 3037); causal Tq = 16 at
+ * Measured (results/h100/kbench-20261127-195738.csv, cold L2, % of the
+ * run's 3005 GB/s copy ceiling): 2332 GB/s (77.6%) at 1x32x1x32768x128x8
+ * (flash_decode 2132, cudnn_bf16 2079: 1.12x; PyTorch's SDPA, which runs
+ * cuDNN's kernel, read 2099 with a 7% spread), 2719 (90%) at Tk = 131072
+ * (SDPA 2737 with a 9% spread, cudnn_bf16 2773), 3041 (101%) at
+ * 8x32x1x131072x128x8 (SDPA 3056, cudnn_bf16 3077), 2960 (98%) at
+ * 64x32x1x8192x128x8 (SDPA 3008, cudnn_bf16 3033); causal Tq = 16 at
  * 1x32x16x4096x128x8c 0.022 ms in a check call (flash_decode 0.077,
  * cudnn_bf16 0.056).
- * Gap to the limit: 77.5% at 1x32x1x32768x128x8 against issue 16's 80%.
+ * Gap to the limit: 77.6% at 1x32x1x32768x128x8 against issue 16's 80%.
  * A plain read of the same 134 MB after the flush takes 52-54 us in the
  * event timing however it is spread (128 to 1056 blocks of 512 threads,
  * 83-86% of the ceiling); 80% leaves 2-3.5 us beyond it.  A trace of the

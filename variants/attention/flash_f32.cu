@@ -22,10 +22,10 @@
  *
  * Builds on cublas (the unfused SGEMM, softmax, SGEMM recipe): no score
  * traffic.
- * Measured (results/h100/kbench-20261127-174235.csv; % of the run's 63.1
- * TFLOP/s fp32 ceiling): 38.8 TFLOP/s at 4x16x4096x4096x64 (61.5%, 1.35x
- * cublas), 34.8 at 2x16x4096x4096x128 (55.2%, 0.92x), 35.2 at
- * 4x16x8192x8192x128 (55.8%, 0.93x), 35.6 at ..128c (56.5%, 1.78x).
+ * Measured (results/h100/kbench-20261127-195738.csv; % of the run's 62.9
+ * TFLOP/s fp32 ceiling): 38.8 TFLOP/s at 4x16x4096x4096x64 (61.7%, 1.36x
+ * cublas), 34.8 at 2x16x4096x4096x128 (55.4%, 0.92x), 35.0 at
+ * 4x16x8192x8192x128 (55.6%, 0.92x), 35.4 at ..128c (56.4%, 1.78x).
  * Gap to the limit: the LDS, the softmax, three barriers per tile and the
  * exp2 (MUFU) take the issue slots that FFMAs do not.  History:
  * docs/notes/attention.md. */

@@ -51,17 +51,17 @@
  *
  * Builds on flash_bf16: the same algorithm, from mma.sync to wgmma with a
  * TMA producer warpgroup.
- * Measured (results/h100/kbench-20261127-174235.csv, 1980 MHz unless
- * noted, PyTorch's SDPA and cudnn_bf16 in the same run): 689 TFLOP/s at
- * 2x16x4096x4096x128 (1.03x SDPA, 1.02x cudnn_bf16), 536 at
- * 4x16x4096x4096x64 (1.13x, 1.00x), causal 604 at 1972 MHz and 449
- * (1.14x and 1.07x SDPA, 1.09x and 1.00x cudnn_bf16), 707 at the GQA
- * 2x32x4096x4096x128x8 (1.04x, 1.04x); 726 at 4x16x8192x8192x128 (1.04x
- * SDPA) and 682 causal (1.05x, 1.04x); 807 at D = 256 and 696 causal
- * (1.11x and 1.14x cudnn_bf16); 562 at the chunked prefill
- * 1x32x512x4096x128c (1.06x cudnn_bf16).
- * Gap to the limit: 72% of the run's bf16 ceiling (964 TFLOP/s) at
- * D = 128, where cuDNN's kernel reaches 70%; 84% at D = 256 (cuDNN 75%).
+ * Measured (results/h100/kbench-20261127-195738.csv, 1980 MHz unless
+ * noted, PyTorch's SDPA and cudnn_bf16 in the same run): 694 TFLOP/s at
+ * 2x16x4096x4096x128 (1.05x SDPA, 1.03x cudnn_bf16), 525 at
+ * 4x16x4096x4096x64 (1.10x, 0.97x), causal 600 at 1920 MHz and 451 at
+ * 1890 MHz (1.14x and 1.09x SDPA, 1.10x and 1.00x cudnn_bf16), 708 at the
+ * GQA 2x32x4096x4096x128x8 (1.05x, 1.04x); 723 at 4x16x8192x8192x128
+ * (1.05x SDPA) and 585 causal at 1860 MHz (0.96x, 0.91x); 805 at D = 256
+ * and 681 causal (1.11x and 1.14x cudnn_bf16); 549 at the chunked prefill
+ * 1x32x512x4096x128c (1.04x cudnn_bf16).
+ * Gap to the limit: 72% of the run's bf16 ceiling (967 TFLOP/s) at
+ * D = 128, where cuDNN's kernel reaches 70%; 83% at D = 256 (cuDNN 75%).
  * History:
  * docs/notes/attention.md. */
 #include <stdint.h>

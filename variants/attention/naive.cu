@@ -18,7 +18,7 @@
  * PFLOP; at ~3 TB/s that is ~2 TFLOP/s even with perfect caching of q, k
  * and v, and the strided k reads cost more).  Shapes whose scores do not
  * fit in memory are skipped (setup says how much they need).
- * Measured (results/h100/kbench-20261127-174235.csv): 0.9 TFLOP/s at every
+ * Measured (results/h100/kbench-20261127-195738.csv): 0.9 TFLOP/s at every
  * large shape (1.4-1.5% of the fp32 ceiling), 0.02-0.06x cublas.
  * Gap to the limit: far: the fused kernels never write S at all.
  * Grouped-query attention: query head bh reads KV head bh / (H / Hkv).  A

@@ -1,8 +1,8 @@
 /* copy memcpy: cudaMemcpyAsync device to device, the baseline.  The driver
  * runs this on copy kernels of its own; what it reaches is the usual
  * reference for "the memory ceiling".
- * Measured (results/h100/kbench-20261127-174235.csv, H100, cold L2): 3,008 GB/s
- * at 268435456, 100.0% of the run's 3008 GB/s memory ceiling, which it sets.
+ * Measured (results/h100/kbench-20261127-195738.csv, H100, cold L2): 3,005 GB/s
+ * at 268435456, 100.0% of the run's 3005 GB/s memory ceiling, which it sets.
  * Gap to the limit: none to the measured ceiling; 90% of the 3352 GB/s
  * datasheet figure (docs/ceilings.md says why the two differ). History:
  * docs/notes/elementwise.md. */

@@ -4,8 +4,8 @@
  * a misaligned start never happens (cudaMalloc is 256-byte aligned).
  * Builds on nothing: the plainest kernel that should reach the memory roof.
  * Prediction: within a few % of cudaMemcpy, ~2.9-3.0 TB/s on H100.
- * Measured (results/h100/kbench-20261127-174235.csv, H100, cold L2): 2,777 GB/s
- * at 268435456, 92.3% of the run's 3008 GB/s memory ceiling, 0.92x memcpy.
+ * Measured (results/h100/kbench-20261127-195738.csv, H100, cold L2): 2,770 GB/s
+ * at 268435456, 92.2% of the run's 3005 GB/s memory ceiling, 0.92x memcpy.
  * Gap to the limit: 8 points to memcpy's copy kernels, which reach the ceiling.
  * History: docs/notes/elementwise.md. */
 #include "kernels/copy.h"

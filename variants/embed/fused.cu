@@ -3,8 +3,8 @@
  * written once and never read.
  * Builds on separate: ~2x on large shapes predicted (8 bytes moved per
  * element instead of 16), the sincosf hidden behind the gather's latency.
- * Measured (results/h100/kbench-20261127-174235.csv, H100, cold L2): 2,444 GB/s
- * at 16x1024x32000x4096, 81.3% of the run's 3008 GB/s memory ceiling, 2.02x
+ * Measured (results/h100/kbench-20261127-195738.csv, H100, cold L2): 2,434 GB/s
+ * at 16x1024x32000x4096, 81.0% of the run's 3005 GB/s memory ceiling, 2.01x
  * separate.
  * Gap to the limit: 19 points: a 4-byte gather per pair from a random table
  * row; rows are contiguous, so a warp still reads whole lines. History:

@@ -3,8 +3,8 @@
  * in place, reading y back.
  * Prediction: 16 bytes moved per element for 8 counted, so ~half of the
  * fused variant's speed on large shapes.
- * Measured (results/h100/kbench-20261127-174235.csv, H100, cold L2): 1,213 GB/s
- * at 16x1024x32000x4096, 40.3% of the run's 3008 GB/s memory ceiling.
+ * Measured (results/h100/kbench-20261127-195738.csv, H100, cold L2): 1,213 GB/s
+ * at 16x1024x32000x4096, 40.4% of the run's 3005 GB/s memory ceiling.
  * Gap to the limit: 2.5x, the round trip of y through memory (fused removes
  * it).  History: docs/notes/elementwise.md. */
 #include "kernels/cuda_util.h"

@@ -12,10 +12,10 @@
  *
  * Prediction: the speed of cuBLAS SGEMM on each product, the bias and ReLU
  * free in the epilogue.
- * Measured (results/h100/kbench-20261127-174235.csv, H100, cold L2): 51.6
- * TFLOP/s at 8192x4096x16384, 81.8% of the run's 63.1 TFLOP/s fp32 ceiling
- * (matmul cublas: 51.4-51.7).
- * Gap to the limit: 18 points to the fp32 ceiling; h makes a round trip
+ * Measured (results/h100/kbench-20261127-195738.csv, H100, cold L2): 51.9
+ * TFLOP/s at 8192x4096x16384, 82.5% of the run's 62.9 TFLOP/s fp32 ceiling
+ * (matmul cublas: 51.3-51.4).
+ * Gap to the limit: 17 points to the fp32 ceiling; h makes a round trip
  * through memory between the two products.  History: docs/notes/matmul.md. */
 #include "variants/ffn/lt_ffn.cuh"
 

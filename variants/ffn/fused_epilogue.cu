@@ -14,10 +14,10 @@
  * Prediction: ~5-10% faster than separate (two passes over h and one over y
  * saved, and two launches); ~90% of cublaslt at the large shapes, as matmul
  * double_buffered to cuBLAS, well under it where d_model is narrow.
- * Measured (results/h100/kbench-20261127-174235.csv, H100, cold L2): 48.2
- * TFLOP/s at 8192x4096x16384, 76.5% of the run's 63.1 TFLOP/s fp32 ceiling,
- * 0.93x cublaslt.
- * Gap to the limit: 24 points: the GEMMs' own gap to the FFMA peak (see
+ * Measured (results/h100/kbench-20261127-195738.csv, H100, cold L2): 48.6
+ * TFLOP/s at 8192x4096x16384, 77.3% of the run's 62.9 TFLOP/s fp32 ceiling,
+ * 0.94x cublaslt.
+ * Gap to the limit: 23 points: the GEMMs' own gap to the FFMA peak (see
  * matmul/double_buffered.cu) and, for a narrow d_model, the idle SMs of the
  * second GEMM (smaller tiles or split-K would fill them); h still makes a round
  * trip through memory (M x F written, then read by the second GEMM), which only

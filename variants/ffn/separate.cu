@@ -14,10 +14,10 @@
  * round trips an unfused bias and activation cost.
  * Prediction: the GEMMs plus a read and a write of h and of y: ~5-10%
  * slower than fused_epilogue.
- * Measured (results/h100/kbench-20261127-174235.csv, H100, cold L2): 47.2
- * TFLOP/s at 8192x4096x16384, 74.8% of the run's 63.1 TFLOP/s fp32 ceiling,
- * 0.91x cublaslt.
- * Gap to the limit: 25 points: the two elementwise passes (fused_epilogue
+ * Measured (results/h100/kbench-20261127-195738.csv, H100, cold L2): 47.6
+ * TFLOP/s at 8192x4096x16384, 75.6% of the run's 62.9 TFLOP/s fp32 ceiling,
+ * 0.92x cublaslt.
+ * Gap to the limit: 24 points: the two elementwise passes (fused_epilogue
  * removes them), then the GEMMs' own gap (see fused_epilogue). History:
  * docs/notes/matmul.md. */
 #include <stdlib.h>

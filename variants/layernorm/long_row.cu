@@ -15,11 +15,11 @@
  * C = 32768, two reads of x past it): a cluster's registers hold rows of up
  * to 262144, in blocks half that size (two per SM).
  * Prediction: ~85-90% of the copy ceiling from 1024x32768 to 128x262144.
- * Measured (results/h100/kbench-20261127-174235.csv, H100, cold L2): 2,470 GB/s
- * at 1024x32768, 82.1% of the run's 3008 GB/s memory ceiling, 97.64x naive;
- * 1,445 GB/s (48.0%) at 128x262144, 460.44x naive.
- * Gap to the limit: 18 points at 1024x32768 (level with split_row there,
- * 82.1% both, and ahead of welford's 80.0%), 52 at 128x262144, where
+ * Measured (results/h100/kbench-20261127-195738.csv, H100, cold L2): 2,462 GB/s
+ * at 1024x32768, 81.9% of the run's 3005 GB/s memory ceiling, 97.85x naive;
+ * 1,442 GB/s (48.0%) at 128x262144, 460.63x naive.
+ * Gap to the limit: 18 points at 1024x32768 (just behind split_row there,
+ * 82.5%, and behind welford's 84.3%), 52 at 128x262144, where
  * split_row is ahead; persistent_row leads at both: as for softmax long_row,
  * the clusters of 8 and 16 of the longest rows cannot all be placed and wait
  * for their slowest block; layernorm's two register passes and gamma/beta

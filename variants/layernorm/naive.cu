@@ -13,9 +13,9 @@
  * Idea: the starting point of the ladder.
  * Prediction: far below the copy ceiling: a warp's loads are C floats apart
  * (one 32-byte sector per 4 useful bytes) and only R threads run.
- * Measured (results/h100/kbench-20261127-174235.csv, H100, cold L2): 231 GB/s
- * at 65536x4096, 7.7% of the run's 3008 GB/s memory ceiling.
- * Gap to the limit: 13.0x; every later file fixes one thing. History:
+ * Measured (results/h100/kbench-20261127-195738.csv, H100, cold L2): 229 GB/s
+ * at 65536x4096, 7.6% of the run's 3005 GB/s memory ceiling.
+ * Gap to the limit: 13.1x; every later file fixes one thing. History:
  * docs/notes/softmax-layernorm.md. */
 #include <math.h>
 #include "kernels/layernorm.h"

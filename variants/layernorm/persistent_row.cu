@@ -16,12 +16,12 @@
  * beta with every chunk and waits on its row with its shared memory idle):
  * the loads run two rounds ahead of the statistics, and gamma and beta
  * stay in registers.
- * Measured (results/h100/kbench-20261127-174235.csv, H100, cold L2): 2,762 GB/s
- * at 1024x32768, 91.8% of the run's 3008 GB/s memory ceiling, 109.18x naive;
- * 2,741 GB/s (91.1%) at 128x262144, 873.77x naive.
- * Gap to the limit: 8 points at 1024x32768, 8-9 on the 256 MB long rows: as
+ * Measured (results/h100/kbench-20261127-195738.csv, H100, cold L2): 2,749 GB/s
+ * at 1024x32768, 91.5% of the run's 3005 GB/s memory ceiling, 109.23x naive;
+ * 2,724 GB/s (90.6%) at 128x262144, 870.00x naive.
+ * Gap to the limit: 9 points at 1024x32768, 8-10 on the 256 MB long rows: as
  * for softmax persistent_row, the start and the end of a launch, and one to
- * two points more for layernorm's second pass over each chunk. History:
+ * three points more for layernorm's second pass over each chunk. History:
  * docs/notes/softmax-layernorm.md. */
 #include "kernels/layernorm.h"
 #include "kernels/cuda_util.h"

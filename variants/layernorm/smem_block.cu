@@ -9,8 +9,8 @@
  * Prediction: ~2x three_kernel on large matrices (8 bytes moved per element
  * from DRAM instead of 16, the re-reads coming from cache), but still
  * 4-byte loads, 16 barriers per row, and 256 threads idling on short rows.
- * Measured (results/h100/kbench-20261127-174235.csv, H100, cold L2): 2,859 GB/s
- * at 65536x4096, 95.1% of the run's 3008 GB/s memory ceiling, 12.36x naive.
+ * Measured (results/h100/kbench-20261127-195738.csv, H100, cold L2): 2,858 GB/s
+ * at 65536x4096, 95.1% of the run's 3005 GB/s memory ceiling, 12.47x naive.
  * Gap to the limit: 5 points at 65536x4096, far more where the re-reads miss L1
  * (36.7% at 1024x32768) and on short rows, which waste most of the block.
  * History: docs/notes/softmax-layernorm.md. */

@@ -19,13 +19,13 @@
  * row, the row in its registers): no cluster to place, and six waiting
  * blocks per SM instead of two.
  * Prediction: ~85-90% of the copy ceiling from 1024x32768 to 128x262144.
- * Measured (results/h100/kbench-20261127-174235.csv, H100, cold L2): 2,471 GB/s
- * at 1024x32768, 82.1% of the run's 3008 GB/s memory ceiling, 97.68x naive;
- * 2,364 GB/s (78.6%) at 128x262144, 753.45x naive.
- * Gap to the limit: 18 points at 1024x32768, 21 at 128x262144: as for softmax
+ * Measured (results/h100/kbench-20261127-195738.csv, H100, cold L2): 2,480 GB/s
+ * at 1024x32768, 82.5% of the run's 3005 GB/s memory ceiling, 98.55x naive;
+ * 2,374 GB/s (79.0%) at 128x262144, 758.45x naive.
+ * Gap to the limit: 17 points at 1024x32768, 21 at 128x262144: as for softmax
  * split_row (each block's chain of dependent round trips, its shared memory
  * idle while it waits), plus the second pass over the chunk and the gamma and
- * beta loads: about 6 points below softmax. History:
+ * beta loads: about 5 points below softmax. History:
  * docs/notes/softmax-layernorm.md. */
 #include "kernels/layernorm.h"
 #include "kernels/cuda_util.h"

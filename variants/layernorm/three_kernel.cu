@@ -14,8 +14,8 @@
  * separate kernels, so nothing stays in cache between them once the matrix
  * outgrows L2: 16 bytes moved per element for 8 counted, plus three launch
  * latencies: under half the copy ceiling.
- * Measured (results/h100/kbench-20261127-174235.csv, H100, cold L2): 1,215 GB/s
- * at 65536x4096, 40.4% of the run's 3008 GB/s memory ceiling, 5.26x naive.
+ * Measured (results/h100/kbench-20261127-195738.csv, H100, cold L2): 1,215 GB/s
+ * at 65536x4096, 40.4% of the run's 3005 GB/s memory ceiling, 5.30x naive.
  * Gap to the limit: 2.5x, the two extra passes over x (fused by smem_block).
  * History: docs/notes/softmax-layernorm.md. */
 #include <stdlib.h>

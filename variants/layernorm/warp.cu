@@ -8,8 +8,8 @@
  * 16 barriers, and a block carries 4 rows.  Still three passes, 4-byte loads.
  * Prediction: 2-4x smem_block for C <= 1024; about equal or worse for long
  * rows, where one warp's scalar loads keep too few bytes in flight.
- * Measured (results/h100/kbench-20261127-174235.csv, H100, cold L2): 1,365 GB/s
- * at 65536x4096, 45.4% of the run's 3008 GB/s memory ceiling, 5.90x naive.
+ * Measured (results/h100/kbench-20261127-195738.csv, H100, cold L2): 1,365 GB/s
+ * at 65536x4096, 45.4% of the run's 3005 GB/s memory ceiling, 5.96x naive.
  * Gap to the limit: 2.2x, the re-reads of x and 4-byte loads (fixed by
  * welford).  History: docs/notes/softmax-layernorm.md. */
 #include "kernels/layernorm.h"

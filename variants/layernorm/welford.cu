@@ -20,9 +20,9 @@
  * Prediction: ~90% of the copy ceiling for C from 128 to 32768 with
  * thousands of rows, ~1.4x PyTorch; ~60% for C > 32768 (12 bytes moved per
  * element).
- * Measured (results/h100/kbench-20261127-174235.csv, H100, cold L2): 2,982 GB/s
- * at 65536x4096, 99.1% of the run's 3008 GB/s memory ceiling, 12.89x naive
- * (80.0% at 1024x32768, 57.5% at 128x262144 on two reads).
+ * Measured (results/h100/kbench-20261127-195738.csv, H100, cold L2): 2,980 GB/s
+ * at 65536x4096, 99.2% of the run's 3005 GB/s memory ceiling, 13.00x naive
+ * (84.3% at 1024x32768, 57.4% at 128x262144 on two reads).
  * Gap to the limit: about a point at 65536x4096; the reduction's latency with
  * no loads in flight on that row, which other rows on the SM (or other SMs, at
  * one 1024-thread block per SM for C = 32768) must cover. History:

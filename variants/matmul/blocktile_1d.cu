@@ -5,10 +5,10 @@
  *
  * Builds on smem_tiled: ~2x predicted.  Shared-memory loads per FMA fall
  * from 2 to about 9/8, and the 8 independent accumulators hide FMA latency.
- * Measured (results/h100/kbench-20261127-174235.csv, H100, cold L2): 16.4
- * TFLOP/s at 4096^3, 26.0% of the run's 63.1 TFLOP/s fp32 ceiling, 0.32x
+ * Measured (results/h100/kbench-20261127-195738.csv, H100, cold L2): 16.3
+ * TFLOP/s at 4096^3, 26.0% of the run's 62.9 TFLOP/s fp32 ceiling, 0.32x
  * cublas; 16.3 TFLOP/s (25.9%) at 8192^3, 0.32x cublas.
- * Gap to the limit: 3.8x; A values are still reloaded for every column; the 2D
+ * Gap to the limit: 3.9x; A values are still reloaded for every column; the 2D
  * tile in the next file reuses both operands from registers. History:
  * docs/notes/matmul.md. */
 #include "kernels/matmul.h"

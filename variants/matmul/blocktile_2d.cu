@@ -7,9 +7,9 @@
  * fall from ~9/8 to 1/4, and the larger block tile halves global/L2
  * traffic; but ~150 registers a thread leave one block (8 warps) per SM to
  * hide latency.
- * Measured (results/h100/kbench-20261127-174235.csv, H100, cold L2): 21.5
- * TFLOP/s at 4096^3, 34.1% of the run's 63.1 TFLOP/s fp32 ceiling, 0.42x
- * cublas; 21.7 TFLOP/s (34.4%) at 8192^3, 0.42x cublas.
+ * Measured (results/h100/kbench-20261127-195738.csv, H100, cold L2): 21.4
+ * TFLOP/s at 4096^3, 34.1% of the run's 62.9 TFLOP/s fp32 ceiling, 0.42x
+ * cublas; 21.7 TFLOP/s (34.6%) at 8192^3, 0.42x cublas.
  * Gap to the limit: 2.9x; loads are scalar (4 bytes per instruction), and the
  * Bs reads of a warp are spread over 512 bytes (4-way bank conflicts). History:
  * docs/notes/matmul.md. */

@@ -7,10 +7,10 @@
  * Builds on naive: several times faster predicted (~5-10x), since every B
  * read and C write is now a full coalesced line instead of 32 scattered
  * sectors.
- * Measured (results/h100/kbench-20261127-174235.csv, H100, cold L2): 5.9
- * TFLOP/s at 4096^3, 9.3% of the run's 63.1 TFLOP/s fp32 ceiling, 0.11x cublas;
+ * Measured (results/h100/kbench-20261127-195738.csv, H100, cold L2): 5.9
+ * TFLOP/s at 4096^3, 9.3% of the run's 62.9 TFLOP/s fp32 ceiling, 0.11x cublas;
  * 5.5 TFLOP/s (8.7%) at 8192^3, 0.11x cublas.
- * Gap to the limit: 10.8x; every FMA needs two loads from L1/L2 and nothing is
+ * Gap to the limit: 10.7x; every FMA needs two loads from L1/L2 and nothing is
  * reused from registers or shared memory.  History: docs/notes/matmul.md. */
 #include "kernels/matmul.h"
 #include "kernels/cuda_util.h"

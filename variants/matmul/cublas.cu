@@ -2,9 +2,9 @@
  * no tf32 tensor-core math), so it computes the same function as the
  * hand-written kernels and the speedups compare like with like.
  *
- * Measured (results/h100/kbench-20261127-174235.csv, H100, cold L2): 51.7
- * TFLOP/s at 4096^3, 81.9% of the run's 63.1 TFLOP/s fp32 ceiling; 51.4 TFLOP/s
- * (81.5%) at 8192^3.
+ * Measured (results/h100/kbench-20261127-195738.csv, H100, cold L2): 51.3
+ * TFLOP/s at 4096^3, 81.6% of the run's 62.9 TFLOP/s fp32 ceiling; 51.4 TFLOP/s
+ * (81.7%) at 8192^3.
  * Gap to the limit: 18 points to the measured fp32 ceiling (66.9 TFLOP/s on the
  * datasheet at 1980 MHz).  History: docs/notes/matmul.md. */
 #include "kernels/matmul.h"

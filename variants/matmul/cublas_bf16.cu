@@ -5,12 +5,12 @@
  * n = M, no transposes (variants/matmul/cublas_common.h).
  *
  * Builds on cublas: the same call in bf16, on the tensor cores.
- * Measured (results/h100/kbench-20261127-174235.csv, H100, cold L2): 793.3
- * TFLOP/s at 4096^3 and 807.7 at 8192^3, 82.3% and 83.8% of the run's 964
- * TFLOP/s bf16 tensor ceiling (its wgmma_peak kernel), 15.4x and 15.7x
+ * Measured (results/h100/kbench-20261127-195738.csv, H100, cold L2): 780.8
+ * TFLOP/s at 4096^3 and 780.8 at 8192^3, 80.8% and 80.8% of the run's 967
+ * TFLOP/s bf16 tensor ceiling (its wgmma_peak kernel), 15.2x and 15.2x
  * cublas (fp32).
- * Gap to the limit: 18 points to the measured ceiling at 4096^3, 16 at
- * 8192^3; 74% and 75% of the 1071 TFLOP/s datasheet figure at 1980 MHz.
+ * Gap to the limit: 19 points to the measured ceiling at 4096^3, 19 at
+ * 8192^3; 73% and 73% of the 1071 TFLOP/s datasheet figure at 1980 MHz.
  * History: docs/notes/matmul.md. */
 #include "kernels/matmul.h"
 #include "variants/matmul/cublas_common.h"

@@ -3,11 +3,11 @@
  * same function as fp32: it is checked with the tf32 tolerance.  Shows what
  * giving up fp32 products buys.
  *
- * Measured (results/h100/kbench-20261127-174235.csv, H100, cold L2): 405.9
- * TFLOP/s at 4096^3 and 414.9 at 8192^3 (clock 1980 MHz at both), 84.2%
- * and 86.1% of the run's tf32 ceiling (half its 964 TFLOP/s bf16 tensor
- * ceiling), 7.85x and 8.07x cublas.
- * Gap to the limit: 15.8 points at 4096^3; 13.9 points at 8192^3.
+ * Measured (results/h100/kbench-20261127-195738.csv, H100, cold L2): 397.3
+ * TFLOP/s at 4096^3 and 408.3 at 8192^3 (clock 1980 MHz at both), 82.2%
+ * and 84.5% of the run's tf32 ceiling (half its 967 TFLOP/s bf16 tensor
+ * ceiling), 7.74x and 7.95x cublas.
+ * Gap to the limit: 17.8 points at 4096^3; 15.5 points at 8192^3.
  * History: docs/notes/matmul.md. */
 #include "kernels/matmul.h"
 #include "variants/matmul/cublas_common.h"

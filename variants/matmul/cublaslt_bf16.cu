@@ -9,11 +9,11 @@
  * operands swapped, m = N, n = M.
  *
  * Builds on cublas_bf16: the same library GEMM through cuBLASLt.
- * Measured (results/h100/kbench-20261127-174235.csv, H100, cold L2): 795.4
- * TFLOP/s at 4096^3 and 807.6 at 8192^3, 82.5% and 83.8% of the run's 964
- * TFLOP/s bf16 tensor ceiling, 1.00x and 1.00x cublas_bf16.
- * Gap to the limit: 18 points to the measured ceiling at 4096^3, 16 at
- * 8192^3; 74% and 75% of the 1071 TFLOP/s datasheet figure at 1980 MHz.
+ * Measured (results/h100/kbench-20261127-195738.csv, H100, cold L2): 782.5
+ * TFLOP/s at 4096^3 and 789.4 at 8192^3, 81.0% and 81.7% of the run's 967
+ * TFLOP/s bf16 tensor ceiling, 1.00x and 1.01x cublas_bf16.
+ * Gap to the limit: 19 points to the measured ceiling at 4096^3, 18 at
+ * 8192^3; 73% and 74% of the 1071 TFLOP/s datasheet figure at 1980 MHz.
  * History: docs/notes/matmul.md. */
 #include <stdlib.h>
 #include <cublasLt.h>

@@ -20,10 +20,10 @@
  * Every shape runs.
  *
  * Builds on warptile: the loads overlap the math.
- * Measured (results/h100/kbench-20261127-174235.csv, H100, cold L2): 47.2
- * TFLOP/s at 4096^3, 74.8% of the run's 63.1 TFLOP/s fp32 ceiling, 0.91x
- * cublas; 48.0 TFLOP/s (76.1%) at 8192^3, 0.93x cublas.
- * Gap to the limit: 25 points; FFMAs are ~92% of the main loop's instructions,
+ * Measured (results/h100/kbench-20261127-195738.csv, H100, cold L2): 46.8
+ * TFLOP/s at 4096^3, 74.5% of the run's 62.9 TFLOP/s fp32 ceiling, 0.91x
+ * cublas; 47.6 TFLOP/s (75.8%) at 8192^3, 0.93x cublas.
+ * Gap to the limit: 26 points; FFMAs are ~92% of the main loop's instructions,
  * the rest is issue and latency that one block of 8 warps per SM does not fully
  * hide.  History: docs/notes/matmul.md. */
 #include <stdint.h>

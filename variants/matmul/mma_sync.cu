@@ -20,8 +20,8 @@
  *
  * Builds on: double_buffered (the fp32 pipeline) and attention flash_bf16
  * (the same MMA and ldmatrix), now a bf16 GEMM on the tensor cores.
- * Measured (results/h100/kbench-20261127-174235.csv): 114 TFLOP/s at 4096^3
- * (0.14x cublas_bf16), 116 at 8192^3 (0.14x); 0.13-0.20x at the transformer
+ * Measured (results/h100/kbench-20261127-195738.csv): 113 TFLOP/s at 4096^3
+ * (0.14x cublas_bf16), 115 at 8192^3 (0.15x); 0.13-0.20x at the transformer
  * shapes.
  * Gap to the limit: the dense bf16 tensor peak, ~990 TFLOP/s on H100 SXM;
  * mma.sync reaches at most about 2/3 of it on Hopper (the full rate needs

@@ -18,8 +18,8 @@
  * element-wise copies when K or N is not a multiple of 8.  Every shape runs.
  *
  * Builds on mma_sync: swizzled shared memory, 64x64 warp tiles, 4 stages.
- * Measured (results/h100/kbench-20261127-174235.csv): 331 TFLOP/s at 4096^3
- * (0.42x cublas_bf16), 357 at 8192^3 (0.44x); 0.35-0.42x at the transformer
+ * Measured (results/h100/kbench-20261127-195738.csv): 332 TFLOP/s at 4096^3
+ * (0.42x cublas_bf16), 353 at 8192^3 (0.45x); 0.35-0.42x at the transformer
  * shapes.
  * Gap to the limit: the dense bf16 tensor peak, ~990 TFLOP/s on H100 SXM;
  * mma.sync issues from one warp at a time per SM sub-partition and tops out

@@ -3,10 +3,10 @@
  * load of A is strided by K: uncoalesced.
  *
  * Idea: the starting point of the ladder; every later file fixes one thing.
- * Measured (results/h100/kbench-20261127-174235.csv, H100, cold L2): 0.50
- * TFLOP/s at 4096^3, 0.8% of the run's 63.1 TFLOP/s fp32 ceiling, 0.01x cublas;
+ * Measured (results/h100/kbench-20261127-195738.csv, H100, cold L2): 0.50
+ * TFLOP/s at 4096^3, 0.8% of the run's 62.9 TFLOP/s fp32 ceiling, 0.01x cublas;
  * 0.50 TFLOP/s (0.8%) at 8192^3, 0.01x cublas.
- * Gap to the limit: 126.6x; memory-bound on uncoalesced A reads. History:
+ * Gap to the limit: 126.2x; memory-bound on uncoalesced A reads. History:
  * docs/notes/matmul.md. */
 #include "kernels/matmul.h"
 #include "kernels/cuda_util.h"

@@ -5,8 +5,8 @@
  * Builds on coalesced: ~1.5-2x predicted.  Global traffic drops 32x, but the
  * inner loop still does two shared-memory loads per FMA, so shared-memory
  * bandwidth, not DRAM, becomes the limit.
- * Measured (results/h100/kbench-20261127-174235.csv, H100, cold L2): 8.8
- * TFLOP/s at 4096^3, 13.9% of the run's 63.1 TFLOP/s fp32 ceiling, 0.17x
+ * Measured (results/h100/kbench-20261127-195738.csv, H100, cold L2): 8.7
+ * TFLOP/s at 4096^3, 13.9% of the run's 62.9 TFLOP/s fp32 ceiling, 0.17x
  * cublas; 8.8 TFLOP/s (14.0%) at 8192^3, 0.17x cublas.
  * Gap to the limit: 7.2x; one output per thread gives no register reuse.
  * History: docs/notes/matmul.md. */

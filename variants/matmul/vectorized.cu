@@ -10,9 +10,9 @@
  *
  * Builds on blocktile_2d: ~1.3x predicted, from 4x fewer load/store
  * instructions.
- * Measured (results/h100/kbench-20261127-174235.csv, H100, cold L2): 31.7
- * TFLOP/s at 4096^3, 50.2% of the run's 63.1 TFLOP/s fp32 ceiling, 0.61x
- * cublas; 31.4 TFLOP/s (49.7%) at 8192^3, 0.61x cublas.
+ * Measured (results/h100/kbench-20261127-195738.csv, H100, cold L2): 31.5
+ * TFLOP/s at 4096^3, 50.1% of the run's 62.9 TFLOP/s fp32 ceiling, 0.61x
+ * cublas; 31.4 TFLOP/s (49.9%) at 8192^3, 0.61x cublas.
  * Gap to the limit: 2.0x; a warp's reads of Bs still cover 512 bytes (4 shared
  * wavefronts for 2 useful), storing A transposed conflicts, and global loads
  * wait in line with the math: no overlap.  History: docs/notes/matmul.md. */

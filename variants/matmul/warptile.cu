@@ -14,9 +14,9 @@
  * Builds on vectorized: modest, ~1.05-1.2x predicted, from conflict-free
  * shared reads and half as many barriers per FMA (BK = 16); the larger
  * stall, loads waiting in line with the math, is left for the next file.
- * Measured (results/h100/kbench-20261127-174235.csv, H100, cold L2): 33.0
- * TFLOP/s at 4096^3, 52.3% of the run's 63.1 TFLOP/s fp32 ceiling, 0.64x
- * cublas; 32.6 TFLOP/s (51.7%) at 8192^3, 0.63x cublas.
+ * Measured (results/h100/kbench-20261127-195738.csv, H100, cold L2): 32.8
+ * TFLOP/s at 4096^3, 52.1% of the run's 62.9 TFLOP/s fp32 ceiling, 0.64x
+ * cublas; 32.4 TFLOP/s (51.6%) at 8192^3, 0.63x cublas.
  * Gap to the limit: 1.9x; loads of the next tile still wait for the math of
  * this one (and vice versa); double_buffered overlaps them. History:
  * docs/notes/matmul.md. */

@@ -27,11 +27,11 @@
  *
  * Builds on mma_sync_swizzled: wgmma from swizzled shared memory replaces
  * ldmatrix + mma.sync.
- * Measured (results/h100/kbench-20261127-174235.csv, cold L2): 579 TFLOP/s
- * at 4096^3 (0.73x cublas_bf16), 628 at 8192^3 (0.78x), 0.56-0.61x at the
+ * Measured (results/h100/kbench-20261127-195738.csv, cold L2): 577 TFLOP/s
+ * at 4096^3 (0.74x cublas_bf16), 614 at 8192^3 (0.79x), 0.56-0.60x at the
  * transformer shapes.
- * Gap to the limit: cublas_bf16 (793 TFLOP/s at 4096^3), the run's bf16
- * ceiling 964, ~990 dense peak on H100 SXM.
+ * Gap to the limit: cublas_bf16 (781 TFLOP/s at 4096^3), the run's bf16
+ * ceiling 967, ~990 dense peak on H100 SXM.
  * What is left: the loads still cost every thread issue slots and
  * registers (TMA: the next rung), only two tiles are in flight, and the
  * epilogue writes C straight from registers. */

@@ -17,11 +17,11 @@
  * 16-byte aligned take wgmma's kernel.  Every shape runs.  Needs sm_90a.
  *
  * Builds on wgmma_persistent: 2-block clusters sharing B by TMA multicast.
- * Measured (results/h100/kbench-20261127-174235.csv, cold L2): 715 TFLOP/s
- * at 4096^3 (0.90x cublas_bf16), 778 at 8192^3 (0.96x), 0.65-0.82x at the
+ * Measured (results/h100/kbench-20261127-195738.csv, cold L2): 708 TFLOP/s
+ * at 4096^3 (0.91x cublas_bf16), 764 at 8192^3 (0.98x), 0.64-0.82x at the
  * transformer shapes.
- * Gap to the limit: cublas_bf16 (793 TFLOP/s at 4096^3), the measured bf16
- * ceiling 964, ~990 dense peak on H100 SXM.
+ * Gap to the limit: cublas_bf16 (781 TFLOP/s at 4096^3), the measured bf16
+ * ceiling 967, ~990 dense peak on H100 SXM.
  * What is left: the epilogue still stalls the tensor cores (stmatrix + TMA
  * stores: wgmma_tma_store); the tile order could follow a Hilbert curve. */
 #include <stdint.h>

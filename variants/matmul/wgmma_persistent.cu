@@ -16,11 +16,11 @@
  *
  * Builds on wgmma_warpspec: persistent blocks over grouped tiles, the ring
  * running across tiles, and a 192-wide tile for narrow N.
- * Measured (results/h100/kbench-20261127-174235.csv, cold L2): 714 TFLOP/s
- * at 4096^3 (0.90x cublas_bf16), 743 at 8192^3 (0.92x), 0.64-0.81x at the
+ * Measured (results/h100/kbench-20261127-195738.csv, cold L2): 708 TFLOP/s
+ * at 4096^3 (0.91x cublas_bf16), 737 at 8192^3 (0.94x), 0.64-0.81x at the
  * transformer shapes.
- * Gap to the limit: cublas_bf16 (793 TFLOP/s at 4096^3), the measured bf16
- * ceiling 964, ~990 dense peak on H100 SXM.
+ * Gap to the limit: cublas_bf16 (781 TFLOP/s at 4096^3), the measured bf16
+ * ceiling 967, ~990 dense peak on H100 SXM.
  * What is left: both consumers store their tile together, so the tensor
  * cores idle through every epilogue (ping-pong consumers, each on its own
  * tile, overlap one's epilogue with the other's MMAs; an stmatrix + TMA

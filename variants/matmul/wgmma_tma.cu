@@ -18,11 +18,11 @@
  * variant.  Every shape runs.  Needs sm_90a, as wgmma.
  *
  * Builds on wgmma: TMA + an mbarrier per stage replace cp.async.
- * Measured (results/h100/kbench-20261127-174235.csv, cold L2): 694 TFLOP/s
- * at 4096^3 (0.88x cublas_bf16), 771 at 8192^3 (0.95x), 0.60-0.62x at the
+ * Measured (results/h100/kbench-20261127-195738.csv, cold L2): 691 TFLOP/s
+ * at 4096^3 (0.88x cublas_bf16), 748 at 8192^3 (0.96x), 0.60-0.62x at the
  * transformer shapes.
- * Gap to the limit: cublas_bf16 (793 TFLOP/s at 4096^3), the run's bf16
- * ceiling 964, ~990 dense peak on H100 SXM.
+ * Gap to the limit: cublas_bf16 (781 TFLOP/s at 4096^3), the run's bf16
+ * ceiling 967, ~990 dense peak on H100 SXM.
  * What is left: both warpgroups still wait at one block barrier a tile
  * (a producer warp with empty/full barriers removes it: warp
  * specialization), only two tiles are in flight, and the epilogue stores C

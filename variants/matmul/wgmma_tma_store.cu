@@ -20,10 +20,10 @@
  *
  * Builds on wgmma_cluster: stmatrix + TMA stores in place of 4-byte global
  * stores from the accumulators.
- * Measured (results/h100/kbench-20261127-174235.csv, cold L2, 1980 MHz):
- * 787 TFLOP/s at 4096^3 (0.99x cublas_bf16), 820 at 8192^3 (1.01x); 1.01x
- * at 4096x3072x768, 1.00x at 4096x768x3072, 0.96x at 4096x768x768.
- * Gap to the limit: 85% of the run's bf16 ceiling (964 TFLOP/s, wgmma from
+ * Measured (results/h100/kbench-20261127-195738.csv, cold L2, 1980 MHz):
+ * 792 TFLOP/s at 4096^3 (1.01x cublas_bf16), 800 at 8192^3 (1.02x); 1.00x
+ * at 4096x3072x768, 0.99x at 4096x768x3072, 0.94x at 4096x768x768.
+ * Gap to the limit: 83% of the run's bf16 ceiling (967 TFLOP/s, wgmma from
  * shared memory) at 8192^3.  What is left: the consumers wait on their
  * loads more than on the tensor cores (ncu's stall reasons at N = 768),
  * and 4096^3 takes 3.9 rounds of clusters, run as 4. */

@@ -17,11 +17,11 @@
  *
  * Builds on wgmma_tma: producer/consumer warpgroups, setmaxnreg and
  * full/empty mbarriers replace the block barrier per tile.
- * Measured (results/h100/kbench-20261127-174235.csv, cold L2): 693 TFLOP/s
- * at 4096^3 (0.87x cublas_bf16), 764 at 8192^3 (0.95x), 0.61-0.71x at the
+ * Measured (results/h100/kbench-20261127-195738.csv, cold L2): 689 TFLOP/s
+ * at 4096^3 (0.88x cublas_bf16), 746 at 8192^3 (0.96x), 0.61-0.71x at the
  * transformer shapes.
- * Gap to the limit: cublas_bf16 (793 TFLOP/s at 4096^3), the run's bf16
- * ceiling 964, ~990 dense peak on H100 SXM.
+ * Gap to the limit: cublas_bf16 (781 TFLOP/s at 4096^3), the run's bf16
+ * ceiling 967, ~990 dense peak on H100 SXM.
  * What is left: each block still fills its ring from empty and drains it
  * for its one tile, and its epilogue stalls the tensor cores (persistent
  * blocks whose producer runs into the next tile: wgmma_persistent); 96

@@ -4,8 +4,8 @@
  * The baseline.
  * Prediction: bound by the special-function units, not by stores: ~10
  * instructions of SFU work per 4-byte store.
- * Measured (results/h100/kbench-20261127-174235.csv, H100, cold L2): 843 GB/s
- * at 8192x4096, 28.0% of the run's 3008 GB/s memory ceiling.
+ * Measured (results/h100/kbench-20261127-195738.csv, H100, cold L2): 843 GB/s
+ * at 8192x4096, 28.0% of the run's 3005 GB/s memory ceiling.
  * Gap to the limit: 3.6x; the table is written once (4*T*D bytes), and sincos
  * halves the transcendental work. History: docs/notes/elementwise.md. */
 #include "kernels/cuda_util.h"

@@ -4,8 +4,8 @@
  * together as a float2 when D is even.
  * Builds on naive: ~2x less SFU work per element (one sincos for two
  * values, no expf), so closer to store-bound.
- * Measured (results/h100/kbench-20261127-174235.csv, H100, cold L2): 1,988 GB/s
- * at 8192x4096, 66.1% of the run's 3008 GB/s memory ceiling, 2.36x naive.
+ * Measured (results/h100/kbench-20261127-195738.csv, H100, cold L2): 1,996 GB/s
+ * at 8192x4096, 66.4% of the run's 3005 GB/s memory ceiling, 2.37x naive.
  * Gap to the limit: 34 points to the table's stores (4*T*D bytes) at the
  * ceiling.  History: docs/notes/elementwise.md. */
 #include "kernels/cuda_util.h"

@@ -7,9 +7,9 @@
  * Idea: the starting point.
  * Prediction: far below the copy ceiling: a warp's loads are C floats apart
  * (uncoalesced) and only R threads run.
- * Measured (results/h100/kbench-20261127-174235.csv, H100, cold L2): 260 GB/s
- * at 65536x4096, 8.6% of the run's 3008 GB/s memory ceiling.
- * Gap to the limit: 11.6x (see vectorized). History:
+ * Measured (results/h100/kbench-20261127-195738.csv, H100, cold L2): 258 GB/s
+ * at 65536x4096, 8.6% of the run's 3005 GB/s memory ceiling.
+ * Gap to the limit: 11.7x (see vectorized). History:
  * docs/notes/softmax-layernorm.md. */
 #include "kernels/rmsnorm.h"
 #include "kernels/cuda_util.h"

@@ -14,8 +14,8 @@
  * Prediction: ~90% of the copy ceiling for C from 128 to 32768 with
  * thousands of rows (one reduction per row, the cheapest of the row-wise
  * ops); ~60% for longer rows (12 bytes moved per element).
- * Measured (results/h100/kbench-20261127-174235.csv, H100, cold L2): 3,005 GB/s
- * at 65536x4096, 99.9% of the run's 3008 GB/s memory ceiling, 11.57x naive.
+ * Measured (results/h100/kbench-20261127-195738.csv, H100, cold L2): 3,007 GB/s
+ * at 65536x4096, 100.0% of the run's 3005 GB/s memory ceiling, 11.66x naive.
  * Gap to the limit: none at 65536x4096; the reduction's latency with no
  * loads in flight on the row is covered by the other rows on the SM.
  * History:

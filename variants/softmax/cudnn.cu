@@ -4,9 +4,9 @@
  * The handle and the tensor descriptor are made in setup, outside timing.
  * cuDNN gives NaN for a row that is entirely -inf (measured on H100), so it
  * carries KB_QUIRK_NAN_ON_MASKED_ROW and is not given such a row.
- * Measured (results/h100/kbench-20261127-174235.csv, H100, cold L2): 3,010 GB/s
- * at 65536x4096, 100.1% of the run's 3008 GB/s memory ceiling.
- * Gap to the limit: none at 65536x4096; long rows fall off (77.6% at
+ * Measured (results/h100/kbench-20261127-195738.csv, H100, cold L2): 3,008 GB/s
+ * at 65536x4096, 100.1% of the run's 3005 GB/s memory ceiling.
+ * Gap to the limit: none at 65536x4096; long rows fall off (77.4% at
  * 1024x32768, 12.6% at 128x262144).
  * History: docs/notes/softmax-layernorm.md. */
 #include <cudnn.h>

@@ -10,10 +10,10 @@
  * and reads longer rows twice): a cluster's registers hold rows of up to
  * 262144, and its blocks are as small as short rows' (two per SM).
  * Prediction: ~85-90% of the copy ceiling from 512x65536 to 128x262144.
- * Measured (results/h100/kbench-20261127-174235.csv, H100, cold L2): 2,593 GB/s
- * at 1024x32768, 86.2% of the run's 3008 GB/s memory ceiling, 1.11x cudnn;
- * 1,887 GB/s (62.8%) at 128x262144, 4.98x cudnn.
- * Gap to the limit: 13.8 points at 1024x32768, 37.2 at 128x262144, where
+ * Measured (results/h100/kbench-20261127-195738.csv, H100, cold L2): 2,596 GB/s
+ * at 1024x32768, 86.4% of the run's 3005 GB/s memory ceiling, 1.12x cudnn;
+ * 1,896 GB/s (63.1%) at 128x262144, 5.01x cudnn.
+ * Gap to the limit: 13.6 points at 1024x32768, 36.9 at 128x262144, where
  * split_row and persistent_row are ahead.  Clusters of 2 (C = 32768) cost
  * some 4 points against the same row in one block (vectorized); clusters of
  * 8 and 16 lose more, since all of a cluster's blocks must be placed in one

@@ -9,8 +9,8 @@
  * read addresses C floats apart, so every load is its own 32-byte sector
  * (uncoalesced), and with one thread per row there are only R threads: a
  * few rows per SM for the long-row shapes.
- * Measured (results/h100/kbench-20261127-174235.csv, H100, cold L2): 242 GB/s
- * at 65536x4096, 8.0% of the run's 3008 GB/s memory ceiling, 0.08x cudnn.
+ * Measured (results/h100/kbench-20261127-195738.csv, H100, cold L2): 242 GB/s
+ * at 65536x4096, 8.1% of the run's 3005 GB/s memory ceiling, 0.08x cudnn.
  * Gap to the limit: 12.4x; every later file fixes one thing. History:
  * docs/notes/softmax-layernorm.md. */
 #include "kernels/softmax.h"

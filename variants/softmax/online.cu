@@ -11,9 +11,9 @@
  * Prediction: ~1.3x warp where the third pass missed cache (12 bytes moved
  * per element instead of 16), and much more on long rows (512 threads per
  * row instead of 32); about equal for short rows, which were cache hits.
- * Measured (results/h100/kbench-20261127-174235.csv, H100, cold L2): 2,223 GB/s
- * at 65536x4096, 73.9% of the run's 3008 GB/s memory ceiling, 0.74x cudnn.
- * Gap to the limit: 26 points: 4-byte loads and the second read of x, at best
+ * Measured (results/h100/kbench-20261127-195738.csv, H100, cold L2): 2,208 GB/s
+ * at 65536x4096, 73.5% of the run's 3005 GB/s memory ceiling, 0.73x cudnn.
+ * Gap to the limit: 27 points: 4-byte loads and the second read of x, at best
  * 8/12 of the ceiling once rows outgrow L2's share per row. History:
  * docs/notes/softmax-layernorm.md. */
 #include "kernels/softmax.h"

@@ -11,10 +11,10 @@
  * row with its shared memory idle): the loads run two rounds ahead of the
  * statistics, and a partial costs a tagged store and a load issued a round
  * early instead of a ticket, a release and an acquire.
- * Measured (results/h100/kbench-20261127-174235.csv, H100, cold L2): 2,809 GB/s
- * at 1024x32768, 93.4% of the run's 3008 GB/s memory ceiling, 1.20x cudnn;
- * 2,774 GB/s (92.2%) at 128x262144, 7.32x cudnn.
- * Gap to the limit: 7 points at 1024x32768, 7-8 on the 256 MB long rows. The
+ * Measured (results/h100/kbench-20261127-195738.csv, H100, cold L2): 2,810 GB/s
+ * at 1024x32768, 93.5% of the run's 3005 GB/s memory ceiling, 1.21x cudnn;
+ * 2,774 GB/s (92.3%) at 128x262144, 7.33x cudnn.
+ * Gap to the limit: 6 points at 1024x32768, 7-8 on the 256 MB long rows. The
  * rounds move bytes at the ceiling; a launch takes some 6-8 us longer than its
  * bytes at the ceiling, its start (three rounds of loads before the first
  * store) and its end (the last blocks' stores). History:

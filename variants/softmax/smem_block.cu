@@ -11,10 +11,10 @@
  * the copy ceiling: 8 barriers per tree, scalar 4-byte loads, a 256-thread
  * block idles on short rows (C = 32 leaves 224 threads with nothing to do),
  * and long rows re-read x from DRAM (12 bytes per element moved, not 8).
- * Measured (results/h100/kbench-20261127-174235.csv, H100, cold L2): 2,307 GB/s
- * at 65536x4096, 76.7% of the run's 3008 GB/s memory ceiling, 0.77x cudnn.
+ * Measured (results/h100/kbench-20261127-195738.csv, H100, cold L2): 2,328 GB/s
+ * at 65536x4096, 77.5% of the run's 3005 GB/s memory ceiling, 0.77x cudnn.
  * Gap to the limit: 23 points at 65536x4096, more for short rows (the idle
- * threads) and long ones (42.3% at 1024x32768: the re-reads). History:
+ * threads) and long ones (42.4% at 1024x32768: the re-reads). History:
  * docs/notes/softmax-layernorm.md. */
 #include "kernels/softmax.h"
 #include "kernels/cuda_util.h"

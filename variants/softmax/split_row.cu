@@ -13,10 +13,10 @@
  * cluster to place, so the longest rows lose nothing to GPC packing, and
  * six waiting blocks per SM instead of two.
  * Prediction: ~85-90% of the copy ceiling from 1024x32768 to 128x262144.
- * Measured (results/h100/kbench-20261127-174235.csv, H100, cold L2): 2,659 GB/s
- * at 1024x32768, 88.4% of the run's 3008 GB/s memory ceiling, 1.14x cudnn;
- * 2,545 GB/s (84.6%) at 128x262144, 6.71x cudnn.
- * Gap to the limit: 12 points at 1024x32768, 15 at 128x262144: each block's
+ * Measured (results/h100/kbench-20261127-195738.csv, H100, cold L2): 2,637 GB/s
+ * at 1024x32768, 87.7% of the run's 3005 GB/s memory ceiling, 1.13x cudnn;
+ * 2,530 GB/s (84.2%) at 128x262144, 6.68x cudnn.
+ * Gap to the limit: 12 points at 1024x32768, 16 at 128x262144: each block's
  * life is a chain of dependent round trips (its ticket, its loads, the count
  * and the partials) for 32 KiB of data, and the waits hold shared memory that
  * more loads could use (persistent_row keeps it busy). History:

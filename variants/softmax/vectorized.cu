@@ -22,10 +22,10 @@
  * Prediction: ~90% of the copy ceiling for C from 128 to 32768 once
  * thousands of rows are in flight; ~60% past C = 32768 (12 bytes moved per
  * element).
- * Measured (results/h100/kbench-20261127-174235.csv, H100, cold L2): 3,005 GB/s
- * at 65536x4096, 99.9% of the run's 3008 GB/s memory ceiling, 1.00x cudnn
- * (90.2% at 1024x32768, 61.6% at 128x262144 on two reads).
- * Gap to the limit: none at 65536x4096, where cudnn (100.1%) is 0.18% faster;
+ * Measured (results/h100/kbench-20261127-195738.csv, H100, cold L2): 3,005 GB/s
+ * at 65536x4096, 100.0% of the run's 3005 GB/s memory ceiling, 1.00x cudnn
+ * (90.4% at 1024x32768, 61.5% at 128x262144 on two reads).
+ * Gap to the limit: none at 65536x4096, where cudnn (100.1%) is 0.13% faster;
  * 10 points at 1024x32768: a row's reduction and exps leave its SM with no
  * loads in flight for a moment, which other rows on the SM (or, at C = 32768
  * with one block per SM, other SMs) have to cover. History:

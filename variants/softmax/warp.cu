@@ -10,8 +10,8 @@
  * ~8 to ~64, no idle threads); about equal for long rows, where a single
  * warp with scalar loads keeps too few bytes in flight and the third pass
  * reads x again from DRAM.
- * Measured (results/h100/kbench-20261127-174235.csv, H100, cold L2): 1,350 GB/s
- * at 65536x4096, 44.9% of the run's 3008 GB/s memory ceiling, 0.45x cudnn.
+ * Measured (results/h100/kbench-20261127-195738.csv, H100, cold L2): 1,354 GB/s
+ * at 65536x4096, 45.1% of the run's 3005 GB/s memory ceiling, 0.45x cudnn.
  * Gap to the limit: 2.2x, from the extra reads of x (12 or 16 bytes moved per
  * element for 8 counted) and scalar loads. History:
  * docs/notes/softmax-layernorm.md. */
