@@ -263,6 +263,8 @@ void kb_case_plan(const kb_job *jobs, int n)
     kb_case_plan_extend(n);
 }
 
+int kb_case_planned(void) { return ahead.running; }
+
 void kb_case_plan_extend(int n)
 {
     if (!ahead.running) /* every case made when needed instead */

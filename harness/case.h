@@ -51,6 +51,9 @@ void kb_case_plan(const kb_job *jobs, int n);
 /* The plan's array (the one kb_case_plan got) now holds n jobs: more were
  * appended in place, and their cases are made ahead too. */
 void kb_case_plan_extend(int n);
+/* Whether a plan's thread is making its cases (the GPU suite checks that
+ * the ceilings leave it running). */
+int kb_case_planned(void);
 /* How many processes (--devices workers) make cases on this host at once;
  * each plan's thread takes its share of the cores.  1 unless set. */
 void kb_case_share_host(int processes);

@@ -383,6 +383,9 @@ int kb_wants_energy(const kb_options *o, const kb_op *op, const kb_shape *s, kb_
 void kb_run_job(const kb_job *job, const kb_options *o, void *flush_buf,
                 size_t flush_bytes, kb_result *r);
 void kb_run_release(void);
+/* Free the case in use but keep kb_run_plan's next cases in the making:
+ * the ceilings' copy case, gigabytes, before the sweep's first row. */
+void kb_run_drop_case(void);
 /* How many GPUs a row's devices cell names: "1" one, "0+1" two (ranks.c). */
 int kb_devices_spanned(const char *devices);
 /* The GPUs kb_run_devices reports (ranks.c); the first is opened and current. */

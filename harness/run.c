@@ -545,3 +545,5 @@ void kb_run_release(void)
 {
     kb_case_release(&current);
 }
+
+void kb_run_drop_case(void) { kb_case_free(&current); }
