@@ -208,7 +208,6 @@ static int sweep(const kb_job *jobs, int n, const kb_options *o, const char *csv
     const double t0 = omp_get_wtime();
     double csv_s = 0, last_write = t0;
     kb_table_header(stdout);
-    kb_run_plan(jobs, n);
     for (int i = 0; i < n; ++i) {
         kb_run_job(&jobs[i], o, flush, flush_bytes, &rows[i]);
         kb_fill_speedup(rows, i + 1);
@@ -320,10 +319,14 @@ int kb_cmd_run(const kb_options *o)
     }
     name_for_format(o, path, sizeof path);
     kb_set_run_devices(&o->device, 1);
+    /* The first cases' inputs and references are made while the flush
+     * buffer, the metadata and the ceilings are. */
+    kb_run_plan(jobs, n);
     size_t flush_bytes;
     void *flush = kb_alloc_flush(&dev, &flush_bytes);
     if (!flush) {
         fprintf(stderr, "kbench: out of device memory for the L2 flush buffer\n");
+        kb_run_release();
         free(jobs);
         return KB_EXIT_FAIL;
     }
