@@ -125,7 +125,7 @@ static void csv(void)
         for (int j = 0; j < 2 && kb_ops[i]->variants[j]; ++j, ++n) {
             kb_result *r = &rows[n];
             memset(r, 0, sizeof *r);
-            *r = (kb_result){.op = kb_ops[i], .variant = kb_ops[i]->variants[j], .shape = s[0],
+            *r = (kb_result){.op = kb_ops[i], .variant = &kb_ops[i]->variants[j][0], .shape = s[0],
                              .family = kb_ops[i]->families[0].name, .axis = kb_ops[i]->families[0].axis,
                              .flops = 1e9, .bytes = 1e8, .timed = 1, .speedup = 1.0 + j,
                              .time_ms = {.median = 0.5 + j, .min = 0.4, .max = 0.9 + j, .rel_stdev = 0.01, .n = 20},

@@ -27,51 +27,28 @@ static void fill_input(const kb_host_case *h, int i, float *tmp)
         kb_fill_uniform(tmp, h->t[i].elems, seed);
 }
 
-/* Convert filled values to a tensor's storage: bf16 rounds to nearest even;
- * i32 takes the integral values an op's fill writes for ids. */
-static void store_as(kb_dtype t, const float *src, void *dst, int64_t n)
-{
-#pragma omp parallel for schedule(static)
-    for (int64_t k = 0; k < n; ++k) {
-        if (t == KB_BF16)
-            ((uint16_t *)dst)[k] = kb_float_to_bf16(src[k]);
-        else
-            ((int32_t *)dst)[k] = (int32_t)src[k];
-    }
-}
-
-/* The reference rows from sampled row `first` on, one pointer per output. */
-static void ref_rows_at(const kb_host_case *h, int first, double **outs)
-{
-    int no = 0;
-    for (int i = 0; i < h->n; ++i)
-        if (h->t[i].is_output)
-            outs[no++] = h->ref[i] + (int64_t)first * h->t[i].row_len;
-}
-
-/* The reference of the sampled rows, in chunks across CPU threads, small
- * enough that every thread gets some (a decode row is a softmax over all
- * Tk keys).  References are pure functions of their rows, so chunks are
+/* The reference of output i's sampled rows, in chunks across CPU threads,
+ * small enough that every thread gets some (a decode row is a softmax over
+ * all Tk keys).  References are pure functions of their rows, so chunks are
  * independent. */
-static void reference_parallel(kb_host_case *h)
+static void reference_parallel(kb_host_case *h, int i)
 {
     enum { CHUNK = 16 };
-    double *outs[KB_MAX_TENSORS];
+    const void *const *in = (const void *const *)h->host;
+    const int64_t len = h->t[i].row_len;
     /* A collective's row per GPU, or copy's one row, is huge: the
      * reference spreads its elements over the threads itself. */
-    if (h->op->distributed || h->nrows <= 1) {
-        ref_rows_at(h, 0, outs);
-        h->op->reference(&h->shape, h->dtype, (const void *const *)h->host, h->rows, h->nrows, outs);
+    if (h->op->distributed || h->nrows[i] <= 1) {
+        h->op->reference(&h->shape, h->dtype, in, i, h->rows[i], h->nrows[i], h->ref[i]);
         return;
     }
-    int chunk = h->nrows / (4 * omp_get_max_threads());
+    int chunk = h->nrows[i] / (4 * omp_get_max_threads());
     chunk = chunk < 1 ? 1 : chunk > CHUNK ? CHUNK : chunk;
-    int nchunks = (h->nrows + chunk - 1) / chunk;
-#pragma omp parallel for schedule(dynamic) private(outs)
+    int nchunks = (h->nrows[i] + chunk - 1) / chunk;
+#pragma omp parallel for schedule(dynamic)
     for (int k = 0; k < nchunks; ++k) {
-        int first = k * chunk, n = h->nrows - first < chunk ? h->nrows - first : chunk;
-        ref_rows_at(h, first, outs);
-        h->op->reference(&h->shape, h->dtype, (const void *const *)h->host, h->rows + first, n, outs);
+        int first = k * chunk, n = h->nrows[i] - first < chunk ? h->nrows[i] - first : chunk;
+        h->op->reference(&h->shape, h->dtype, in, i, h->rows[i] + first, n, h->ref[i] + (int64_t)first * len);
     }
 }
 
@@ -80,8 +57,8 @@ static void host_case_free(kb_host_case *h)
     for (int i = 0; i < h->n; ++i) {
         free(h->host[i]);
         free(h->ref[i]);
+        free(h->rows[i]);
     }
-    free(h->rows);
     memset(h, 0, sizeof *h);
 }
 
@@ -94,11 +71,8 @@ static void host_case_init(kb_host_case *h, const kb_job *job)
     h->dtype = job->variant->dtype;
     h->quirks = job->variant->quirks;
     h->n = job->op->ntensors(&job->shape);
-    for (int i = h->n - 1; i >= 0; --i) {
+    for (int i = 0; i < h->n; ++i)
         h->t[i] = job->op->tensor(&job->shape, h->dtype, i);
-        if (h->t[i].is_output)
-            h->first_out = i;
-    }
 }
 
 /* The host memory a case needs, in bytes: its inputs (and a float copy of
@@ -108,10 +82,13 @@ static double host_need(const kb_host_case *h)
     double need = 0, fill = 0;
     for (int i = 0; i < h->n; ++i) {
         double elems = (double)h->t[i].elems;
-        need += h->t[i].is_output ? (double)h->nrows * (double)h->t[i].row_len * sizeof(double)
-                                  : elems * (double)kb_dtype_size(h->t[i].dtype);
-        if (!h->t[i].is_output && elems * sizeof(float) > fill)
-            fill = elems * sizeof(float);
+        if (kb_is_checked(&h->t[i]))
+            need += (double)h->nrows[i] * (double)h->t[i].row_len * sizeof(double);
+        if (kb_is_read(&h->t[i])) {
+            need += elems * (double)kb_dtype_size(h->t[i].dtype);
+            if (h->t[i].dtype != KB_F32 && elems * sizeof(float) > fill)
+                fill = elems * sizeof(float);
+        }
     }
     return need + fill;
 }
@@ -122,9 +99,11 @@ static int host_case_alloc(kb_host_case *h)
 {
     int ok = 1;
     for (int i = 0; i < h->n; ++i) {
-        h->ref[i] = h->t[i].is_output ? malloc((size_t)h->nrows * (size_t)h->t[i].row_len * sizeof(double)) : NULL;
-        h->host[i] = h->t[i].is_output ? NULL : malloc((size_t)h->t[i].elems * kb_dtype_size(h->t[i].dtype));
-        ok = ok && (h->t[i].is_output ? h->ref[i] != NULL : h->host[i] != NULL);
+        const kb_tensor *t = &h->t[i];
+        if (kb_is_checked(t))
+            ok = ok && (h->ref[i] = malloc((size_t)h->nrows[i] * (size_t)t->row_len * sizeof(double) + 1));
+        if (kb_is_read(t))
+            ok = ok && (h->host[i] = malloc((size_t)t->elems * kb_dtype_size(t->dtype) + 1));
     }
     if (ok)
         return 0;
@@ -138,34 +117,58 @@ static int host_case_alloc(kb_host_case *h)
     return -1;
 }
 
-/* Inputs (in the storage dtype), sampled rows and their reference. */
+/* Each checked tensor's sample of rows, from its own seed (the first
+ * output's is the one a single-output op always had), within an equal
+ * share of the CPU budget. */
+static void pick_rows(kb_host_case *h)
+{
+    int outputs = 0;
+    for (int i = 0; i < h->n; ++i)
+        outputs += kb_is_checked(&h->t[i]);
+    /* A collective is checked on every rank, whatever its reference costs. */
+    double budget = h->op->distributed ? INFINITY : REF_BUDGET / (outputs ? outputs : 1);
+    for (int i = 0, k = 0; i < h->n; ++i)
+        if (kb_is_checked(&h->t[i]))
+            h->nrows[i] = kb_pick_rows(h->t[i].rows, h->t[i].row_cost, budget,
+                                       kb_seed_for(h->op->name, &h->shape, 99 + k++), &h->rows[i]);
+}
+
+/* Drawn input i in its storage dtype; 0, or -1 when the host has no room
+ * for its float copy. */
+static int draw_input(kb_host_case *h, int i)
+{
+    if (h->t[i].dtype == KB_F32) {
+        fill_input(h, i, h->host[i]);
+        return 0;
+    }
+    float *tmp = malloc((size_t)h->t[i].elems * sizeof *tmp + 1);
+    if (!tmp)
+        return -1;
+    fill_input(h, i, tmp);
+    kb_store_floats(h->t[i].dtype, tmp, h->host[i], h->t[i].elems);
+    free(tmp);
+    return 0;
+}
+
+/* Inputs (in the storage dtype), the derived ones from the others, sampled
+ * rows and their reference. */
 static void host_case_make(kb_host_case *h)
 {
     double t0 = kb_now_s();
-    /* A collective is checked on every rank, whatever its reference costs. */
-    double budget = h->op->distributed ? INFINITY : REF_BUDGET;
-    h->nrows = kb_pick_rows(h->t[h->first_out].rows, h->op->row_cost(&h->shape), budget,
-                            kb_seed_for(h->op->name, &h->shape, 99), &h->rows);
+    pick_rows(h);
     if (host_case_alloc(h) != 0)
         return;
-    for (int i = 0; i < h->n; ++i) {
-        if (h->t[i].is_output)
-            continue;
-        if (h->t[i].dtype == KB_F32) {
-            fill_input(h, i, h->host[i]);
-            continue;
-        }
-        float *tmp = malloc((size_t)h->t[i].elems * sizeof *tmp);
-        if (!tmp) {
+    for (int i = 0; i < h->n; ++i)
+        if (kb_is_read(&h->t[i]) && !h->t[i].derived && draw_input(h, i) != 0) {
             h->no_memory_gib = host_need(h) / 1073741824.0;
             return;
         }
-        fill_input(h, i, tmp);
-        store_as(h->t[i].dtype, tmp, h->host[i], h->t[i].elems);
-        free(tmp);
-    }
+    if (h->op->prepare)
+        h->op->prepare(&h->shape, h->dtype, h->host);
     double t1 = kb_now_s();
-    reference_parallel(h);
+    for (int i = 0; i < h->n; ++i)
+        if (kb_is_checked(&h->t[i]))
+            reference_parallel(h, i);
     h->inputs_s = t1 - t0;
     h->reference_s = kb_now_s() - t1;
 }
@@ -335,15 +338,11 @@ void kb_case_free(kb_case *c)
         cudaSetDevice(c->device[r]);
         for (int i = 0; i < c->h.n; ++i) {
             int k = i * c->parts + r;
-            if (c->dev[k])
-                cudaFree(c->dev[k]);
-            if (c->pristine[k])
-                cudaFree(c->pristine[k]);
-            if (c->dref[k])
-                cudaFree(c->dref[k]);
+            void *bufs[] = {c->dev[k], c->pristine[k], c->dref[k], c->drows[k]};
+            for (size_t b = 0; b < sizeof bufs / sizeof bufs[0]; ++b)
+                if (bufs[b])
+                    cudaFree(bufs[b]);
         }
-        if (c->drows[r])
-            cudaFree(c->drows[r]);
     }
     if (c->parts)
         back_to_first_gpu();
@@ -351,28 +350,35 @@ void kb_case_free(kb_case *c)
     memset(c, 0, sizeof *c);
 }
 
-/* The sampled rows of part r: their index range [*j0, *j1) in h->rows. */
-static void part_rows(const kb_case *c, int r, int *j0, int *j1)
+/* The sampled rows of checked tensor i in part r: their index range
+ * [*j0, *j1) in h->rows[i]. */
+static void part_rows(const kb_case *c, int i, int r, int *j0, int *j1)
 {
-    int64_t per = c->h.t[c->h.first_out].rows / c->parts;
-    *j0 = *j1 = 0;
-    while (*j0 < c->h.nrows && c->h.rows[*j0] < r * per)
+    const int64_t per = c->h.t[i].rows / c->parts, *rows = c->h.rows[i];
+    const int n = c->h.nrows[i];
+    *j0 = 0;
+    while (*j0 < n && rows[*j0] < r * per)
         ++*j0;
     *j1 = *j0;
-    while (*j1 < c->h.nrows && c->h.rows[*j1] < (r + 1) * per)
+    while (*j1 < n && rows[*j1] < (r + 1) * per)
         ++*j1;
 }
 
-/* Device memory part r needs: each tensor's part, and beside it an input's
- * pristine copy or an output's reference rows. */
+/* Device memory part r needs: each tensor's part, and beside it the
+ * pristine copy of what the variant reads and the sampled rows and their
+ * reference of what is checked. */
 static size_t part_need(const kb_case *c, int r)
 {
-    int j0, j1;
-    part_rows(c, r, &j0, &j1);
-    size_t need = (size_t)(j1 - j0) * sizeof(int64_t);
-    for (int i = 0; i < c->h.n; ++i)
-        need += part_bytes(c, i) + (c->h.t[i].is_output ? (size_t)(j1 - j0) * (size_t)c->h.t[i].row_len * sizeof(double)
-                                                         : part_bytes(c, i));
+    size_t need = 0;
+    for (int i = 0; i < c->h.n; ++i) {
+        const kb_tensor *t = &c->h.t[i];
+        need += part_bytes(c, i) * (kb_is_read(t) ? 2 : 1);
+        if (kb_is_checked(t)) {
+            int j0, j1;
+            part_rows(c, i, r, &j0, &j1);
+            need += (size_t)(j1 - j0) * ((size_t)t->row_len * sizeof(double) + sizeof(int64_t));
+        }
+    }
     return need;
 }
 
@@ -464,47 +470,60 @@ static void stage_free(void)
 }
 
 /* Whether input i holds the plain seeded uniform draw (no op fill of its
- * own) in f32 or bf16: then the GPU makes its pristine copy itself
- * (kb_device_fill_uniform), some 100 times faster than uploading the
- * host's copy, which the reference reads all the same. */
+ * own, not derived) of a floating type: then the GPU makes its pristine
+ * copy itself (kb_device_fill_uniform), some 100 times faster than
+ * uploading the host's copy, which the reference reads all the same. */
 static int made_on_device(const kb_host_case *h, int i)
 {
-    return !h->op->fill && (h->t[i].dtype == KB_F32 || h->t[i].dtype == KB_BF16);
+    return !h->op->fill && !h->t[i].derived && h->t[i].dtype != KB_I32;
 }
 
-/* Part r's tensors, pristine inputs, rows (renumbered within the part) and
- * reference, allocated on its GPU and uploaded or made there. */
+/* Checked tensor i's sampled rows in part r (renumbered within the part)
+ * and their reference, onto the part's GPU. */
+static cudaError_t rows_to_device(kb_case *c, int i, int r)
+{
+    const kb_host_case *h = &c->h;
+    const int k = i * c->parts + r;
+    const int64_t first = h->t[i].rows / c->parts * r, len = h->t[i].row_len;
+    int j0, j1;
+    part_rows(c, i, r, &j0, &j1);
+    int64_t *rows = malloc((size_t)(j1 - j0 + 1) * sizeof *rows);
+    if (!rows)
+        return cudaErrorMemoryAllocation;
+    for (int j = j0; j < j1; ++j)
+        rows[j - j0] = h->rows[i][j] - first;
+    c->nrows[k] = j1 - j0;
+    cudaError_t e = cudaMalloc((void **)&c->drows[k], (size_t)(j1 - j0 + 1) * sizeof *rows);
+    if (e == cudaSuccess)
+        e = upload(c->drows[k], rows, (size_t)(j1 - j0) * sizeof *rows);
+    free(rows);
+    if (e == cudaSuccess)
+        e = cudaMalloc((void **)&c->dref[k], (size_t)(j1 - j0) * (size_t)len * sizeof(double) + 1);
+    if (e == cudaSuccess)
+        e = upload(c->dref[k], h->ref[i] + (size_t)j0 * (size_t)len, (size_t)(j1 - j0) * (size_t)len * sizeof(double));
+    return e;
+}
+
+/* Part r's tensors, pristine inputs, rows and reference, allocated on its
+ * GPU and uploaded or made there. */
 static cudaError_t part_to_device(kb_case *c, int r)
 {
     kb_host_case *h = &c->h;
-    int j0, j1;
-    part_rows(c, r, &j0, &j1);
-    int64_t first = h->t[h->first_out].rows / c->parts * r;
-    int64_t *rows = malloc((size_t)(j1 - j0 + 1) * sizeof *rows);
-    for (int j = j0; j < j1; ++j)
-        rows[j - j0] = h->rows[j] - first;
-    c->nrows[r] = j1 - j0;
-    cudaError_t e = rows ? cudaSetDevice(c->device[r]) : cudaErrorMemoryAllocation;
-    if (e == cudaSuccess)
-        e = cudaMalloc((void **)&c->drows[r], (size_t)(j1 - j0 + 1) * sizeof *rows);
-    if (e == cudaSuccess)
-        e = upload(c->drows[r], rows, (size_t)(j1 - j0) * sizeof *rows);
-    free(rows);
+    cudaError_t e = cudaSetDevice(c->device[r]);
     for (int i = 0; i < h->n && e == cudaSuccess; ++i) {
-        int k = i * c->parts + r;
-        int out = h->t[i].is_output;
-        size_t bytes = out ? (size_t)(j1 - j0) * (size_t)h->t[i].row_len * sizeof(double) : part_bytes(c, i);
-        const char *src = out ? (const char *)(h->ref[i] + (size_t)j0 * (size_t)h->t[i].row_len)
-                              : (const char *)h->host[i] + part_bytes(c, i) * (size_t)r;
-        void **copy = out ? (void **)&c->dref[k] : &c->pristine[k];
+        const int k = i * c->parts + r;
         e = cudaMalloc(&c->dev[k], part_bytes(c, i));
-        if (e == cudaSuccess)
-            e = cudaMalloc(copy, bytes);
-        if (e == cudaSuccess && !out && made_on_device(h, i))
-            e = kb_device_fill_uniform(*copy, h->t[i].dtype, part_elems(c, i), part_elems(c, i) * r,
-                                       kb_seed_for(h->op->name, &h->shape, i));
-        else if (e == cudaSuccess)
-            e = upload(*copy, src, bytes);
+        if (e == cudaSuccess && kb_is_read(&h->t[i]))
+            e = cudaMalloc(&c->pristine[k], part_bytes(c, i));
+        if (e == cudaSuccess && kb_is_read(&h->t[i]))
+            e = made_on_device(h, i) ? kb_device_fill_uniform(c->pristine[k], h->t[i].dtype, part_elems(c, i),
+                                                              part_elems(c, i) * r,
+                                                              kb_seed_for(h->op->name, &h->shape, i))
+                                     : upload(c->pristine[k], (const char *)h->host[i] + part_bytes(c, i) * (size_t)r,
+                                              part_bytes(c, i));
+        if (e == cudaSuccess && kb_is_checked(&h->t[i]))
+            e = rows_to_device(c, i, r);
+        c->has_inout |= h->t[i].role == KB_INOUT;
     }
     return e;
 }
@@ -587,20 +606,39 @@ void kb_case_release(kb_case *c)
     stage_free();
 }
 
-/* Poison with all-ones bytes: NaN in f32 and bf16. */
-cudaError_t kb_case_reset(const kb_case *c)
+/* Inputs and inouts from their pristine copies; with `outputs`, outputs
+ * poisoned with all-ones bytes: NaN in every floating type of the table
+ * (and -1, no valid index, in i32). */
+static cudaError_t restore(const kb_case *c, int outputs)
 {
     cudaError_t e = cudaSuccess;
     for (int r = 0; r < c->parts && e == cudaSuccess; ++r) {
         e = cudaSetDevice(c->device[r]);
         for (int i = 0; i < c->h.n && e == cudaSuccess; ++i) {
-            int k = i * c->parts + r;
-            e = c->h.t[i].is_output ? cudaMemset(c->dev[k], 0xff, part_bytes(c, i))
-                                    : cudaMemcpy(c->dev[k], c->pristine[k], part_bytes(c, i), cudaMemcpyDeviceToDevice);
+            const int k = i * c->parts + r;
+            const kb_role role = c->h.t[i].role;
+            if (role == KB_OUT && outputs)
+                e = cudaMemset(c->dev[k], 0xff, part_bytes(c, i));
+            else if (role == KB_INOUT || (role == KB_IN && outputs))
+                e = cudaMemcpy(c->dev[k], c->pristine[k], part_bytes(c, i), cudaMemcpyDeviceToDevice);
         }
     }
     back_to_first_gpu();
     return e;
+}
+
+cudaError_t kb_case_reset(const kb_case *c) { return restore(c, 1); }
+
+cudaError_t kb_case_restore_inouts(const kb_case *c) { return c->has_inout ? restore(c, 0) : cudaSuccess; }
+
+void kb_case_rows(const kb_case *c, int64_t *checked, int64_t *total)
+{
+    *checked = *total = 0;
+    for (int i = 0; i < c->h.n; ++i)
+        if (kb_is_checked(&c->h.t[i])) {
+            *checked += c->h.nrows[i];
+            *total += c->h.t[i].rows;
+        }
 }
 
 /* NaN/Inf anywhere in one part of an output, and its sampled rows against
@@ -613,33 +651,45 @@ static cudaError_t check_part(const kb_case *c, int i, int r, kb_math math, kb_c
     if (e == cudaSuccess)
         e = kb_device_count_nonfinite(c->dev[k], part_elems(c, i), t->dtype, nonfinite);
     if (e == cudaSuccess)
-        e = kb_device_compare_rows(c->dev[k], t->dtype, t->row_len, c->drows[r], c->nrows[r], c->dref[k], math,
-                                   c->h.op->reduction_len(&c->h.shape), one);
+        e = kb_device_compare_rows(c->dev[k], t->dtype, t->row_len, c->drows[k], c->nrows[k], c->dref[k], math,
+                                   t->reduction_len, one);
     return e;
 }
 
-/* Every part of every output.  Fills r->check with the worst. */
+/* How bad a part's check is, to pick the one a row reports: failing ones
+ * first, then by error over tolerance. */
+static double badness(const kb_check *c)
+{
+    double ratio = c->worst_tol > 0 ? c->max_abs_err / c->worst_tol : c->max_abs_err;
+    return (c->pass ? 0 : 1e300) + (isnan(ratio) ? INFINITY : ratio);
+}
+
+/* Every part of every checked tensor.  Fills r->check with the worst, named
+ * by its tensor. */
 cudaError_t kb_case_check(const kb_case *c, kb_math math, kb_result *r)
 {
     const kb_host_case *h = &c->h;
     kb_check worst = {0};
-    worst.pass = 1;
+    int pass_all = 1, first = 1;
     cudaError_t e = cudaSuccess;
     for (int i = 0; i < h->n && e == cudaSuccess; ++i)
-        for (int p = 0; p < c->parts && h->t[i].is_output && e == cudaSuccess; ++p) {
+        for (int p = 0; p < c->parts && kb_is_checked(&h->t[i]) && e == cudaSuccess; ++p) {
             int64_t nonfinite;
             kb_check one;
             if ((e = check_part(c, i, p, math, &one, &nonfinite)) != cudaSuccess)
                 break;
-            int pass = worst.pass && one.pass && nonfinite == 0;
-            nonfinite += worst.nonfinite;
-            if (one.max_abs_err >= worst.max_abs_err)
+            one.pass = one.pass && nonfinite == 0;
+            one.nonfinite = nonfinite;
+            one.tensor = h->t[i].name;
+            pass_all = pass_all && one.pass;
+            if (first || badness(&one) > badness(&worst))
                 worst = one;
-            worst.pass = pass;
-            worst.nonfinite = nonfinite;
+            first = 0;
         }
     back_to_first_gpu();
+    worst.pass = pass_all;
     r->check = worst;
-    r->rows_checked = h->nrows;
+    int64_t total;
+    kb_case_rows(c, &r->rows_checked, &total);
     return e;
 }

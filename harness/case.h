@@ -16,17 +16,21 @@ typedef struct {
     unsigned quirks;             /* the variants' KB_QUIRK_* bits these inputs were made for */
     int n;                       /* tensors */
     kb_tensor t[KB_MAX_TENSORS];
-    void *host[KB_MAX_TENSORS];  /* inputs, in their storage dtype; outputs: NULL; freed once on the device */
-    int first_out;               /* index of the first output tensor */
-    int64_t *rows;               /* sampled output rows, shared by all outputs */
-    int nrows;
-    double *ref[KB_MAX_TENSORS]; /* per output, nrows * row_len; freed once on the device */
+    /* Inputs and inouts, in their storage dtype, as the variant finds them;
+     * outputs: NULL.  Freed once on the device. */
+    void *host[KB_MAX_TENSORS];
+    /* Per checked tensor (out or inout): its sampled rows and their
+     * reference, nrows * row_len doubles; freed once on the device. */
+    int64_t *rows[KB_MAX_TENSORS];
+    int nrows[KB_MAX_TENSORS];
+    double *ref[KB_MAX_TENSORS];
     double inputs_s, reference_s; /* host time spent making them */
     double no_memory_gib;        /* > 0: the host could not hold this much, nothing was made */
 } kb_host_case;
 
-/* The device half: the tensors, a pristine copy of each input that resets
- * it before every variant, and the rows and reference the check reads.
+/* The device half: the tensors, a pristine copy of each input and inout
+ * that resets it before every variant (an inout before every launch too),
+ * and the rows and reference the check reads.
  * A distributed op's tensors are in parts, one per GPU of the run (part r:
  * row r, on device[r]); any other op's have one part, on the current GPU.
  * Tensor i's part r is at [i * parts + r], the layout bind expects. */
@@ -37,8 +41,9 @@ typedef struct {
     void *dev[KB_MAX_TENSORS * KB_MAX_RANKS];
     void *pristine[KB_MAX_TENSORS * KB_MAX_RANKS];
     double *dref[KB_MAX_TENSORS * KB_MAX_RANKS];
-    int64_t *drows[KB_MAX_RANKS];   /* the part's sampled rows, numbered within it */
-    int nrows[KB_MAX_RANKS];
+    int64_t *drows[KB_MAX_TENSORS * KB_MAX_RANKS]; /* the part's sampled rows, numbered within it */
+    int nrows[KB_MAX_TENSORS * KB_MAX_RANKS];
+    int has_inout;
 } kb_case;
 
 /* Make `c` the case of this job: reused when op, shape, dtype and quirks
@@ -63,8 +68,12 @@ void kb_case_free(kb_case *c);
 /* kb_case_free, after stopping the plan's thread and dropping its cases;
  * also frees the pinned buffers uploads go through (made again when needed). */
 void kb_case_release(kb_case *c);
-/* Restore the inputs and poison the outputs with NaN. */
+/* Restore the inputs and inouts, and poison the outputs with NaN. */
 cudaError_t kb_case_reset(const kb_case *c);
+/* Restore the inouts alone, before each timed launch (a no-op without). */
+cudaError_t kb_case_restore_inouts(const kb_case *c);
+/* How many rows the check compares, and how many the checked tensors have. */
+void kb_case_rows(const kb_case *c, int64_t *checked, int64_t *total);
 /* Check every output on the device; fills r->check with the worst. */
 cudaError_t kb_case_check(const kb_case *c, kb_math math, kb_result *r);
 

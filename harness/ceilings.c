@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "harness/harness.h"
-#include "kernels/copy.h"
+#include "ops/copy.h"
 
 extern const kb_variant kb_fma_peak, kb_wgmma_peak, kb_bf16_gemm_peak;
 double kb_fma_flops(void);
@@ -43,8 +43,8 @@ static double copy_ceiling(int64_t n, int hot, void *flush, size_t flush_bytes)
     o.hot = hot;
     o.row_cap_s = 1.0;
     double best = 0;
-    for (int i = 0; kb_op_copy.variants[i]; ++i) {
-        kb_job job = {&kb_op_copy, kb_op_copy.variants[i], {1, {n}, 0}};
+    KB_FOR_EACH_VARIANT(&kb_op_copy, v) {
+        kb_job job = {&kb_op_copy, v, {1, {n}, 0}};
         kb_result r;
         kb_run_job(&job, &o, flush, flush_bytes, &r);
         if (r.status == KB_PASS && r.timed)

@@ -119,8 +119,8 @@ int kb_variant_selected(const kb_options *o, const kb_variant *v)
 static int known_variant(kb_options *o, const char *pattern, char *err, size_t errlen)
 {
     for (int i = 0; i < o->nops; ++i)
-        for (int j = 0; o->ops[i]->variants[j]; ++j)
-            if (fnmatch(pattern, o->ops[i]->variants[j]->name, 0) == 0)
+        KB_FOR_EACH_VARIANT(o->ops[i], v)
+            if (fnmatch(pattern, v->name, 0) == 0)
                 return 0;
     return fail(err, errlen, "unknown variant '%s' for the selected ops (see kbench list)", pattern);
 }

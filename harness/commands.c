@@ -9,7 +9,7 @@
 #include <omp.h>
 #include <unistd.h>
 #include "harness/harness.h"
-#include "kernels/posenc.h"
+#include "ops/posenc.h"
 #include "version.h"
 
 #ifndef KB_ARCH_FLAGS
@@ -38,14 +38,16 @@ int kb_cmd_list(FILE *f)
 {
     for (int i = 0; kb_ops[i]; ++i) {
         const kb_op *op = kb_ops[i];
-        fprintf(f, "%s (%s): %s\n  baseline: %s%s%s\n", op->name, op->shape_fields, op->summary, op->baseline,
-                op->baseline_bf16 ? ", bf16: " : "", op->baseline_bf16 ? op->baseline_bf16 : "");
+        fprintf(f, "%s (%s): %s\n  baseline:", op->name, op->shape_fields, op->summary);
+        for (int t = 0, sep = 0; t < KB_DTYPE_COUNT; ++t)
+            if (op->baseline[t])
+                fprintf(f, "%s %s %s", sep++ ? "," : "", kb_dtype_name((kb_dtype)t), op->baseline[t]);
+        fputc('\n', f);
         for (const kb_family *fam = op->families; fam->name; ++fam)
             fprintf(f, "  family %s (%s%s%s%s): %s\n", fam->name, fam->axis ? "over " : "points",
                     fam->axis ? fam->axis : "", fam->quick_sizes ? ", quick: " : fam->quick ? ", quick" : "",
                     fam->quick_sizes ? fam->quick_sizes : "", fam->sizes);
-        for (int j = 0; op->variants[j]; ++j) {
-            const kb_variant *v = op->variants[j];
+        KB_FOR_EACH_VARIANT(op, v) {
             char needs[64];
             needs_text(v, needs, sizeof needs);
             fprintf(f, "  %-18s %-5s %-6s %-26s %s\n", v->name, kb_dtype_name(v->dtype),
@@ -118,15 +120,18 @@ void kb_collect_meta(const kb_device_info *d, const kb_options *o, kb_meta_set *
                       : o->sizes ? "a 1 s window of back-to-back launches after every row's samples"
                                  : "a 1 s window of back-to-back launches after the samples of each op's "
                                    "representative shape");
-    for (int i = 0; i < o->nops; ++i) {
-        char key[64];
-        snprintf(key, sizeof key, "baseline_%s", o->ops[i]->name);
-        kb_meta_set_value(m, key, "%s", o->ops[i]->baseline);
-        if (o->ops[i]->baseline_bf16) {
-            snprintf(key, sizeof key, "baseline_bf16_%s", o->ops[i]->name);
-            kb_meta_set_value(m, key, "%s", o->ops[i]->baseline_bf16);
+    /* baseline_<op> for the f32 rows, baseline_<dtype>_<op> for the others. */
+    for (int i = 0; i < o->nops; ++i)
+        for (int t = 0; t < KB_DTYPE_COUNT; ++t) {
+            char key[64];
+            if (!o->ops[i]->baseline[t])
+                continue;
+            if (t == KB_F32)
+                snprintf(key, sizeof key, "baseline_%s", o->ops[i]->name);
+            else
+                snprintf(key, sizeof key, "baseline_%s_%s", kb_dtype_name((kb_dtype)t), o->ops[i]->name);
+            kb_meta_set_value(m, key, "%s", o->ops[i]->baseline[t]);
         }
-    }
 }
 
 static const char *default_dir(const char *out_dir)
@@ -181,7 +186,8 @@ void kb_fill_speedup(kb_result *rows, int n)
         return;
     for (int i = n - 1; i >= 0; --i) {
         const kb_result *b = &rows[i];
-        if (b->op == r->op && !strcmp(b->variant->name, base) && kb_baseline_gpus(b->devices, r->devices) &&
+        if (b->op == r->op && b->variant->dtype == r->variant->dtype && !strcmp(b->variant->name, base) &&
+            kb_baseline_gpus(b->devices, r->devices) &&
             !memcmp(&b->shape, &r->shape, sizeof b->shape) && b->timed && b->status == KB_PASS) {
             r->speedup = b->time_ms.median / r->time_ms.median;
             return;

@@ -97,7 +97,8 @@ static double baseline_ms(const run *r, const kb_run_row *row)
     const char *base = kb_run_meta(&r->f, key);
     for (int i = 0; base && i < r->f.nrows; ++i) {
         const kb_run_row *b = &r->f.rows[i];
-        if (!strcmp(b->op, row->op) && !strcmp(b->shape, row->shape) && !strcmp(b->variant, base) &&
+        if (!strcmp(b->op, row->op) && !strcmp(b->dtype, row->dtype) && !strcmp(b->shape, row->shape) &&
+            !strcmp(b->variant, base) &&
             kb_baseline_gpus(b->devices, row->devices) && !strcmp(b->status, "PASS") && b->median_ms > 0)
             return b->median_ms;
     }

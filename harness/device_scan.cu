@@ -1,9 +1,7 @@
 /* The check's device side: NaN and Inf counted over a whole output, and
  * the sampled rows compared with the reference where they lie. */
-#include <cuda_bf16.h>
 #include "harness/harness.h"
-
-__device__ static bool is_bad(float v) { return !isfinite(v); }
+#include "kernels/dtype.cuh"
 
 template <typename T>
 __global__ void count_nonfinite_kernel(const T *x, int64_t n, unsigned long long *count)
@@ -11,7 +9,7 @@ __global__ void count_nonfinite_kernel(const T *x, int64_t n, unsigned long long
     unsigned long long local = 0;
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x)
-        local += is_bad((float)x[i]);
+        local += !isfinite(kb_to_float(x[i]));
     /* One atomic per warp that saw something: cheap when the output is clean. */
     local = __reduce_add_sync(0xffffffffu, (unsigned)local);
     if ((threadIdx.x & 31) == 0 && local)
@@ -26,12 +24,12 @@ extern "C" cudaError_t kb_device_count_nonfinite(const void *x, int64_t n, kb_dt
         e = cudaMemset(count, 0, sizeof *count);
     if (e != cudaSuccess)
         return e;
-    if (t == KB_BF16)
-        count_nonfinite_kernel<<<1024, 256>>>((const __nv_bfloat16 *)x, n, count);
-    else
-        count_nonfinite_kernel<<<1024, 256>>>((const float *)x, n, count);
+    e = kb_with_dtype(t, [&](auto type) {
+        count_nonfinite_kernel<<<1024, 256>>>((const decltype(type) *)x, n, count);
+    });
     unsigned long long host = 0;
-    e = cudaMemcpy(&host, count, sizeof host, cudaMemcpyDeviceToHost);
+    if (e == cudaSuccess && (e = cudaGetLastError()) == cudaSuccess)
+        e = cudaMemcpy(&host, count, sizeof host, cudaMemcpyDeviceToHost);
     *out = (int64_t)host;
     return e;
 }
@@ -46,9 +44,9 @@ extern "C" cudaError_t kb_device_count_nonfinite(const void *x, int64_t n, kb_dt
 #define CMP_MIN_PER_BLOCK 8192
 #define CMP_MAX_BLOCKS 1024
 
-__device__ static double value_of(const float *x, int64_t i) { return x[i]; }
-__device__ static double value_of(const __nv_bfloat16 *x, int64_t i) { return __bfloat162float(x[i]); }
-__device__ static double value_of(const int32_t *x, int64_t i) { return x[i]; }
+/* An element as the reference compares it: ints exactly, floats widened. */
+template <typename T> __device__ static double kb_to_value(T x) { return kb_to_float(x); }
+__device__ static double kb_to_value(int32_t x) { return x; }
 
 /* a += b, as kb_check_merge folds a later chunk into an earlier one. */
 __device__ static void part_add(kb_check_part *a, const kb_check_part *b)
@@ -71,7 +69,7 @@ __global__ void compare_rows_kernel(const T *out, int64_t row_len, const int64_t
     int64_t lo = blockIdx.x * per_block, hi = lo + per_block < n ? lo + per_block : n;
     for (int64_t i = lo + threadIdx.x; i < hi; i += CMP_THREADS) {
         int64_t k = i / row_len;
-        double o = value_of(out, rows[k] * row_len + (i - k * row_len)), r = ref[i], e = fabs(o - r);
+        double o = kb_to_value(out[rows[k] * row_len + (i - k * row_len)]), r = ref[i], e = fabs(o - r);
         double tol = abs_tol + rel_tol * fabs(r);
         if (!isfinite(o)) {
             p.bad_elems++;
@@ -114,16 +112,11 @@ extern "C" cudaError_t kb_device_compare_rows(const void *out, kb_dtype t, int64
     int64_t per_block = (n + blocks - 1) / blocks;
     double abs_tol, rel_tol;
     kb_tolerance_terms(m, reduction_len, &abs_tol, &rel_tol);
-    if (t == KB_BF16)
-        compare_rows_kernel<<<(unsigned)blocks, CMP_THREADS>>>((const __nv_bfloat16 *)out, row_len, rows, ref, n, per_block,
-                                                     abs_tol, rel_tol, parts);
-    else if (t == KB_I32)
-        compare_rows_kernel<<<(unsigned)blocks, CMP_THREADS>>>((const int32_t *)out, row_len, rows, ref, n, per_block,
-                                                     abs_tol, rel_tol, parts);
-    else
-        compare_rows_kernel<<<(unsigned)blocks, CMP_THREADS>>>((const float *)out, row_len, rows, ref, n, per_block,
-                                                     abs_tol, rel_tol, parts);
-    if ((e = cudaGetLastError()) == cudaSuccess)
+    e = kb_with_dtype(t, [&](auto type) {
+        compare_rows_kernel<<<(unsigned)blocks, CMP_THREADS>>>((const decltype(type) *)out, row_len, rows, ref, n,
+                                                               per_block, abs_tol, rel_tol, parts);
+    });
+    if (e == cudaSuccess && (e = cudaGetLastError()) == cudaSuccess)
         e = cudaMemcpy(host, parts, (size_t)blocks * sizeof *host, cudaMemcpyDeviceToHost);
     if (e == cudaSuccess)
         kb_check_merge(host, blocks, m, reduction_len, c);

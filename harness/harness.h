@@ -5,7 +5,7 @@
 #define KBENCH_HARNESS_H
 
 #include <stdio.h>
-#include "kernels/kbench.h"
+#include "ops/kbench.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -22,14 +22,24 @@ typedef struct {
 extern const kb_unbuilt_variant kb_unbuilt_variants[]; /* generated; NULL-terminated */
 
 const kb_op *kb_find_op(const char *name);
-const kb_variant *kb_find_variant(const kb_op *op, const char *name);
+/* The form of variant `name` filed under dtype t, or NULL. */
+const kb_variant *kb_find_variant(const kb_op *op, const char *name, kb_dtype t);
+/* Its first form in any dtype, or NULL: whether the op has such a variant. */
+const kb_variant *kb_find_variant_named(const kb_op *op, const char *name);
 /* The variant a row of dtype t is compared with; NULL when none. */
 const char *kb_baseline_for(const kb_op *op, kb_dtype t);
-const char *kb_dtype_name(kb_dtype t);
 const char *kb_math_name(kb_math m);
-int kb_parse_dtype(const char *s, kb_dtype *out);
 int kb_parse_math(const char *s, kb_math *out);  /* 0, or -1 for an unknown name */
+
+/* ---- dtype.c: the element types ---- */
+const char *kb_dtype_name(kb_dtype t);
+/* A dtype variants may be filed under, by name; 0, or -1 for an unknown name. */
+int kb_parse_dtype(const char *s, kb_dtype *out);
 size_t kb_dtype_size(kb_dtype t);
+/* The relative error of one rounding to t (2^-8 for bf16); 0 for i32. */
+double kb_dtype_unit_roundoff(kb_dtype t);
+float kb_bf16_to_float(uint16_t h);
+uint16_t kb_float_to_bf16(float f);
 
 /* ---- quote.c ---- */
 /* s with control characters and backslashes written as \xNN, cut with "..."
@@ -69,6 +79,7 @@ typedef struct {
     int64_t bad_elems;       /* over tolerance, NaN or Inf */
     int64_t nonfinite;       /* NaN or Inf anywhere in the output */
     int pass;
+    const char *tensor;      /* the output these figures are of (the worst, in a row's check) */
 } kb_check;
 
 /* The comparison of one chunk of elements, merged in chunk order by
@@ -114,11 +125,9 @@ static inline float kb_uniform_at(uint64_t seed, int64_t i)
     return (float)((int32_t)(z >> 40) - (1 << 23)) * 0x1p-23f;
 }
 /* kb_fill_uniform's elements first .. first + n - 1 of `seed`, in dtype t
- * (f32 or bf16, rounded as the host rounds), made on the current GPU
- * into device memory x (inputs_device.cu); complete on return. */
+ * (any floating type, rounded as kb_store_floats rounds), made on the
+ * current GPU into device memory x (inputs_device.cu); complete on return. */
 cudaError_t kb_device_fill_uniform(void *x, kb_dtype t, int64_t n, int64_t first, uint64_t seed);
-float kb_bf16_to_float(uint16_t h);
-uint16_t kb_float_to_bf16(float f);
 
 /* ---- stats.c ---- */
 typedef struct {

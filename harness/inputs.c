@@ -28,31 +28,3 @@ void kb_fill_uniform(float *x, int64_t n, uint64_t seed)
     for (int64_t i = 0; i < n; ++i)
         x[i] = kb_uniform_at(seed, i);
 }
-
-float kb_bf16_to_float(uint16_t h)
-{
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
-/* Round to nearest even; NaN stays NaN. */
-uint16_t kb_float_to_bf16(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    if ((u & 0x7fffffffu) > 0x7f800000u)
-        return (uint16_t)((u >> 16) | 0x40);
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return (uint16_t)(u >> 16);
-}
-
-double kb_tensor_value(const void *x, int64_t i, kb_dtype t)
-{
-    if (t == KB_BF16)
-        return kb_bf16_to_float(((const uint16_t *)x)[i]);
-    if (t == KB_I32)
-        return ((const int32_t *)x)[i];
-    return ((const float *)x)[i];
-}

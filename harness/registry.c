@@ -12,35 +12,39 @@ const kb_op *kb_find_op(const char *name)
 
 /* A row's speedup is over the baseline of its own dtype: a bf16 kernel
  * measured against an fp32 library call would flatter it. */
-const char *kb_baseline_for(const kb_op *op, kb_dtype t)
-{
-    return t == KB_BF16 ? op->baseline_bf16 : op->baseline;
-}
+const char *kb_baseline_for(const kb_op *op, kb_dtype t) { return op->baseline[t]; }
 
-const kb_variant *kb_find_variant(const kb_op *op, const char *name)
+const kb_variant *kb_find_variant(const kb_op *op, const char *name, kb_dtype t)
 {
-    for (int i = 0; op->variants[i]; ++i)
-        if (strcmp(op->variants[i]->name, name) == 0)
-            return op->variants[i];
+    KB_FOR_EACH_VARIANT(op, v)
+        if (v->dtype == t && strcmp(v->name, name) == 0)
+            return v;
     return NULL;
 }
 
-static const char *const dtype_names[] = {[KB_F32] = "f32", [KB_BF16] = "bf16", [KB_I32] = "i32"};
-static const char *const math_names[] = {
-    [KB_MATH_F32] = "f32", [KB_MATH_TF32] = "tf32", [KB_MATH_BF16] = "bf16", [KB_MATH_3XTF32] = "3xtf32"};
-
-const char *kb_dtype_name(kb_dtype t) { return dtype_names[t]; }
-const char *kb_math_name(kb_math m) { return math_names[m]; }
-size_t kb_dtype_size(kb_dtype t) { return t == KB_BF16 ? 2 : 4; }
-
-int kb_parse_dtype(const char *s, kb_dtype *out)
+const kb_variant *kb_find_variant_named(const kb_op *op, const char *name)
 {
-    for (int t = KB_F32; t <= KB_BF16; ++t) /* variants store f32 or bf16 */
-        if (strcmp(s, dtype_names[t]) == 0) {
-            *out = (kb_dtype)t;
-            return 0;
-        }
-    return -1;
+    KB_FOR_EACH_VARIANT(op, v)
+        if (strcmp(v->name, name) == 0)
+            return v;
+    return NULL;
+}
+
+static const char *const math_names[] = {[KB_MATH_F32] = "f32", [KB_MATH_TF32] = "tf32", [KB_MATH_BF16] = "bf16",
+                                         [KB_MATH_3XTF32] = "3xtf32", [KB_MATH_F16] = "f16"};
+
+const char *kb_math_name(kb_math m) { return math_names[m]; }
+
+double kb_op_bytes(const kb_op *op, const kb_shape *s, kb_dtype t)
+{
+    if (op->bytes)
+        return op->bytes(s, t);
+    double sum = 0;
+    for (int i = 0, n = op->ntensors(s); i < n; ++i) {
+        kb_tensor x = op->tensor(s, t, i);
+        sum += (double)x.elems * (double)kb_dtype_size(x.dtype) * (x.role == KB_INOUT ? 2 : 1);
+    }
+    return sum;
 }
 
 int kb_parse_math(const char *s, kb_math *out)

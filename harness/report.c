@@ -65,20 +65,24 @@ static int by_date(const void *a, const void *b)
     return c ? c : i - j;
 }
 
-/* The baseline of the op's rows of this dtype as the newest run names it,
- * else as this build does (bf16 rows have their own, or none). */
+/* The baseline of the op's rows of this dtype as the newest run names it
+ * (baseline_<op> for f32, baseline_<dtype>_<op> for the others), else as
+ * this build does. */
 static const char *baseline_of(const run_set *s, const char *op, const char *dtype)
 {
-    const int bf16 = !strcmp(dtype, "bf16");
     char key[160];
-    snprintf(key, sizeof key, bf16 ? "baseline_bf16_%s" : "baseline_%s", op);
+    if (!strcmp(dtype, "f32"))
+        snprintf(key, sizeof key, "baseline_%s", op);
+    else
+        snprintf(key, sizeof key, "baseline_%s_%s", dtype, op);
     for (int i = s->nfiles - 1; i >= 0; --i) {
         const char *v = kb_run_meta(&s->files[s->order[i]], key);
         if (v)
             return v;
     }
     const kb_op *o = kb_find_op(op);
-    return o ? kb_baseline_for(o, bf16 ? KB_BF16 : KB_F32) : NULL;
+    kb_dtype t;
+    return o && kb_parse_dtype(dtype, &t) == 0 ? kb_baseline_for(o, t) : NULL;
 }
 
 /* kbench's own kernels: not the baseline, not PyTorch, and not a vendor
@@ -91,7 +95,7 @@ static int own_variant(const char *op, const char *variant, const char *baseline
     if (!strncmp(variant, "torch", 5) || (baseline && !strcmp(variant, baseline)))
         return 0;
     const kb_op *o = kb_find_op(op);
-    const kb_variant *v = o ? kb_find_variant(o, variant) : NULL;
+    const kb_variant *v = o ? kb_find_variant_named(o, variant) : NULL;
     return !v || v->min_devices > 1 || !(v->needs & (KB_NEEDS_CUBLAS | KB_NEEDS_CUDNN | KB_NEEDS_NCCL));
 }
 
@@ -286,7 +290,7 @@ static int op_rank(const char *name)
 static int dtype_rank(const char *name)
 {
     kb_dtype t;
-    return kb_parse_dtype(name, &t) == 0 ? (int)t : KB_BF16 + 1;
+    return kb_parse_dtype(name, &t) == 0 ? (int)t : KB_DTYPE_COUNT;
 }
 
 static int by_table_order(const void *pa, const void *pb)

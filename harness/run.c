@@ -85,18 +85,21 @@ static const char *launch_sync(const kb_variant *v, const void *args, void *ctx)
     return s == cudaSuccess ? NULL : cudaGetErrorString(s);
 }
 
-static void describe_failure(kb_result *r, const char *when)
+/* The failed check in words; an op with several outputs names the one. */
+static void describe_failure(kb_result *r, const char *when, int outputs)
 {
+    char at[80];
+    snprintf(at, sizeof at, "%s%s%s", when, outputs > 1 ? ": " : "", outputs > 1 ? r->check.tensor : "");
     if (r->check.nonfinite)
         snprintf(r->reason, sizeof r->reason, "%s: %lld NaN/Inf outputs (unwritten or overflowed)",
-                 when, (long long)r->check.nonfinite);
+                 at, (long long)r->check.nonfinite);
     else if (r->check.bad_elems)
         snprintf(r->reason, sizeof r->reason,
-                 "%s: %lld elements over tolerance (the largest error, %.3g, where the bound is %.3g)", when,
+                 "%s: %lld elements over tolerance (the largest error, %.3g, where the bound is %.3g)", at,
                  (long long)r->check.bad_elems, r->check.max_abs_err, r->check.worst_tol);
     else
         snprintf(r->reason, sizeof r->reason, "%s: relative L2 error %.3g over its bound",
-                 when, r->check.rel_l2_err);
+                 at, r->check.rel_l2_err);
 }
 
 /* NVML over a row's timed phase: readings at both ends and every
@@ -262,12 +265,16 @@ static const char *rank_timer_calibrate(rank_timer *t, const kb_variant *v, cons
 typedef struct {
     cudaEvent_t flushed, start, stop;
     void *flush;
-    size_t flush_bytes; /* 0: hot, no flush */
+    size_t flush_bytes;     /* 0: hot, no flush */
+    const kb_case *inouts;  /* a case whose inouts are restored before each sample, or NULL */
 } flush_timer;
 
 static const char *flushed_sample(flush_timer *t, const kb_variant *v, const void *args, void *ctx, int n,
                                   float *ms, float *flush_ms)
 {
+    /* Before the flush, so the copy's traffic leaves L2 as every sample's does. */
+    if (t->inouts && kb_case_restore_inouts(t->inouts) != cudaSuccess)
+        return kb_cuda_status(cudaGetLastError());
     cudaEventRecord(t->flushed, 0);
     if (t->flush_bytes && cudaMemsetAsync(t->flush, n & 0xff, t->flush_bytes, 0) != cudaSuccess)
         return kb_cuda_status(cudaGetLastError());
@@ -304,9 +311,11 @@ static int gpu_warm;
 void kb_run_gpus_busy(void) { gpu_warm = 1; }
 
 /* kb_time_variant, also metering power into r when r is not NULL; with
- * `ranks`, timed on every GPU's stream (rank_sample). */
+ * `ranks`, timed on every GPU's stream (rank_sample); with `inouts`, that
+ * case's inouts restored before each sample (not yet across GPUs). */
 static const char *time_variant(const kb_variant *v, const void *args, void *ctx, int hot, int ranks,
-                                stop_rule rule, void *flush, size_t flush_bytes, kb_stats *st, kb_result *r)
+                                const kb_case *inouts, stop_rule rule, void *flush, size_t flush_bytes,
+                                kb_stats *st, kb_result *r)
 {
     const char *e;
     double t0 = kb_now_s();
@@ -319,7 +328,7 @@ static const char *time_variant(const kb_variant *v, const void *args, void *ctx
     settle();
 
     power_meter meter;
-    flush_timer ft = {.flush = flush, .flush_bytes = hot ? 0 : flush_bytes};
+    flush_timer ft = {.flush = flush, .flush_bytes = hot ? 0 : flush_bytes, .inouts = inouts};
     rank_timer rt;
     cudaEventCreate(&ft.flushed);
     cudaEventCreate(&ft.start);
@@ -371,7 +380,7 @@ static const char *time_variant(const kb_variant *v, const void *args, void *ctx
 const char *kb_time_variant(const kb_variant *v, const void *args, void *ctx, int hot,
                             double cap_s, void *flush, size_t flush_bytes, kb_stats *st, kb_result *r)
 {
-    return time_variant(v, args, ctx, hot, 0, (stop_rule){cap_s, TARGET_NOISE, SETTLE_SAMPLES}, flush,
+    return time_variant(v, args, ctx, hot, 0, NULL, (stop_rule){cap_s, TARGET_NOISE, SETTLE_SAMPLES}, flush,
                         flush_bytes, st, r);
 }
 
@@ -385,8 +394,8 @@ int kb_wants_energy(const kb_options *o, const kb_op *op, const kb_shape *s, kb_
     char err[256];
     int n = kb_default_shapes(op, &shapes, err, sizeof err);
     for (int i = 0; i < n; ++i) {
-        double f = op->flops(&shapes[i]), b = op->bytes(&shapes[i], t);
-        if (!largest || f > op->flops(largest) || (f == op->flops(largest) && b > op->bytes(largest, t)))
+        double f = op->flops(&shapes[i]), b = kb_op_bytes(op, &shapes[i], t);
+        if (!largest || f > op->flops(largest) || (f == op->flops(largest) && b > kb_op_bytes(op, largest, t)))
             largest = &shapes[i];
     }
     int yes = largest && !memcmp(largest, s, sizeof *s);
@@ -433,6 +442,9 @@ static void run_variant(kb_case *c, const kb_job *job, const kb_options *o, void
     void *ctx = NULL;
     const char *e;
     job->op->bind(&job->shape, c->dev, args);
+    int outputs = 0;
+    for (int i = 0; i < c->h.n; ++i)
+        outputs += kb_is_checked(&c->h.t[i]);
     /* Reset first: a setup may copy the inputs (a tensor-parallel variant
      * spreads its weights over the GPUs), so they must be pristine then. */
     double t0 = kb_now_s();
@@ -451,19 +463,24 @@ static void run_variant(kb_case *c, const kb_job *job, const kb_options *o, void
         set_reason(r, KB_FAIL, "launch failed: %s", e ? e : "could not reset tensors");
     } else if (timed_check(c, v->math, r) != cudaSuccess || !r->check.pass) {
         r->status = KB_FAIL;
-        describe_failure(r, "before timing");
+        describe_failure(r, "before timing", outputs);
     } else if (!o->check_only) {
         /* NVML's energy counter sees one GPU, not a row that spans several. */
         int energy = kb_wants_energy(o, job->op, &job->shape, v->dtype) && !kb_job_multi_device(job);
-        if ((e = time_variant(v, args, ctx, r->hot, job->op->distributed, stop_rule_of(o), flush, flush_bytes,
-                              &r->time_ms, r)) ||
-            (energy && (e = energy_window(v, args, ctx, r)))) {
+        const kb_case *inouts = c->has_inout ? c : NULL;
+        if ((e = time_variant(v, args, ctx, r->hot, job->op->distributed, inouts, stop_rule_of(o), flush,
+                              flush_bytes, &r->time_ms, r)) ||
+            (energy && (e = energy_window(v, args, ctx, r))) ||
+            /* The energy window's launches accumulated into the inouts: the
+             * check after timing then checks one launch from them restored. */
+            (energy && inouts && !(e = kb_cuda_status(kb_case_restore_inouts(c))) &&
+             (e = launch_sync(v, args, ctx)))) {
             set_reason(r, KB_FAIL, "failed while timing: %s", e);
         } else {
             r->timed = 1;
             if (timed_check(c, v->math, r) != cudaSuccess || !r->check.pass) {
                 r->status = KB_FAIL;
-                describe_failure(r, "after timing");
+                describe_failure(r, "after timing", outputs);
             }
         }
     }
@@ -524,7 +541,7 @@ void kb_run_job(const kb_job *job, const kb_options *o, void *flush, size_t flus
     r->hot = o->hot || job->op->distributed;
     devices_text(job, r->devices, sizeof r->devices);
     r->flops = job->op->flops(&job->shape);
-    r->bytes = job->op->bytes(&job->shape, job->variant->dtype);
+    r->bytes = kb_op_bytes(job->op, &job->shape, job->variant->dtype);
     r->status = KB_PASS;
     if (context_lost) {
         set_reason(r, KB_SKIP, "%s", "the CUDA context was lost at an earlier failure");
@@ -534,7 +551,8 @@ void kb_run_job(const kb_job *job, const kb_options *o, void *flush, size_t flus
         set_reason(r, KB_SKIP, "%s", skip);
         return;
     }
-    r->rows_total = current.h.t[current.h.first_out].rows;
+    int64_t checked;
+    kb_case_rows(&current, &checked, &r->rows_total);
     run_variant(&current, job, o, flush, flush_bytes, r);
     if (r->status == KB_FAIL && cudaDeviceSynchronize() != cudaSuccess)
         context_lost = 1;

@@ -38,22 +38,28 @@ static int validate_shapes(const kb_options *o, const kb_op *op, const kb_shape 
                            char *err, size_t errlen)
 {
     for (int i = 0; i < ns; ++i)
-        for (int j = 0; op->variants[j]; ++j) {
+        KB_FOR_EACH_VARIANT(op, v) {
             int64_t bytes;
-            if (wanted(o, op->variants[j]) &&
-                kb_shape_bytes(op, &s[i], op->variants[j]->dtype, &bytes, err, errlen) != 0)
+            if (wanted(o, v) && kb_shape_bytes(op, &s[i], v->dtype, &bytes, err, errlen) != 0)
                 return -1;
         }
     return 0;
 }
 
+/* The baseline form of v's dtype, or NULL. */
+static const kb_variant *baseline_of(const kb_op *op, kb_dtype t)
+{
+    const char *name = kb_baseline_for(op, t);
+    return name ? kb_find_variant(op, name, t) : NULL;
+}
+
 /* A job's place among its shape's rows: by dtype, then the case of the
  * dtype's baseline first (cuDNN's softmax baseline has quirks of its own),
  * then by quirks. */
-static unsigned case_rank(const kb_job *j, const kb_variant *const base[2])
+static unsigned case_rank(const kb_job *j)
 {
-    const kb_variant *v = j->variant, *lead = base[0] && base[0]->dtype == v->dtype ? base[0] : base[1];
-    int leads = lead && lead->dtype == v->dtype && lead->quirks == v->quirks;
+    const kb_variant *v = j->variant, *lead = baseline_of(j->op, v->dtype);
+    int leads = lead && lead->quirks == v->quirks;
     return (unsigned)v->dtype << 24 | (unsigned)!leads << 16 | v->quirks;
 }
 
@@ -61,7 +67,7 @@ static unsigned case_rank(const kb_job *j, const kb_variant *const base[2])
  * stays first: a case's rows then run one after the other, and its inputs
  * and reference are made and uploaded once, not once for every change of
  * dtype along the variant table. */
-static void group_by_case(kb_job *j, int n, const kb_variant *const base[2])
+static void group_by_case(kb_job *j, int n)
 {
     /* memcpy, not assignment, so the padding of the shapes, which
      * memcmp compares, moves with them. */
@@ -69,7 +75,7 @@ static void group_by_case(kb_job *j, int n, const kb_variant *const base[2])
         kb_job x;
         memcpy(&x, &j[i], sizeof x);
         int k = i;
-        for (; k > 0 && case_rank(&j[k - 1], base) > case_rank(&x, base); --k)
+        for (; k > 0 && case_rank(&j[k - 1]) > case_rank(&x); --k)
             memcpy(&j[k], &j[k - 1], sizeof x);
         memcpy(&j[k], &x, sizeof x);
     }
@@ -78,20 +84,19 @@ static void group_by_case(kb_job *j, int n, const kb_variant *const base[2])
 static int add_op_jobs(const kb_options *o, const kb_op *op, const kb_shape *s, int ns, const char *family,
                        const char *axis, kb_job **jobs, int *n, int *cap)
 {
-    /* Per shape the baselines come first, so every later row can show its speedup. */
-    const kb_variant *base[2] = {kb_find_variant(op, op->baseline),
-                                 op->baseline_bf16 ? kb_find_variant(op, op->baseline_bf16) : NULL};
     for (int i = 0; i < ns; ++i) {
         const int first = *n;
-        for (int b = 0; b < 2; ++b)
-            if (base[b] && wanted(o, base[b]) && push(jobs, n, cap, op, base[b], &s[i], family, axis) != 0)
+        /* Per shape each dtype's baseline comes first, so every later row can show its speedup. */
+        for (int t = 0; t < KB_DTYPE_COUNT; ++t) {
+            const kb_variant *base = baseline_of(op, (kb_dtype)t);
+            if (base && wanted(o, base) && push(jobs, n, cap, op, base, &s[i], family, axis) != 0)
                 return -1;
-        for (int j = 0; op->variants[j]; ++j)
-            if (op->variants[j] != base[0] && op->variants[j] != base[1] && wanted(o, op->variants[j]) &&
-                push(jobs, n, cap, op, op->variants[j], &s[i], family, axis) != 0)
+        }
+        KB_FOR_EACH_VARIANT(op, v)
+            if (v != baseline_of(op, v->dtype) && wanted(o, v) && push(jobs, n, cap, op, v, &s[i], family, axis) != 0)
                 return -1;
         if (*n > first) /* none may have been pushed, and *jobs be NULL */
-            group_by_case(*jobs + first, *n - first, base);
+            group_by_case(*jobs + first, *n - first);
     }
     return 0;
 }

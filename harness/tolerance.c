@@ -11,7 +11,8 @@
  * reference uses the same rounded values, so u_in is 0 there.  u_out is the
  * rounding of results and intermediates bounded by the output's magnitude
  * (a bf16 output, bf16 attention probabilities): bf16 keeps 8 significant
- * bits, so rounding to nearest is off by at most 2^-8 relative.  The last term is fp32
+ * bits, so rounding to nearest is off by at most 2^-8 relative; f16 keeps
+ * 11, 2^-11 (the element types' table, harness/dtype.c, holds them).  The last term is fp32
  * accumulation, which every variant uses: a running sum grows like sqrt(k),
  * so its rounding errors add up to about u32 * L.  The factors 8 and 4
  * leave room for summation order while still failing a variant that drops a
@@ -36,28 +37,36 @@
 
 #define U32 0x1p-24
 
-static const struct {
+typedef struct {
     double in, out;
-} unit_roundoff[KB_MATH_COUNT] = {
-    [KB_MATH_F32] = {U32, U32},
-    [KB_MATH_TF32] = {0x1p-11, U32},
-    [KB_MATH_BF16] = {0, 0x1p-8},
-    [KB_MATH_3XTF32] = {U32, U32}, /* promises fp32 accuracy: held to fp32's bound */
-};
+} roundoffs;
+
+/* u_in and u_out of each arithmetic, from the element types' table. */
+static roundoffs unit_roundoff(kb_math m)
+{
+    switch (m) {
+    case KB_MATH_TF32: return (roundoffs){0x1p-11, U32};
+    case KB_MATH_BF16: return (roundoffs){0, kb_dtype_unit_roundoff(KB_BF16)};
+    case KB_MATH_F16: return (roundoffs){0, kb_dtype_unit_roundoff(KB_F16)};
+    default: return (roundoffs){U32, U32}; /* f32, and 3xTF32, which promises fp32 accuracy */
+    }
+}
 
 static double length(int64_t reduction_len) { return (double)(reduction_len < 1 ? 1 : reduction_len); }
 
 double kb_rel_l2_tolerance(kb_math m, int64_t reduction_len)
 {
-    return 16 * (unit_roundoff[m].in * sqrt(length(reduction_len)) + unit_roundoff[m].out);
+    roundoffs u = unit_roundoff(m);
+    return 16 * (u.in * sqrt(length(reduction_len)) + u.out);
 }
 
 /* The bound as abs + rel * |ref|: the form the device check (device_scan.cu) takes. */
 void kb_tolerance_terms(kb_math m, int64_t reduction_len, double *abs, double *rel)
 {
     double L = length(reduction_len);
-    *rel = 8 * unit_roundoff[m].out;
-    *abs = 8 * (unit_roundoff[m].in * sqrt(L) + unit_roundoff[m].out) + 4 * U32 * L;
+    roundoffs u = unit_roundoff(m);
+    *rel = 8 * u.out;
+    *abs = 8 * (u.in * sqrt(L) + u.out) + 4 * U32 * L;
 }
 
 double kb_tolerance(kb_math m, int64_t reduction_len, double ref)

@@ -162,10 +162,10 @@ static int same_group(const kb_job *a, const kb_job *b)
 #define UPLOAD_BYTES_S 2e9
 static double group_cost(const kb_options *o, const kb_job *g, int n)
 {
-    double s = g->op->bytes(&g->shape, g->variant->dtype) / UPLOAD_BYTES_S;
+    double s = kb_op_bytes(g->op, &g->shape, g->variant->dtype) / UPLOAD_BYTES_S;
     for (int i = 0; i < n; ++i) {
         const kb_job *j = &g[i];
-        double launch = fmax(j->op->flops(&j->shape) / FLOP_S, j->op->bytes(&j->shape, j->variant->dtype) / BYTE_S);
+        double launch = fmax(j->op->flops(&j->shape) / FLOP_S, kb_op_bytes(j->op, &j->shape, j->variant->dtype) / BYTE_S);
         s += ROW_S + (o->check_only ? 0 : TIMING_OVERHEAD * fmin(o->row_cap_s, SAMPLES * (launch + FLUSH_S)));
     }
     return s;
@@ -703,7 +703,7 @@ static void skip_row(const gather *g, int r, const char *devices, const char *wh
     x->shape = job->shape;
     x->hot = g->o->hot;
     x->flops = job->op->flops(&job->shape);
-    x->bytes = job->op->bytes(&job->shape, job->variant->dtype);
+    x->bytes = kb_op_bytes(job->op, &job->shape, job->variant->dtype);
     x->status = KB_SKIP;
     snprintf(x->reason, sizeof x->reason, "%s", why);
     snprintf(x->devices, sizeof x->devices, "%s", devices);

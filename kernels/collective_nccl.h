@@ -5,7 +5,7 @@
 #define KBENCH_COLLECTIVE_NCCL_H
 
 #include <cstdlib>
-#include "kernels/collective.h"
+#include "ops/collective.h"
 #include "kernels/nccl_comm.h"
 
 typedef struct {

@@ -2,7 +2,7 @@
  * variants and the transformer's linear layers:
  *     Y (M x N) = epilogue(X (M x K) W (K x N) + bias[N])
  * row-major, densely packed, X, W and Y all of one storage type: fp32
- * (CUDA_R_32F) or bf16 (CUDA_R_16BF, the matmul cublaslt_bf16 baseline);
+ * (CUDA_R_32F) or bf16 (CUDA_R_16BF, the matmul cublaslt baseline);
  * the scales and the accumulation are fp32 either way.  Row-major Y = X W is column-major
  * Y^T = W^T X^T, and a row-major matrix read column-major is its
  * transpose, so this is a column-major matmul with no transposes, the
@@ -15,7 +15,7 @@
  * tf32 (the model's 3xtf32 path feeds it pre-split operands).  bf16 takes
  * CUBLAS_COMPUTE_32F.  The bias, when the epilogue has one, is stored in
  * the output's type (cuBLASLt's default bias type): fp32 for fp32 products,
- * bf16 for bf16 ones (the ffn cublaslt_bf16 and tensor-parallel variants);
+ * bf16 for bf16 ones (the ffn cublaslt and tensor-parallel variants);
  * the epilogue adds it and applies the ReLU in fp32, before Y is rounded. */
 #ifndef KBENCH_LT_GEMM_H
 #define KBENCH_LT_GEMM_H

@@ -5,7 +5,7 @@
 #define KBENCH_NCCL_COMM_H
 
 #include <nccl.h>
-#include "kernels/kbench.h"
+#include "ops/kbench.h"
 
 #ifdef __cplusplus
 extern "C" {

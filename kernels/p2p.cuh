@@ -16,7 +16,7 @@
 #include <climits>
 #include <cstdlib>
 #include <cuda_bf16.h>
-#include "kernels/collective.h"
+#include "ops/collective.h"
 #include "kernels/cuda_util.h"
 
 #define KB_P2P_THREADS 512

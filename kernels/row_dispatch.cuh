@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 #include "kernels/cuda_util.h"
-#include "kernels/kbench.h"
+#include "ops/kbench.h"
 #include "kernels/row_cfg.cuh"
 
 template <class Cfg>

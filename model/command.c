@@ -14,7 +14,7 @@
 #include <cuda_runtime_api.h>
 #include "harness/harness.h"
 #include "kernels/cuda_util.h"
-#include "kernels/posenc.h"
+#include "ops/posenc.h"
 #include "model/command.h"
 #include "model/generate.h"
 #include "model/gpu.h"
@@ -144,7 +144,7 @@ static int inputs_from_npy(const kb_model_opts *o, int d, model_inputs *in, char
 }
 
 /* Token ids through a seeded embedding table, plus the positional encoding
- * (the embed op's convention, kernels/posenc.h).  NULL when out of memory;
+ * (the embed op's convention, ops/posenc.h).  NULL when out of memory;
  * *T gets the token count either way. */
 static float *embed_text(const kb_vocab *v, const char *text, int d, uint64_t seed, int *T)
 {

@@ -3,7 +3,7 @@
  * One encoder layer on n = B*T tokens of width d:
  *   qkv  = x Wqkv + b            cuBLASLt, bias in the epilogue      n x 3d
  *   q, k, v heads                split_heads: (B, T, 3, H, dh) -> 3 x (B, H, T, dh)
- *   o    = attention(q, k, v)    an attention variant (default flash_f32)
+ *   o    = attention(q, k, v)    an attention variant (default flash)
  *   cat  = merge_heads(o)        (B, H, T, dh) -> n x d
  *   x    = LN1(x + cat Wo + bo)  cuBLASLt, then an add_layernorm variant (fused)
  *   x    = LN2(x + relu(x W1 + b1) W2 + b2)
@@ -46,10 +46,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cublasLt.h>
-#include "kernels/add_layernorm.h"
-#include "kernels/attention.h"
+#include "ops/add_layernorm.h"
+#include "ops/attention.h"
 #include "kernels/cuda_util.h"
-#include "kernels/layernorm.h"
+#include "ops/layernorm.h"
 #include "kernels/lt_gemm.h"
 #include "harness/harness.h"
 #include "model/gpu.h"
@@ -531,7 +531,10 @@ extern "C" const char *kb_tf_kernel_name(const kb_tf_kernels *k, int kind)
 static const kb_variant *kernel_variant(const kb_tf_kernels *k, int kind)
 {
     const kb_op *op = kb_find_op(kb_tf_kernel_ops[kind]);
-    return op ? kb_find_variant(op, kb_tf_kernel_name(k, kind)) : NULL;
+    const char *name = kb_tf_kernel_name(k, kind);
+    /* The f32 form, else any, which kb_tf_kernels_check then refuses by its dtype. */
+    const kb_variant *v = op ? kb_find_variant(op, name, KB_F32) : NULL;
+    return v || !op ? v : kb_find_variant_named(op, name);
 }
 
 extern "C" const char *kb_tf_kernels_check(const kb_tf_kernels *k, char *err, size_t errlen)

@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "harness/harness.h"
-#include "kernels/kbench.h"
+#include "ops/kbench.h"
 #include "model/generate.h"
 #include "model/llama_gguf.h"
 #include "model/llama_gpu.h"

@@ -33,7 +33,7 @@ typedef struct kb_tf_gpu kb_tf_gpu;
 typedef struct {
     const char *attention, *add_norm, *norm;
 } kb_tf_kernels;
-#define KB_TF_DEFAULT_ATTENTION "flash_f32"
+#define KB_TF_DEFAULT_ATTENTION "flash"
 #define KB_TF_DEFAULT_ADD_NORM "fused"
 #define KB_TF_DEFAULT_NORM "welford"
 

@@ -22,7 +22,7 @@
  * Prefill: the same steps over n tokens with cuBLASLt products (bf16 in,
  * fp32 accumulation; x += in the epilogue for Wo and Wdown) and flash_wgmma
  * (causal) over the cache; off Hopper, or at a head dim flash_wgmma does
- * not take, flash_bf16, the rung it builds on (pick_attention). */
+ * not take, flash_mma, the rung it builds on (pick_attention). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -31,7 +31,7 @@
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 #include "harness/harness.h"
-#include "kernels/attention.h"
+#include "ops/attention.h"
 #include "kernels/cuda_util.h"
 #include "kernels/lt_gemm.h"
 #include "kernels/reduce.cuh"
@@ -478,14 +478,14 @@ struct kb_llama_gpu {
     int planned;                               /* the n of the plans below; 0 when none */
     kb_lt_product p_qkv, p_o, p_gu, p_d;
     Attn decode_attn;                          /* flash_decode, set up once: Tk is the cache's length */
-    Attn prefill_attn;                         /* flash_bf16, set up per plan */
+    Attn prefill_attn;                         /* flash_mma, set up per plan */
     char why[256];
 };
 
 const char *kb_llama_gpu_unfit(const kb_llama_config *c)
 {
     if (c->head_dim % 16 || c->head_dim > MAX_HEAD_DIM)
-        return "the GPU path needs head_dim a multiple of 16 up to 128 (flash_bf16, flash_decode)";
+        return "the GPU path needs head_dim a multiple of 16 up to 128 (flash_mma, flash_decode)";
     if (c->d_model % 8 || c->d_ff % 8 || ((int64_t)c->heads * c->head_dim) % 8)
         return "the GPU path needs d_model, d_ff and heads x head_dim multiples of 8 (16-byte weight rows)";
     return NULL;
@@ -562,8 +562,8 @@ static const char *upload_inv_freq(kb_llama_gpu *g)
 static const char *find_attention(Attn *a, const char *name)
 {
     const kb_op *op = kb_find_op("attention");
-    a->v = op ? kb_find_variant(op, name) : NULL;
-    return a->v ? NULL : "the attention variants flash_bf16 and flash_decode are not in this build";
+    a->v = op ? kb_find_variant(op, name, KB_BF16) : NULL;
+    return a->v ? NULL : "the attention variants flash_mma and flash_decode are not in this build";
 }
 
 /* The faster of two attention variants that this GPU and build can run at
@@ -575,7 +575,7 @@ static const char *find_attention(Attn *a, const char *name)
 static const char *pick_attention(Attn *a, const char *fast, const char *fallback, int cc, int head_dim)
 {
     const kb_op *op = kb_find_op("attention");
-    const kb_variant *v = op ? kb_find_variant(op, fast) : NULL;
+    const kb_variant *v = op ? kb_find_variant(op, fast, KB_BF16) : NULL;
     kb_shape sh = {};
     sh.nd = 5, sh.d[0] = sh.d[1] = sh.d[2] = sh.d[3] = 1, sh.d[4] = head_dim; /* only D matters to them */
     if (v && v->min_cc <= cc && (!v->unsupported || !v->unsupported(&sh))) {
@@ -646,7 +646,7 @@ static const char *create(kb_llama_gpu *g, const kb_llama_model *m)
     KB_CUDA_TRY(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
     g->pdl = major >= 9;
     KB_TRY(find_attention(&g->decode_attn, "flash_decode"));
-    KB_TRY(pick_attention(&g->prefill_attn, "flash_wgmma", "flash_bf16", major * 10 + minor, c->head_dim));
+    KB_TRY(pick_attention(&g->prefill_attn, "flash_wgmma", "flash_mma", major * 10 + minor, c->head_dim));
     KB_TRY(dalloc(&g->embed, vd));
     KB_TRY(upload_bf16(g->embed, m->embed, vd));
     if (c->tied)

@@ -3,7 +3,7 @@
  * cache, fp32 accumulation and an fp32 residual stream.
  *
  * Prefill (n prompt tokens): cuBLASLt products for the linear layers (the
- * residual added in their epilogue), flash_wgmma (flash_bf16 off Hopper)
+ * residual added in their epilogue), flash_wgmma (flash_mma off Hopper)
  * for causal attention over the cache, small kernels for RMSNorm, RoPE and
  * SwiGLU.  Decode (one token): one fused kernel per linear layer, each a
  * matrix-vector product that reads its weights once (RMSNorm of its input

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "harness/harness.h"
-#include "kernels/kbench.h"
+#include "ops/kbench.h"
 #include "model/fileio.h"
 #include "model/json_flat.h"
 #include "model/llama.h"

@@ -57,8 +57,8 @@
 #include <string.h>
 #include "harness/harness.h"
 #include "kernels/cuda_util.h"
-#include "kernels/matmul.h"
-#include "kernels/softmax.h"
+#include "ops/matmul.h"
+#include "ops/softmax.h"
 #include "model/stage_gpu.h"
 #include "model/stages.h"
 #include "reference/basic.h"

@@ -153,7 +153,7 @@ extern "C" const char *kb_stage_call_setup(kb_stage_call *c, const char *op, con
 {
     static char why[256];
     const kb_op *o = kb_find_op(op);
-    const kb_variant *v = o ? kb_find_variant(o, name) : NULL;
+    const kb_variant *v = o ? kb_find_variant(o, name, KB_F32) : NULL;
     int dev = 0, major = 0, minor = 0;
     KB_CUDA_TRY(cudaGetDevice(&dev));
     KB_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));

@@ -7,7 +7,7 @@
  *   qkv = h [Wq; Wk; Wv]^T                 one cuBLASLt SGEMM
  *   q, and k, v into the cache             rope_cache_kernel (RoPE, HF's
  *                                          rotate_half, from a cos/sin table)
- *   o   = attention(q, k, v)               the attention op's `flash_f32`,
+ *   o   = attention(q, k, v)               the attention op's `flash`,
  *                                          causal (see below)
  *   x  += merge(o) Wo^T                    merge_heads_kernel, SGEMM with
  *                                          the residual as its C (beta = 1)
@@ -17,8 +17,8 @@
  *
  * then the final RMSNorm of the last position, the LM head (one SGEMM on
  * one row) and the greedy pick on the device, into the id list the next
- * step embeds from.  flash_f32 reads K and V as (Hkv, Tk, D) with no stride
- * of its own (its kv_stride and tk_len are flash_bf16's and flash_decode's),
+ * step embeds from.  flash reads K and V as (Hkv, Tk, D) with no stride
+ * of its own (its kv_stride and tk_len are flash_mma's and flash_decode's),
  * while the cache is (KV, max_len, hd) per layer so that it can grow.  A
  * prefill's keys are its own tokens: they go to a (KV, n, hd) copy that one
  * launch reads, then into the cache (two strided copies).  A decode step
@@ -30,15 +30,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include "harness/harness.h"
-#include "kernels/attention.h"
+#include "ops/attention.h"
 #include "kernels/cuda_util.h"
 #include "kernels/lt_gemm.h"
-#include "kernels/rmsnorm.h"
+#include "ops/rmsnorm.h"
 #include "model/llama.h"
 #include "model/stage_gpu.h"
 
 
-#define ATTENTION_VARIANT "flash_f32"
+#define ATTENTION_VARIANT "flash"
 #define NORM_VARIANT "vectorized"
 
 /* ---- kernels: where no registry op fits ------------------------------------------ */
@@ -202,12 +202,12 @@ static kb_shape attention_shape(const kb_llama_config *c, int H, int Hkv, int Tq
     return s;
 }
 
-/* Whether flash_f32 runs the prefill's and the decode's shapes on this GPU. */
+/* Whether flash runs the prefill's and the decode's shapes on this GPU. */
 static const char *attention_refusal(const Modern *g)
 {
     static char why[192];
     const kb_op *op = kb_find_op("attention");
-    const kb_variant *v = op ? kb_find_variant(op, ATTENTION_VARIANT) : NULL;
+    const kb_variant *v = op ? kb_find_variant(op, ATTENTION_VARIANT, KB_F32) : NULL;
     int dev = 0, major = 0, minor = 0;
     KB_CUDA_TRY(cudaGetDevice(&dev));
     KB_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));

@@ -1,6 +1,6 @@
 /* The paper stage (model/stages.h): the original Transformer's changes as a
  * causal language model, in fp32 on the GPU, reusing the encoder forward of
- * model/gpu.h (its registry variants: flash_f32 attention with the causal
+ * model/gpu.h (its registry variants: flash attention with the causal
  * mask, the fused add_layernorm; cuBLASLt products with their biases and
  * ReLU in the epilogues) as the stack: fused QKV and output projections,
  * 1/sqrt(d_k) scaling, residual + post-LN, a ReLU FFN.  Around it:
@@ -23,7 +23,7 @@
 #include "harness/harness.h"
 #include "kernels/cuda_util.h"
 #include "kernels/lt_gemm.h"
-#include "kernels/posenc.h"
+#include "ops/posenc.h"
 #include "model/gpu.h"
 #include "model/stage_gpu.h"
 #include "reference/stage_paper.h"
@@ -96,7 +96,7 @@ static int64_t forward_bytes(const paper *p)
 static const char *make_pe(paper *p, cudaStream_t s)
 {
     const kb_op *op = kb_find_op("posenc");
-    const kb_variant *v = op ? kb_find_variant(op, "sincos") : NULL;
+    const kb_variant *v = op ? kb_find_variant(op, "sincos", KB_F32) : NULL;
     if (!v)
         return "the posenc variant sincos is not in this build";
     const kb_posenc_args a = {p->max_len, p->d, KB_POSENC_PAPER_SCALE, p->pe};

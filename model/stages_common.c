@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cuda_runtime_api.h>
-#include "kernels/kbench.h"
+#include "ops/kbench.h"
 #include "model/stages.h"
 #include "kernels/cuda_util.h"
 

@@ -2,7 +2,7 @@
  * PyTorch's layout (model/transformer.h). */
 #include <math.h>
 #include <stdlib.h>
-#include "kernels/kbench.h"
+#include "ops/kbench.h"
 #include "model/safetensors.h"
 #include "model/transformer.h"
 

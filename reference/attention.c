@@ -6,7 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "kernels/attention.h"
+#include "ops/attention.h"
 
 /* kb_tensor_value, inlined (f32 or bf16): the reference of a decode shape
  * reads some 4e9 K and V values, and the call was most of its time. */

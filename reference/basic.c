@@ -5,7 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "kernels/kbench.h"
+#include "ops/kbench.h"
 #include "reference/basic.h"
 
 /* ---- weights -------------------------------------------------------------------- */

@@ -2,7 +2,7 @@
  * over the ranks in order.  A collective has a handful of rows of up to a
  * gigabyte each, so each reference spreads its elements over the CPU's
  * threads itself (case.c calls it once, outside its own row chunks). */
-#include "kernels/collective.h"
+#include "ops/collective.h"
 
 void allreduce_reference_rows(int64_t n, int ranks, kb_dtype t, const void *in, const int64_t *rows,
                               int nrows, double *ref)

@@ -4,25 +4,18 @@
  * reference: each row of W1 and W2 is widened to double once per block and
  * then read by every token of it, so bf16 costs no more than f32. */
 #include <stdlib.h>
-#include "kernels/ffn.h"
+#include "ops/ffn.h"
 
 enum { ROW_BLOCK = 16 };
-
-/* x[first .. first+n) of dtype t, as double. */
-static void widen(const void *x, int64_t first, int n, kb_dtype t, double *out)
-{
-    for (int j = 0; j < n; ++j)
-        out[j] = kb_tensor_value(x, first + j, t);
-}
 
 /* h[r] = relu(b1 + x[rows[r]] W1) for the n tokens of a block. */
 static void hidden(const kb_ffn_args *a, kb_dtype t, const int64_t *rows, int n, double *w, double *h)
 {
     const int D = a->D, F = a->F;
     for (int r = 0; r < n; ++r)
-        widen(a->b1, 0, F, t, h + (size_t)r * F);
+        kb_widen(a->b1, 0, F, t, h + (size_t)r * F);
     for (int d = 0; d < D; ++d) {
-        widen(a->w1, (int64_t)d * F, F, t, w);
+        kb_widen(a->w1, (int64_t)d * F, F, t, w);
         for (int r = 0; r < n; ++r) {
             const double xv = kb_tensor_value(a->x, rows[r] * D + d, t);
             double *hr = h + (size_t)r * F;
@@ -39,9 +32,9 @@ static void output(const kb_ffn_args *a, kb_dtype t, int n, const double *h, dou
 {
     const int D = a->D, F = a->F;
     for (int r = 0; r < n; ++r)
-        widen(a->b2, 0, D, t, y + (size_t)r * D);
+        kb_widen(a->b2, 0, D, t, y + (size_t)r * D);
     for (int f = 0; f < F; ++f) {
-        widen(a->w2, (int64_t)f * D, D, t, w);
+        kb_widen(a->w2, (int64_t)f * D, D, t, w);
         for (int r = 0; r < n; ++r) {
             const double hv = h[(size_t)r * F + f];
             double *yr = y + (size_t)r * D;

@@ -7,16 +7,9 @@
  * one busy core, against 5.5 s row by row). */
 #include <stdlib.h>
 #include <string.h>
-#include "kernels/matmul.h"
+#include "ops/matmul.h"
 
 enum { ROW_BLOCK = 16 };
-
-/* x[first .. first+n) of dtype t, as double. */
-static void widen(const void *x, int64_t first, int n, kb_dtype t, double *out)
-{
-    for (int j = 0; j < n; ++j)
-        out[j] = kb_tensor_value(x, first + j, t);
-}
 
 /* ref rows [r0, r1) += A[rows[r], k] * (row k of B, widened in b). */
 static void add_k(int K, int N, kb_dtype t, const void *A, const double *b, const int64_t *rows,
@@ -38,7 +31,7 @@ void matmul_reference_rows(int M, int N, int K, kb_dtype t, const void *A, const
     for (int r0 = 0; r0 < nrows; r0 += ROW_BLOCK) {
         int r1 = nrows - r0 < ROW_BLOCK ? nrows : r0 + ROW_BLOCK;
         for (int k = 0; k < K; ++k) {
-            widen(B, (int64_t)k * N, N, t, b);
+            kb_widen(B, (int64_t)k * N, N, t, b);
             add_k(K, N, t, A, b, rows, r0, r1, k, ref);
         }
     }

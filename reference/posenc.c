@@ -1,7 +1,7 @@
 /* posenc reference: plain C11 in double, and the same table in fp32
  * arithmetic for `kbench pe`. */
 #include <math.h>
-#include "kernels/posenc.h"
+#include "ops/posenc.h"
 
 void posenc_reference_rows(int D, double scale, const int64_t *rows, int nrows, double *pe)
 {

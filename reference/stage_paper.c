@@ -2,7 +2,7 @@
  * the LM head around reference/transformer.c's encoder stack. */
 #include <math.h>
 #include <stdlib.h>
-#include "kernels/posenc.h"
+#include "ops/posenc.h"
 #include "reference/stage_paper.h"
 
 /* x_t = sqrt(d) E[ids_t] + PE(t), rounded once to the fp32 the stack takes. */

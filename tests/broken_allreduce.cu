@@ -1,7 +1,7 @@
 /* A deliberately broken allreduce for the GPU suite: it must be reported
  * FAIL, proving that every rank's output is checked against the sum. */
 #include <cstdlib>
-#include "kernels/collective.h"
+#include "ops/collective.h"
 #include "kernels/cuda_util.h"
 
 static const char *setup(const void *args, void **ctx)

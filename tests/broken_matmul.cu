@@ -1,7 +1,7 @@
 /* Deliberately broken matmul variants.  The GPU suite runs them to prove the
  * checks can fail: each must be reported FAIL, for the right reason. */
 #include <cuda_bf16.h>
-#include "kernels/matmul.h"
+#include "ops/matmul.h"
 #include "kernels/cuda_util.h"
 
 /* Correct coalesced matmul in T (float, or bf16 storage with fp32

@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 #include "harness/harness.h"
-#include "kernels/copy.h"
-#include "kernels/matmul.h"
+#include "ops/copy.h"
+#include "ops/matmul.h"
 #include "tests/check.h"
 
 static kb_result timed(const kb_op *op, const kb_variant *v, double flops, double bytes, double ms)
@@ -43,9 +43,9 @@ int main(void)
     CHECK_NEAR(c.ds_tc_gflop_s, 1070530.6, 0.1);
     CHECK(c.mem_gb_s == 0 && c.fp32_gflop_s == 0);
 
-    const kb_variant *copy = kb_find_variant(&kb_op_copy, "vec4");
-    const kb_variant *mm = kb_find_variant(&kb_op_matmul, "double_buffered");
-    const kb_variant *tf32 = kb_find_variant(&kb_op_matmul, "cublas_tf32");
+    const kb_variant *copy = kb_find_variant(&kb_op_copy, "vec4", KB_F32);
+    const kb_variant *mm = kb_find_variant(&kb_op_matmul, "double_buffered", KB_F32);
+    const kb_variant *tf32 = kb_find_variant(&kb_op_matmul, "cublas_tf32", KB_F32);
     kb_result rows[4] = {
         timed(&kb_op_copy, copy, 0, 3e9, 1.0),               /* 3000 GB/s: the memory ceiling */
         timed(&kb_op_matmul, mm, 1.1e12, 2e8, 22.0),         /* 50 TFLOP/s, far above the ridge */

@@ -47,7 +47,8 @@ expect 2 "between 1 and 2147483647" run --op matmul --sizes 16x16x99999999999999
 expect 2 "between 1 and 2147483647" run --op matmul --sizes "16x16x$(printf '9%.0s' {1..300})"
 # A long shape is not cut to a valid prefix (here 1x1x1).
 expect 2 "malformed matmul shape '1x1x000" run --op matmul --sizes "1x1x$(printf '0%.0s' {1..250})1junk"
-expect 2 "unknown dtype 'f16'" run --dtype f16
+expect 2 "unknown dtype 'f64'" run --dtype f64
+expect 2 "unknown dtype 'i32'" run --dtype i32
 expect 2 "unknown option '--fast'" run --fast
 expect 2 "--csv needs a value" run --csv
 expect 2 "--device needs a device index" run --device -1

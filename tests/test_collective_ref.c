@@ -1,4 +1,4 @@
-/* The collectives' contracts and references (kernels/collective.h) for R of
+/* The collectives' contracts and references (ops/collective.h) for R of
  * 2, 3 and 8: hand-computed sums and concatenations in f32 and bf16, the
  * tensors' sizes and rows, bind's per-rank pointers, the byte counts that
  * make GB/s nccl-tests' bus bandwidth, and an absurd N rejected. */
@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include "harness/harness.h"
-#include "kernels/collective.h"
+#include "ops/collective.h"
 #include "tests/check.h"
 
 enum { N = 5 };
@@ -40,7 +40,7 @@ static double *reference_all(const kb_op *op, int ranks, kb_dtype t, const void 
     for (int k = 0; k < ranks; ++k)
         rows[k] = ranks - 1 - k;
     double *ref = malloc((size_t)(ranks * row_len) * sizeof *ref);
-    op->reference(&s, t, (const void *const[]){in, NULL}, rows, ranks, &ref);
+    op->reference(&s, t, (const void *const[]){in, NULL}, 1, rows, ranks, ref);
     return ref;
 }
 
@@ -93,7 +93,7 @@ static void check_tensor(const kb_op *op, int ranks, int i, int64_t row_len, int
     kb_shape s = shape_of(N, ranks);
     kb_tensor x = op->tensor(&s, KB_BF16, i);
     CHECK(x.rows == ranks && x.row_len == row_len && x.elems == ranks * row_len);
-    CHECK(x.is_output == is_output && x.dtype == KB_BF16);
+    CHECK(kb_is_checked(&x) == is_output && x.dtype == KB_BF16);
 }
 
 static void tensors(int ranks)
@@ -147,8 +147,9 @@ static void bus_bytes(int ranks)
     CHECK(kb_op_allreduce.flops(&s) == n * (R - 1));
     CHECK(kb_op_allgather.flops(&s) == 0);
     CHECK(kb_op_reduce_scatter.flops(&s) == R * n * (R - 1));
-    CHECK(kb_op_allreduce.reduction_len(&s) == ranks && kb_op_reduce_scatter.reduction_len(&s) == ranks);
-    CHECK(kb_op_allgather.reduction_len(&s) == 1);
+    CHECK(kb_op_allreduce.tensor(&s, KB_F32, 1).reduction_len == ranks &&
+          kb_op_reduce_scatter.tensor(&s, KB_F32, 1).reduction_len == ranks);
+    CHECK(kb_op_allgather.tensor(&s, KB_F32, 1).reduction_len == 1);
 }
 
 /* N = 2^61: R * N elements (or their bytes) overflow 63 bits. */

@@ -8,7 +8,7 @@
 #include <unistd.h>
 #include "harness/csv_read.h"
 #include "harness/harness.h"
-#include "kernels/matmul.h"
+#include "ops/matmul.h"
 #include "tests/check.h"
 
 static char *slurp(const char *path)

@@ -7,10 +7,10 @@
 #include <string.h>
 #include "harness/case.h"
 #include "harness/harness.h"
-#include "kernels/attention.h"
-#include "kernels/collective.h"
-#include "kernels/copy.h"
-#include "kernels/matmul.h"
+#include "ops/attention.h"
+#include "ops/collective.h"
+#include "ops/copy.h"
+#include "ops/matmul.h"
 #include "tests/check.h"
 
 extern const kb_variant broken_matmul_unwritten, broken_matmul_drop_term, broken_matmul_degrades,

@@ -18,7 +18,7 @@ expect 2 "needs a mode"
 expect 2 "unknown model 'gpt'" gpt
 expect 2 "unknown option '--frob'" seq2seq --frob
 expect 2 "no attention variant 'nope' (see kbench list)" seq2seq --attention nope
-expect 2 "attention 'flash_bf16' stores bf16; the model runs in fp32" encoder --attention flash_bf16
+expect 2 "attention 'flash_mma' stores bf16; the model runs in fp32" encoder --attention flash_mma
 expect 2 "no add_layernorm variant 'welford'" decoder --add-norm welford
 expect 2 "no layernorm variant 'fused'" seq2seq --norm fused
 expect 2 "--norm picks the final norms' variant, which only seq2seq has" encoder --norm warp

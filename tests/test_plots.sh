@@ -39,13 +39,13 @@ sample_csv() {
 # git_commit: 0123456789ab
 # date: 2026-11-22T04:45:07Z
 # baseline_matmul: cublas
-# baseline_bf16_matmul: cublas_bf16
+# baseline_bf16_matmul: cublas
 # baseline_softmax: cudnn
 op,variant,dtype,math,shape_fields,shape,d1,d2,d3,d4,d5,d6,flops,bytes,median_ms,min_ms,max_ms,rel_stdev_pct,samples,gflop_s,gb_s,speedup_x,max_abs_err,rel_l2_err,tol_at_max_err,rows_checked,rows_total,l2,status,reason
 EOF
     awk -v factor="${1:-1}" 'BEGIN {
         nmm = split("cublas:f32:50000 naive:f32:500 coalesced:f32:2500 blocktile_2d:f32:18000 " \
-              "cublas_tf32:f32:250000 cublas_bf16:bf16:400000 wmma:bf16:180000 brokenvar:f32:FAIL " \
+              "cublas_tf32:f32:250000 cublas:bf16:400000 wmma:bf16:180000 brokenvar:f32:FAIL " \
               "skippedvar:bf16:SKIP torch:f32:48000 torch:bf16:380000", mm, " ")
         split("256 512 1024 2048 4096", sizes, " ")
         for (s = 1; s <= 5; s++)
@@ -71,7 +71,7 @@ EOF
         }
         speed = factor * p[3] * (1 - 0.8 * 256 / a)
         ms = (op == "matmul" ? flops / speed : bytes / speed) * 1e-6
-        if (p[1] ~ /^(cublas|cublas_bf16|cudnn)$/)
+        if (p[1] ~ /^(cublas|cudnn)$/)
             base_ms[p[2]] = ms
         sx = p[1] == "torch" && p[2] == "bf16" ? "" : sprintf("%.4f", base_ms[p[2]] / ms)
         printf "%.6f,%.6f,%.6f,0.5,10,%.3f,%.3f,%s,1e-6,1e-7,1e-4,%s,%s,cold,PASS,\n", ms, ms, ms,
@@ -118,24 +118,24 @@ torch_bars() { # torch_bars SVG: how many bars are named torch (0: no file)
     echo "$n"
 }
 
-# The f32 chart: the f32 rows over cublas, one torch bar (f32's, 0.96x), not
-# the bf16 torch row over cublas (7.60x) nor any other bf16 row.
+# The f32 chart: the f32 rows over cublas's f32 form, one torch bar (f32's,
+# 0.96x), not the bf16 torch row over it (7.60x) nor any other bf16 row.
 svg=$out/speedup-matmul-f32.svg
 has_bars "$svg" 'cublas = 1' cublas_tf32 blocktile_2d torch 0.96x 5.00x
-no_bars "$svg" cublas_bf16 wmma 7.60x 0.95x
+no_bars "$svg" wmma 7.60x 0.95x
 [[ $(torch_bars "$svg") -eq 1 ]] || fail "speedup-matmul-f32.svg has $(torch_bars "$svg") torch bars, not 1"
-# The bf16 chart: the bf16 rows over cublas_bf16; the torch row has no
-# speedup_x, so it is cublas_bf16's median over its own (0.95x).
+# The bf16 chart: the bf16 rows over cublas's bf16 form; the torch row has no
+# speedup_x, so it is that form's median over its own (0.95x).
 svg=$out/speedup-matmul-bf16.svg
-has_bars "$svg" 'cublas_bf16 = 1' wmma torch 0.95x 0.45x
-no_bars "$svg" cublas cublas_tf32 naive 0.96x
+has_bars "$svg" 'cublas = 1' wmma torch 0.95x 0.45x
+no_bars "$svg" cublas_tf32 naive 0.96x
 [[ $(torch_bars "$svg") -eq 1 ]] || fail "speedup-matmul-bf16.svg has $(torch_bars "$svg") torch bars, not 1"
 [[ ! -e $out/speedup-matmul.png && ! -e $out/speedup-softmax.png ]] ||
     fail "a speedup chart of all dtypes was drawn: $(ls -A "$out")"
 
 # With no baseline line for bf16: the first bf16 library variant (cublas*,
 # then cudnn*, then torch); with none, no bf16 chart.
-sed '/^# baseline_bf16_matmul:/d; /^matmul,cublas_bf16,/d' "$work/sample.csv" >"$work/no-bf16-base.csv"
+sed '/^# baseline_bf16_matmul:/d; /^matmul,cublas,bf16,/d' "$work/sample.csv" >"$work/no-bf16-base.csv"
 bash "$work/plots/render.sh" --out-dir "$work/fallback" "$work/no-bf16-base.csv" >"$work/log" 2>&1 ||
     fail "render.sh, no bf16 baseline: $(cat "$work/log")"
 svg=$work/fallback/speedup-matmul-bf16.svg

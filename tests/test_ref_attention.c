@@ -6,7 +6,7 @@
 #include <math.h>
 #include <string.h>
 #include "harness/harness.h"
-#include "kernels/attention.h"
+#include "ops/attention.h"
 #include "tests/check.h"
 
 static kb_attention_args args(int Tq, int Tk, int D, int causal, const float *q, const float *k,
@@ -146,7 +146,7 @@ int main(void)
     sc.flags = 1;
     CHECK(kb_op_attention.flops(&s) == 4.0 * 6 * 64 * 64 * 32);
     CHECK(kb_op_attention.flops(&sc) == kb_op_attention.flops(&s) / 2);
-    CHECK(kb_op_attention.bytes(&sc, KB_BF16) == kb_op_attention.bytes(&s, KB_F32) / 2);
+    CHECK(kb_op_bytes(&kb_op_attention, &sc, KB_BF16) == kb_op_bytes(&kb_op_attention, &s, KB_F32) / 2);
     /* Causal Tq < Tk: Tq*Tk - Tq^2/2 pairs per head; Tq > Tk: Tk^2/2;
      * Tq = 1: Tk - 1/2 (the diagonal pair at half, as for Tq = Tk). */
     kb_shape chunk = {5, {1, 32, 512, 4096, 128}, 1}, over = {5, {1, 2, 100, 40, 16}, 1};
@@ -158,7 +158,7 @@ int main(void)
     /* GQA's counts and tensors: K and V at Hkv heads. */
     kb_shape gqa = {6, {8, 32, 1, 1024, 128, 8}, 0};
     CHECK(kb_op_attention.flops(&gqa) == 4.0 * 8 * 32 * 1024 * 128);
-    CHECK(kb_op_attention.bytes(&gqa, KB_BF16) == 2.0 * 8 * 128 * (2.0 * 32 + 2.0 * 8 * 1024));
+    CHECK(kb_op_bytes(&kb_op_attention, &gqa, KB_BF16) == 2.0 * 8 * 128 * (2.0 * 32 + 2.0 * 8 * 1024));
     CHECK(kb_op_attention.tensor(&gqa, KB_F32, 0).elems == 8 * 32 * 128);
     CHECK(kb_op_attention.tensor(&gqa, KB_F32, 1).elems == 8 * 8 * 1024 * 128);
     CHECK(kb_op_attention.tensor(&gqa, KB_F32, 2).rows == 8 * 8 * 1024);

@@ -3,8 +3,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include "harness/harness.h"
-#include "kernels/ffn.h"
-#include "kernels/matmul.h"
+#include "ops/ffn.h"
+#include "ops/matmul.h"
 #include "tests/check.h"
 
 static void hand_computed(void)
@@ -161,10 +161,10 @@ static void ffn_bf16_within_tolerance(void)
     }
     for (int m = 0; m < FM; ++m)
         rows[m] = m;
-    kb_op_ffn.reference(&s, KB_BF16, (const void *const[]){bf[0], bf[1], bf[2], bf[3], bf[4]}, rows, FM, &ref);
+    kb_op_ffn.reference(&s, KB_BF16, (const void *const[]){bf[0], bf[1], bf[2], bf[3], bf[4]}, 5, rows, FM, ref);
     const float *const *in = (const float *const *)f32;
 
-    /* h's rounding alone: under 2^-8 rms(h) / 3 in rms (kernels/ffn.h). */
+    /* h's rounding alone: under 2^-8 rms(h) / 3 in rms (ops/ffn.h). */
     double *exact = malloc(sizeof(double) * FM * FD), err2 = 0, h2 = 0;
     emulate(in, (layer){1, 1, 0, 0, 1}, exact);
     emulate(in, (layer){1, 1, 1, 0, 1}, y);

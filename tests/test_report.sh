@@ -48,7 +48,7 @@ softmax,warp,f32,f32,65536x4096,1342177280,2147483648,0.700,0.5,99.0,memory,cold
 softmax,online,f32,f32,65536x4096,1342177280,2147483648,0.100,0.5,99.0,memory,hot,PASS
 softmax,smem_block,f32,f32,65536x4096,1342177280,2147483648,,,,,cold,SKIP
 softmax,naive,f32,f32,65536x4096,1342177280,2147483648,,,,,cold,FAIL
-attention,flash_bf16,bf16,bf16,4x16x8192x8192x128,2199023255552,536870912,6.000,0.5,45.0,compute,cold,PASS
+attention,flash_mma,bf16,bf16,4x16x8192x8192x128,2199023255552,536870912,6.000,0.5,45.0,compute,cold,PASS
 attention,torch,bf16,bf16,4x16x8192x8192x128,2199023255552,536870912,3.000,0.5,,,cold,PASS
 seq2seq,3xtf32_graph,f32,f32,32x128x128x512x8x2048x6x6c,376883380224,201728000,6.449,0.1,,compute,cold,PASS
 seq2seq,torch,f32,f32,32x128x128x512x8x2048x6x6c,376883380224,201728000,12.679,0.6,,,cold,PASS
@@ -83,7 +83,7 @@ cat >want <<'EOF'
 |---|---|---|---|---|---|---|---|---|---|
 | matmul | f32 | double_buffered | 1024x1024x1024 | 21.5 TFLOP/s | 40.0% | 0.50× cublas | 0.60× | – | old |
 | softmax | f32 | vectorized | 65536x4096 | 2826 GB/s | 94.0% | 1.05× cudnn | – | 3.5 | new |
-| attention | bf16 | flash_bf16 | 4x16x8192x8192x128 | 366.5 TFLOP/s | 45.0% | – | 0.50× | – | old |
+| attention | bf16 | flash_mma | 4x16x8192x8192x128 | 366.5 TFLOP/s | 45.0% | – | 0.50× | – | old |
 | seq2seq | f32 | 3xtf32_graph | 32x128x128x512x8x2048x6x6c | 58.4 TFLOP/s | – | – | 1.97× | – | old |
 
 Run `old.csv`: commit ?, 2026-01-01T00:00:00Z.
@@ -110,7 +110,7 @@ grep -q "^| matmul | f32 | warptile | 1024x1024x1024 | 26.8 TFLOP/s |" out || fa
 grep -v ",PASS$" old.csv >failed.csv
 bad_input "no passing timed row" failed.csv
 # Library rows alone are not kbench's.
-grep -v "double_buffered\|warptile\|vectorized\|warp,\|flash_bf16\|3xtf32_graph" old.csv >library.csv
+grep -v "double_buffered\|warptile\|vectorized\|warp,\|flash_mma\|3xtf32_graph" old.csv >library.csv
 bad_input "no passing timed row" library.csv
 
 # --readme: the text between the markers is replaced, every other byte kept.
@@ -156,19 +156,19 @@ grep -q "^usage: kbench report" out || fail "--help: $(cat out)"
 cat >across.csv <<EOF
 # gpu: NVIDIA H200
 # date: 2026-01-03T00:00:00Z
-# baseline_bf16_allreduce: nccl_bf16
-# baseline_bf16_ffn: cublaslt_bf16
+# baseline_bf16_allreduce: nccl
+# baseline_bf16_ffn: cublaslt
 ${header},devices
-allreduce,nccl_bf16,bf16,bf16,536870912,536870912,1073741824,3.2,0.5,,memory,hot,PASS,0+1
-allreduce,p2p_oneshot_bf16,bf16,bf16,536870912,536870912,1073741824,3.1,0.5,,memory,hot,PASS,0+1
-allreduce,naive_bf16,bf16,bf16,536870912,536870912,1073741824,7.7,0.5,,memory,hot,PASS,0+1
-ffn,cublaslt_bf16,bf16,bf16,8192x8192x32768,8796093022208,1342259200,12.0,0.5,68.0,compute,cold,PASS,0
+allreduce,nccl,bf16,bf16,536870912,536870912,1073741824,3.2,0.5,,memory,hot,PASS,0+1
+allreduce,p2p_oneshot,bf16,bf16,536870912,536870912,1073741824,3.1,0.5,,memory,hot,PASS,0+1
+allreduce,naive,bf16,bf16,536870912,536870912,1073741824,7.7,0.5,,memory,hot,PASS,0+1
+ffn,cublaslt,bf16,bf16,8192x8192x32768,8796093022208,1342259200,12.0,0.5,68.0,compute,cold,PASS,0
 ffn,tp_overlap,bf16,bf16,8192x8192x32768,8796093022208,1342259200,6.0,0.5,62.0,compute,cold,PASS,0+1
 EOF
 report 0 across.csv --across
-grep -q '^| allreduce | bf16 | p2p_oneshot_bf16 | 536870912 | .* | 1.03× nccl_bf16 |' out &&
-    grep -q '^| ffn | bf16 | tp_overlap | 8192x8192x32768 | .* | 2.00× cublaslt_bf16 |' out ||
-    fail "--across: want p2p_oneshot_bf16 and tp_overlap against their baselines, got: $(cat out)"
+grep -q '^| allreduce | bf16 | p2p_oneshot | 536870912 | .* | 1.03× nccl |' out &&
+    grep -q '^| ffn | bf16 | tp_overlap | 8192x8192x32768 | .* | 2.00× cublaslt |' out ||
+    fail "--across: want p2p_oneshot and tp_overlap against their baselines, got: $(cat out)"
 report 2 across.csv
 printf '<!-- report-across:begin -->\nold\n<!-- report-across:end -->\n' >across.md
 report 0 across.csv --across --readme across.md

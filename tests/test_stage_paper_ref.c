@@ -11,7 +11,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "kernels/kbench.h"
+#include "ops/kbench.h"
 #include "reference/stage_paper.h"
 #include "tests/check.h"
 

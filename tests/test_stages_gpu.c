@@ -1,6 +1,6 @@
 /* The paper and modern stages (model/stages.h) on the GPU at small shapes
  * that the kernels' tiles do not divide: odd d and head_dim (paper),
- * head_dim 10 and 136 (flash_f32's scalar and row-per-warp paths), d not a
+ * head_dim 10 and 136 (flash's scalar and row-per-warp paths), d not a
  * multiple of 4, prompts of 1, 7 and 33 tokens (33: the check runs 32,
  * then the timed prefill replans), vocabulary 1000 and 517, grouped-query,
  * multi-query and multi-head attention, tied and untied heads.  Each must

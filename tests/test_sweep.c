@@ -6,14 +6,15 @@
 #include <stdlib.h>
 #include "harness/case.h"
 #include "harness/harness.h"
-#include "kernels/matmul.h"
+#include "ops/matmul.h"
 #include "tests/check.h"
 
-static int nvariants(const kb_op *op)
+/* The op's variants' forms, of dtype t or (t < 0) of any. */
+static int nvariants(const kb_op *op, int t)
 {
     int n = 0;
-    while (op->variants[n])
-        ++n;
+    KB_FOR_EACH_VARIANT(op, v)
+        n += t < 0 || v->dtype == (kb_dtype)t;
     return n;
 }
 
@@ -136,19 +137,19 @@ static void test_too_few_gpus(void)
     char why[256];
     kb_job job = {0};
     job.op = kb_find_op("allreduce");
-    job.variant = job.op ? kb_find_variant(job.op, "nccl") : NULL;
+    job.variant = job.op ? kb_find_variant(job.op, "nccl", KB_F32) : NULL;
     CHECK(job.variant != NULL);
     if (!job.variant)
         return;
     CHECK(kb_job_too_few_gpus(&job, 1, why, sizeof why) == why && strstr(why, "needs 2 or more GPUs, this run has 1"));
     CHECK(kb_job_too_few_gpus(&job, 2, why, sizeof why) == NULL);
     job.op = kb_find_op("ffn");
-    job.variant = job.op ? kb_find_variant(job.op, "tp_nccl") : NULL;
+    job.variant = job.op ? kb_find_variant(job.op, "tp_nccl", KB_BF16) : NULL;
     if (job.variant) { /* built with NCCL */
         CHECK(job.variant->min_devices == 2 && kb_job_too_few_gpus(&job, 1, why, sizeof why) != NULL);
         CHECK(kb_job_too_few_gpus(&job, 8, why, sizeof why) == NULL);
     }
-    job.variant = job.op ? kb_find_variant(job.op, "cublaslt_bf16") : NULL;
+    job.variant = job.op ? kb_find_variant(job.op, "cublaslt", KB_BF16) : NULL;
     CHECK(job.variant && kb_job_too_few_gpus(&job, 1, why, sizeof why) == NULL);
 }
 
@@ -172,7 +173,7 @@ static void test_rows_grouped_by_case(void)
                 CHECK(kb_case_same(&jobs[i - 1], &jobs[i]));
         }
         const char *base = kb_baseline_for(jobs[i].op, jobs[i].variant->dtype);
-        if (first_of_dtype && base && kb_find_variant(jobs[i].op, base))
+        if (first_of_dtype && base && kb_find_variant(jobs[i].op, base, jobs[i].variant->dtype))
             CHECK(!strcmp(jobs[i].variant->name, base));
     }
     free(jobs);
@@ -187,15 +188,15 @@ int main(void)
     test_rows_grouped_by_case();
     const kb_op *mm = &kb_op_matmul;
     kb_job *jobs;
-    int nv = nvariants(mm);
+    int nv = nvariants(mm, -1);
 
     char *all[] = {"kbench", "run", "--op", "matmul"};
     int n = expand(4, all, &jobs);
     CHECK(n == family_shapes(mm, 0) * nv);
-    /* The baseline leads each shape's group (when it is registered). */
-    if (kb_find_variant(mm, mm->baseline))
+    /* The f32 baseline leads each shape's group (when it is registered). */
+    if (kb_find_variant(mm, mm->baseline[KB_F32], KB_F32))
         for (int i = 0; i < n; i += nv)
-            CHECK(strcmp(jobs[i].variant->name, mm->baseline) == 0);
+            CHECK(strcmp(jobs[i].variant->name, mm->baseline[KB_F32]) == 0 && jobs[i].variant->dtype == KB_F32);
     for (int i = 0; i < n; ++i)
         CHECK(jobs[i].shape.nd == 3 && jobs[i].family && kb_family_of(mm, &jobs[i].shape) &&
               !strcmp(kb_family_of(mm, &jobs[i].shape)->name, jobs[i].family));
@@ -233,8 +234,8 @@ int main(void)
     /* A family's quick_sizes stand for its shapes in --quick: the
      * collectives' quick sweep stops at 4M elements. */
     const kb_op *ar = kb_find_op("allreduce");
-    char *quick_ar[] = {"kbench", "run", "--op", "allreduce", "--variant", "nccl", "--quick"};
-    n = expand(7, quick_ar, &jobs);
+    char *quick_ar[] = {"kbench", "run", "--op", "allreduce", "--variant", "nccl", "--dtype", "f32", "--quick"};
+    n = expand(9, quick_ar, &jobs);
     CHECK(ar && ar->families[0].quick_sizes && n == count_shapes(ar->families[0].quick_sizes));
     for (int i = 0; i < n; ++i)
         CHECK(jobs[i].shape.d[0] <= 4194304 && !strcmp(jobs[i].family, "size"));
@@ -263,9 +264,7 @@ int main(void)
 
     /* --dtype bf16 keeps matmul's bf16 variants, each at every default shape. */
     char *bf16[] = {"kbench", "run", "--op", "matmul", "--dtype", "bf16"};
-    int nbf16 = 0;
-    for (int i = 0; i < nv; ++i)
-        nbf16 += mm->variants[i]->dtype == KB_BF16;
+    int nbf16 = nvariants(mm, KB_BF16);
     n = expand(6, bf16, &jobs);
     CHECK(nbf16 > 0 && n == family_shapes(mm, 0) * nbf16);
     for (int i = 0; i < n; ++i)
@@ -273,7 +272,7 @@ int main(void)
     /* Each shape starts with the bf16 baseline, so the rows after it get their speedup. */
     for (int i = 0; i < n; i += nbf16)
         CHECK(!strcmp(jobs[i].variant->name, kb_baseline_for(mm, KB_BF16)));
-    CHECK(!strcmp(kb_baseline_for(mm, KB_BF16), "cublas_bf16") && !strcmp(kb_baseline_for(mm, KB_F32), "cublas"));
+    CHECK(!strcmp(kb_baseline_for(mm, KB_BF16), "cublas") && !strcmp(kb_baseline_for(mm, KB_F32), "cublas"));
     if (n > 0)
         free(jobs);
     /* No softmax variant stores bf16, so a bf16-only sweep has nothing to run. */

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "harness/harness.h"
-#include "kernels/matmul.h"
+#include "ops/matmul.h"
 #include "tests/check.h"
 
 static kb_check compare(const float *out, const double *ref, int n, kb_math m, int64_t L)

@@ -54,13 +54,13 @@ static void kernel_choice(void)
 {
     char err[256];
     const kb_tf_kernels defaults = {NULL, NULL, NULL};
-    CHECK(!strcmp(kb_tf_kernel_name(NULL, 0), "flash_f32") && !strcmp(kb_tf_kernel_name(&defaults, 1), "fused") &&
+    CHECK(!strcmp(kb_tf_kernel_name(NULL, 0), "flash") && !strcmp(kb_tf_kernel_name(&defaults, 1), "fused") &&
           !strcmp(kb_tf_kernel_name(&defaults, 2), "welford"));
     expect_refusal(kb_tf_kernels_check(&defaults, err, sizeof err), NULL);
-    const kb_tf_kernels unknown = {"nope", NULL, NULL}, bf16 = {"flash_bf16", NULL, NULL},
+    const kb_tf_kernels unknown = {"nope", NULL, NULL}, bf16 = {"flash_mma", NULL, NULL},
                         wrong_op = {NULL, "welford", NULL}, other_op = {NULL, NULL, "fused"};
     expect_refusal(kb_tf_kernels_check(&unknown, err, sizeof err), "no attention variant 'nope'");
-    expect_refusal(kb_tf_kernels_check(&bf16, err, sizeof err), "attention 'flash_bf16' stores bf16");
+    expect_refusal(kb_tf_kernels_check(&bf16, err, sizeof err), "attention 'flash_mma' stores bf16");
     expect_refusal(kb_tf_kernels_check(&wrong_op, err, sizeof err), "no add_layernorm variant 'welford'");
     expect_refusal(kb_tf_kernels_check(&other_op, err, sizeof err), "no layernorm variant 'fused'");
 
@@ -75,10 +75,10 @@ static void kernel_choice(void)
     }
     expect_refusal(kb_tf_kernels_fit(&bf16, &wide, KB_TF_ENCODER, 2, 7, 5), "stores bf16");
 
-    /* flash_f32 and flash_3xtf32 need sm_80; cuBLAS and the norms any GPU. */
+    /* flash and flash_3xtf32 need sm_80; cuBLAS and the norms any GPU. */
     const kb_tf_kernels cublas = {"cublas", "unfused", "warp"};
     expect_refusal(kb_tf_kernels_cc(&defaults, KB_TF_ENCODER, 75),
-                   "attention flash_f32 needs compute capability 8.0, the GPU has 7.5");
+                   "attention flash needs compute capability 8.0, the GPU has 7.5");
     expect_refusal(kb_tf_kernels_cc(&tf32x3, KB_TF_DECODER, 75),
                    "attention flash_3xtf32 needs compute capability 8.0, the GPU has 7.5");
     expect_refusal(kb_tf_kernels_cc(&defaults, KB_TF_SEQ2SEQ, 80), NULL);
@@ -86,7 +86,7 @@ static void kernel_choice(void)
     /* long_row, as the final norm, needs sm_90, and only seq2seq runs it;
      * builds without sm_90 leave it out of the table. */
     const kb_tf_kernels long_row = {"cublas", NULL, "long_row"};
-    if (kb_find_variant(kb_find_op("layernorm"), "long_row")) {
+    if (kb_find_variant(kb_find_op("layernorm"), "long_row", KB_F32)) {
         expect_refusal(kb_tf_kernels_cc(&long_row, KB_TF_SEQ2SEQ, 89),
                        "layernorm long_row needs compute capability 9.0, the GPU has 8.9");
         expect_refusal(kb_tf_kernels_cc(&long_row, KB_TF_DECODER, 75), NULL);

@@ -20,7 +20,7 @@
  * loads in flight for that row, and twice the registers per element loaded in
  * flight (x and r) for the same 32 floats of sum held per thread. History:
  * docs/notes/softmax-layernorm.md. */
-#include "kernels/add_layernorm.h"
+#include "ops/add_layernorm.h"
 #include "kernels/cuda_util.h"
 #include "kernels/combine.cuh"
 #include "kernels/cache_hints.cuh"
@@ -103,10 +103,13 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
     KB_LAUNCHED();
 }
 
-extern "C" const kb_variant add_layernorm_fused = {
-    .name = "fused",
-    .summary = "one kernel: x and r read once, sum and y written once, row in registers",
-    .dtype = KB_F32,
-    .math = KB_MATH_F32,
-    .launch = launch,
+extern "C" const kb_variant add_layernorm_fused[] = {
+    {
+        .name = "fused",
+        .summary = "one kernel: x and r read once, sum and y written once, row in registers",
+        .dtype = KB_F32,
+        .math = KB_MATH_F32,
+        .launch = launch,
+    },
+    KB_VARIANT_END,
 };

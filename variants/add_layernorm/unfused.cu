@@ -13,9 +13,9 @@
  * at 65536x4096, 76.8% of the run's 3005 GB/s memory ceiling.
  * Gap to the limit: 23 points, the round trip of sum through memory (fused
  * removes it).  History: docs/notes/softmax-layernorm.md. */
-#include "kernels/add_layernorm.h"
+#include "ops/add_layernorm.h"
 #include "kernels/cuda_util.h"
-#include "kernels/layernorm.h"
+#include "ops/layernorm.h"
 
 extern "C" const kb_variant layernorm_welford;
 
@@ -56,10 +56,13 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
     return layernorm_welford.launch(&ln, NULL, stream);
 }
 
-extern "C" const kb_variant add_layernorm_unfused = {
-    .name = "unfused",
-    .summary = "residual-add kernel, then layernorm welford's kernel reading sum back (baseline)",
-    .dtype = KB_F32,
-    .math = KB_MATH_F32,
-    .launch = launch,
+extern "C" const kb_variant add_layernorm_unfused[] = {
+    {
+        .name = "unfused",
+        .summary = "residual-add kernel, then layernorm welford's kernel reading sum back (baseline)",
+        .dtype = KB_F32,
+        .math = KB_MATH_F32,
+        .launch = launch,
+    },
+    KB_VARIANT_END,
 };

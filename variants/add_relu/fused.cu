@@ -7,7 +7,7 @@
  * at 65536x4096, 93.7% of the run's 3005 GB/s memory ceiling, 1.83x separate.
  * Gap to the limit: 6 points; it moves no byte beyond those counted (copy vec4,
  * a plain copy kernel, leaves 8).  History: docs/notes/elementwise.md. */
-#include "kernels/add_relu.h"
+#include "ops/add_relu.h"
 #include "kernels/cuda_util.h"
 
 __global__ void add_relu_fused_kernel(int64_t n, const float *__restrict__ x, const float *__restrict__ r,
@@ -38,10 +38,13 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
     KB_LAUNCHED();
 }
 
-extern "C" const kb_variant add_relu_fused = {
-    .name = "fused",
-    .summary = "one float4 grid-stride kernel: y = max(x + r, 0)",
-    .dtype = KB_F32,
-    .math = KB_MATH_F32,
-    .launch = launch,
+extern "C" const kb_variant add_relu_fused[] = {
+    {
+        .name = "fused",
+        .summary = "one float4 grid-stride kernel: y = max(x + r, 0)",
+        .dtype = KB_F32,
+        .math = KB_MATH_F32,
+        .launch = launch,
+    },
+    KB_VARIANT_END,
 };

@@ -6,7 +6,7 @@
  * at 65536x4096, 51.3% of the run's 3005 GB/s memory ceiling.
  * Gap to the limit: 1.9x, the round trip of y (fused removes it). History:
  * docs/notes/elementwise.md. */
-#include "kernels/add_relu.h"
+#include "ops/add_relu.h"
 #include "kernels/cuda_util.h"
 
 __global__ void add_relu_add_kernel(int64_t n, const float *x, const float *r, float *y)
@@ -35,10 +35,13 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
     KB_LAUNCHED();
 }
 
-extern "C" const kb_variant add_relu_separate = {
-    .name = "separate",
-    .summary = "add kernel, then a ReLU kernel reading y back (baseline)",
-    .dtype = KB_F32,
-    .math = KB_MATH_F32,
-    .launch = launch,
+extern "C" const kb_variant add_relu_separate[] = {
+    {
+        .name = "separate",
+        .summary = "add kernel, then a ReLU kernel reading y back (baseline)",
+        .dtype = KB_F32,
+        .math = KB_MATH_F32,
+        .launch = launch,
+    },
+    KB_VARIANT_END,
 };

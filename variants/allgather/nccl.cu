@@ -7,16 +7,37 @@
  * warm, each GPU timed on its own stream): f32 2 GB gathered 282 GB/s bus
  * bandwidth, 4 MB 26.0 us, 32 KB 6.7 us.
  * Gap to the limit: about 63% of NVLink 4's ~450 GB/s a direction (NV18) at 2
- * GB; 6.7 us at 32 KB: the latency of its LL protocol. */
+ * GB; 6.7 us at 32 KB: the latency of its LL protocol.
+ * The bf16 form: the bf16 rows' baseline: ncclAllGather on ncclBfloat16.  Half
+ * the bytes of f32 for the same N.  Measured
+ * (results/h200-x2/kbench-20261123-233258.csv, 2 H200 over NVLink, L2 warm,
+ * each GPU timed on its own stream): bf16 1 GB gathered 270 GB/s bus bandwidth,
+ * 2 MB 16.5 us, 16 KB 6.5 us.  Gap to the limit: about 60% of NVLink 4's ~450
+ * GB/s a direction (NV18) at 1 GB; 6.5 us at 16 KB: the latency of its LL
+ * protocol. */
 #include "kernels/collective_nccl.h"
 
-extern "C" const kb_variant allgather_nccl = {
-    .name = "nccl",
-    .summary = "ncclAllGather, one call per GPU in a group (baseline)",
-    .dtype = KB_F32,
-    .math = KB_MATH_F32,
-    .needs = KB_NEEDS_NCCL,
-    .setup = kb_nccl_setup,
-    .teardown = kb_nccl_teardown,
-    .launch = kb_nccl_allgather<KB_F32>,
+extern "C" const kb_variant allgather_nccl[] = {
+    {
+        .name = "nccl",
+        .summary = "ncclAllGather, one call per GPU in a group (baseline)",
+        .dtype = KB_F32,
+        .math = KB_MATH_F32,
+        .needs = KB_NEEDS_NCCL,
+        .setup = kb_nccl_setup,
+        .teardown = kb_nccl_teardown,
+        .launch = kb_nccl_allgather<KB_F32>,
+    },
+    {
+        .name = "nccl",
+        .summary = "ncclAllGather in bf16, one call per GPU in a group (baseline)",
+        .dtype = KB_BF16,
+        .math = KB_MATH_BF16,
+        .needs = KB_NEEDS_NCCL,
+        .min_cc = 80,
+        .setup = kb_nccl_setup,
+        .teardown = kb_nccl_teardown,
+        .launch = kb_nccl_allgather<KB_BF16>,
+    },
+    KB_VARIANT_END,
 };

@@ -1,5 +1,5 @@
 /* allgather p2p in T (float or __nv_bfloat16): the code of p2p.cu and
- * p2p_bf16.cu, whose headers say why. */
+ * p2p.cu, whose headers say why. */
 #ifndef KBENCH_ALLGATHER_P2P_CUH
 #define KBENCH_ALLGATHER_P2P_CUH
 

@@ -1,5 +1,5 @@
 /* allreduce naive in T (float or __nv_bfloat16): the code of naive.cu and
- * naive_bf16.cu, whose headers say why. */
+ * naive.cu, whose headers say why. */
 #ifndef KBENCH_ALLREDUCE_NAIVE_CUH
 #define KBENCH_ALLREDUCE_NAIVE_CUH
 

@@ -20,16 +20,34 @@
  * Gap to the limit: about 48% of NVLink 4's ~450 GB/s a direction (NV18) at 16
  * MB; 4.1 us at 16 KB: a launch and one one-way NVLink trip; from 4 MB it falls
  * behind p2p_oneshot, likely for the extra passes (each GPU empties a buffer as
- * large as all its peers' messages, and pushes before it sums). */
+ * large as all its peers' messages, and pushes before it sums).
+ * The bf16 form: -0.0 in bf16 (0x8000) marks an empty element, sums in fp32,
+ * rounded once, in rank order on every GPU.  Measured (same file): 8 KB 4.3 us
+ * (1.63x nccl), 128 KB 4.7 us (1.67x), 1 MB 7.7 us (1.82x), 8 MB 36.8 us
+ * (1.27x). */
 #include "variants/allreduce/p2p_lamport.cuh"
 
-extern "C" const kb_variant allreduce_p2p_lamport = {
-    .name = "p2p_lamport",
-    .summary = "each GPU pushes its input to every peer; -0.0 marks elements not yet arrived, no barriers",
-    .dtype = KB_F32,
-    .math = KB_MATH_F32,
-    .unsupported = allreduce_lamport_unsupported<float>,
-    .setup = allreduce_lamport_setup<float>,
-    .teardown = allreduce_lamport_teardown,
-    .launch = allreduce_lamport_launch<float>,
+extern "C" const kb_variant allreduce_p2p_lamport[] = {
+    {
+        .name = "p2p_lamport",
+        .summary = "each GPU pushes its input to every peer; -0.0 marks elements not yet arrived, no barriers",
+        .dtype = KB_F32,
+        .math = KB_MATH_F32,
+        .unsupported = allreduce_lamport_unsupported<float>,
+        .setup = allreduce_lamport_setup<float>,
+        .teardown = allreduce_lamport_teardown,
+        .launch = allreduce_lamport_launch<float>,
+    },
+    {
+        .name = "p2p_lamport",
+        .summary = "each GPU pushes its input to every peer; -0.0 marks elements not yet arrived, no barriers",
+        .dtype = KB_BF16,
+        .math = KB_MATH_BF16,
+        .min_cc = 80,
+        .unsupported = allreduce_lamport_unsupported<__nv_bfloat16>,
+        .setup = allreduce_lamport_setup<__nv_bfloat16>,
+        .teardown = allreduce_lamport_teardown,
+        .launch = allreduce_lamport_launch<__nv_bfloat16>,
+    },
+    KB_VARIANT_END,
 };

@@ -1,5 +1,5 @@
 /* allreduce p2p_lamport in T (float or __nv_bfloat16): the code of
- * p2p_lamport.cu and p2p_lamport_bf16.cu, whose headers say why.
+ * p2p_lamport.cu and p2p_lamport.cu, whose headers say why.
  *
  * Each GPU owns three receive buffers of R slots; slot q of buffer k holds
  * rank q's input at the launches whose epoch is k mod 3.  An empty element

@@ -1,5 +1,5 @@
 /* allreduce p2p_twoshot in T (float or __nv_bfloat16): the code of
- * p2p_twoshot.cu and p2p_twoshot_bf16.cu, whose headers say why. */
+ * p2p_twoshot.cu and p2p_twoshot.cu, whose headers say why. */
 #ifndef KBENCH_ALLREDUCE_P2P_TWOSHOT_CUH
 #define KBENCH_ALLREDUCE_P2P_TWOSHOT_CUH
 

@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <cuda_runtime.h>
 #include <cuda_bf16.h>
-#include "kernels/attention.h"
+#include "ops/attention.h"
 #include "kernels/cuda_util.h"
 #include "kernels/cp_async.cuh"
 #include "variants/matmul/bf16_common.cuh" /* pack_bf16 */
@@ -74,7 +74,7 @@ static inline const char *kb_attention_fused_unsupported(const kb_shape *s)
  * index, so the blocks run longest first across all heads (every head's
  * last row tile, then every head's second last, ...): the short tiles fill
  * the tail.  (Longest first within each head, heads one after another, left
- * the last heads' long tiles running alone at the end: flash_bf16 causal
+ * the last heads' long tiles running alone at the end: flash_mma causal
  * ran at 0.78x its non-causal rate at 2x16x4096x4096x128, 0.96x this way.) */
 struct KbAttnTile {
     int row0;     /* first query row of the tile */
@@ -96,7 +96,7 @@ __device__ __forceinline__ KbAttnTile kb_attn_tile(int row_tiles, int heads, int
 }
 
 
-/* ---- mma.sync m16n8k16 in bf16: the PTX that flash_bf16 and flash_decode_mma share ---- */
+/* ---- mma.sync m16n8k16 in bf16: the PTX that flash_mma and flash_decode_mma share ---- */
 
 __device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], uint32_t addr)
 {

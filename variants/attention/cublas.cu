@@ -32,8 +32,8 @@
  * Gap to the limit: the score matrix round trip; a fused kernel never
  * writes it. */
 #include <cublas_v2.h>
-#include "kernels/attention.h"
-#include "kernels/softmax.h"
+#include "ops/attention.h"
+#include "ops/softmax.h"
 #include "kernels/cuda_util.h"
 #include "kernels/combine.cuh"
 #include "kernels/reduce.cuh"
@@ -191,14 +191,17 @@ static const char *unsupported(const kb_shape *s)
     return rows < 0 || rows > INT32_MAX ? "B*H*Tq > 2^31 - 1: cuBLAS and the softmax index rows with int" : NULL;
 }
 
-extern "C" const kb_variant attention_cublas = {
-    .name = "cublas",
-    .summary = "cuBLAS SGEMM (fp32 math), softmax over the score matrix, SGEMM",
-    .dtype = KB_F32,
-    .math = KB_MATH_F32,
-    .needs = KB_NEEDS_CUBLAS,
-    .unsupported = unsupported,
-    .setup = setup,
-    .teardown = teardown,
-    .launch = launch,
+extern "C" const kb_variant attention_cublas[] = {
+    {
+        .name = "cublas",
+        .summary = "cuBLAS SGEMM (fp32 math), softmax over the score matrix, SGEMM",
+        .dtype = KB_F32,
+        .math = KB_MATH_F32,
+        .needs = KB_NEEDS_CUBLAS,
+        .unsupported = unsupported,
+        .setup = setup,
+        .teardown = teardown,
+        .launch = launch,
+    },
+    KB_VARIANT_END,
 };

@@ -11,7 +11,7 @@
 
 #include <stdint.h>
 #include <cuda_bf16.h>
-#include "kernels/attention.h"
+#include "ops/attention.h"
 #include "kernels/cuda_util.h"
 #include "kernels/combine.cuh"
 #include "kernels/reduce.cuh"

@@ -26,7 +26,7 @@
  * blocks per SM), 53 KiB and 168 registers at D = 64 (three).  Shapes: D a
  * multiple of 8 up to 128, any B, H, Tq, Tk.
  *
- * Builds on flash_f32: the products on the tensor cores at fp32 accuracy.
+ * Builds on flash: the products on the tensor cores at fp32 accuracy.
  * Measured (results/h100/kbench-20261127-195738.csv; % of a sixth of the run's
  * 967 TFLOP/s bf16 ceiling): 60.6 TFLOP/s at 4x16x4096x4096x64 (37.6%, 2.12x
  * cublas), 60.9 at 2x16x4096x4096x128 (37.8%, 1.61x), 62.1 at
@@ -34,12 +34,12 @@
  * the run before), 57.0 at ..128c (35.4%, 2.86x; at the
  * power cap's 1756 MHz); PyTorch's fp32 SDPA 46.0 and 45.5 at the middle
  * two.
- * Gap to the limit: the MMAs issue at flash_bf16's rate, the mma.sync limit
+ * Gap to the limit: the MMAs issue at flash_mma's rate, the mma.sync limit
  * at 8-12 warps per SM, and the operand splits (~1800 instructions per 768
  * MMAs per warp and tile at D = 128), the scalar V loads and the softmax
  * share their issue slots.  History: docs/notes/attention.md. */
 #include <stdint.h>
-#include "kernels/attention.h"
+#include "ops/attention.h"
 #include "kernels/cuda_util.h"
 #include "variants/attention/attention_common.cuh"
 
@@ -379,13 +379,16 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
     KB_LAUNCHED();
 }
 
-extern "C" const kb_variant attention_flash_3xtf32 = {
-    .name = "flash_3xtf32",
-    .summary = "FlashAttention-2 in fp32 on tensor cores: 3xTF32 mma.sync m16n8k8, 64x64 tiles; D % 8 == 0, D <= 128",
-    .dtype = KB_F32,
-    .math = KB_MATH_3XTF32,
-    .min_cc = 80,
-    .unsupported = unsupported,
-    .setup = setup,
-    .launch = launch,
+extern "C" const kb_variant attention_flash_3xtf32[] = {
+    {
+        .name = "flash_3xtf32",
+        .summary = "FlashAttention-2 in fp32 on tensor cores: 3xTF32 mma.sync m16n8k8, 64x64 tiles; D % 8 == 0, D <= 128",
+        .dtype = KB_F32,
+        .math = KB_MATH_3XTF32,
+        .min_cc = 80,
+        .unsupported = unsupported,
+        .setup = setup,
+        .launch = launch,
+    },
+    KB_VARIANT_END,
 };

@@ -30,7 +30,7 @@
  * zeros.  Shapes: Tq <= 16 (more is a prefill: SKIP), D a multiple of 8 up
  * to 128, any B, H, Hkv, Tk with B*H*Tq < 2^31.
  *
- * Builds on flash_bf16 (the online softmax), with the split over keys in
+ * Builds on flash_mma (the online softmax), with the split over keys in
  * place of the split over query rows, which decoding does not have.
  * Measured (results/h100/kbench-20261127-195738.csv, cold L2, % of the
  * run's 3005 GB/s copy ceiling): 2132 GB/s (71%) at 1x32x1x32768x128x8,
@@ -38,7 +38,7 @@
  * and 2842 (95%) at B = 8 and Tk = 32768, 131072, 2763 (92%) at
  * 64x32x1x8192x128x8; PyTorch's SDPA in the same run 2099 (a 7%
  * spread), 2737 (9%), 2327 (8%), 2919 (2%), 3056 and 3008 (ahead of
- * ours at four of the six; ours 0.90-1.04x); cudnn_bf16 2079, 2773, 2473,
+ * ours at four of the six; ours 0.90-1.04x); cudnn 2079, 2773, 2473,
  * 2936, 3077 and 3033 (ours 0.90-1.03x).
  * Rounding the split's waves down (it had launched 2.4 waves at B = 8)
  * bought most of the B = 8 figures (2333 -> 2661 GB/s at Tk = 32768 in a
@@ -270,14 +270,17 @@ struct DecF32Kernel {
     static constexpr int kSmemBytes = DecF32<DP, RC>::kSmemBytes;
 };
 
-extern "C" const kb_variant attention_flash_decode = {
-    .name = "flash_decode",
-    .summary = "split-KV decoding, Tq <= 16: KV chunks per block for all query heads of a KV head, the last block merges",
-    .dtype = KB_BF16,
-    .math = KB_MATH_BF16,
-    .min_cc = 80,
-    .unsupported = dec_unsupported,
-    .setup = dec_setup<DecF32Kernel, 2>, /* two waves of blocks: more, shorter chunks measured slower */
-    .teardown = dec_teardown,
-    .launch = dec_launch<DecF32Kernel>,
+extern "C" const kb_variant attention_flash_decode[] = {
+    {
+        .name = "flash_decode",
+        .summary = "split-KV decoding, Tq <= 16: KV chunks per block for all query heads of a KV head, the last block merges",
+        .dtype = KB_BF16,
+        .math = KB_MATH_BF16,
+        .min_cc = 80,
+        .unsupported = dec_unsupported,
+        .setup = dec_setup<DecF32Kernel, 2>, /* two waves of blocks: more, shorter chunks measured slower */
+        .teardown = dec_teardown,
+        .launch = dec_launch<DecF32Kernel>,
+    },
+    KB_VARIANT_END,
 };

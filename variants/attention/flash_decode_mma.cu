@@ -27,13 +27,13 @@
  * Builds on flash_decode: the tile's arithmetic moves to the tensor cores.
  * Measured (results/h100/kbench-20261127-195738.csv, cold L2, % of the
  * run's 3005 GB/s copy ceiling): 2332 GB/s (77.6%) at 1x32x1x32768x128x8
- * (flash_decode 2132, cudnn_bf16 2079: 1.12x; PyTorch's SDPA, which runs
+ * (flash_decode 2132, cudnn 2079: 1.12x; PyTorch's SDPA, which runs
  * cuDNN's kernel, read 2099 with a 7% spread), 2719 (90%) at Tk = 131072
- * (SDPA 2737 with a 9% spread, cudnn_bf16 2773), 3041 (101%) at
- * 8x32x1x131072x128x8 (SDPA 3056, cudnn_bf16 3077), 2960 (98%) at
- * 64x32x1x8192x128x8 (SDPA 3008, cudnn_bf16 3033); causal Tq = 16 at
+ * (SDPA 2737 with a 9% spread, cudnn 2773), 3041 (101%) at
+ * 8x32x1x131072x128x8 (SDPA 3056, cudnn 3077), 2960 (98%) at
+ * 64x32x1x8192x128x8 (SDPA 3008, cudnn 3033); causal Tq = 16 at
  * 1x32x16x4096x128x8c 0.022 ms in a check call (flash_decode 0.077,
- * cudnn_bf16 0.056).
+ * cudnn 0.056).
  * Gap to the limit: 77.6% at 1x32x1x32768x128x8 against issue 16's 80%.
  * A plain read of the same 134 MB after the flush takes 52-54 us in the
  * event timing however it is spread (128 to 1056 blocks of 512 threads,
@@ -42,7 +42,7 @@
  * 40-50 us apart: SMs read 10% apart, and claiming tiles to even them out
  * did not pay), then 3.1 us to the merged output (traced before the last
  * block kept its own state), plus ~4 us of launch in the event timing.
- * From B = 8 it reads within 1-3% of cudnn_bf16. */
+ * From B = 8 it reads within 1-3% of cudnn. */
 #include "variants/attention/decode_split.cuh"
 
 /* Each warp's tiles in flight: 3 stages measured 2% faster than 2 at B = 8,
@@ -290,14 +290,17 @@ struct DecMmaKernel {
     static constexpr int kSmemBytes = DecMma<DP, RC, DEC_MMA_STAGES>::kSmemBytes;
 };
 
-extern "C" const kb_variant attention_flash_decode_mma = {
-    .name = "flash_decode_mma",
-    .summary = "flash_decode with each key tile on mma.sync m16n8k16 (the query rows padded to 16)",
-    .dtype = KB_BF16,
-    .math = KB_MATH_BF16,
-    .min_cc = 80,
-    .unsupported = dec_unsupported,
-    .setup = dec_setup<DecMmaKernel, 1>, /* one block an SM: one ramp; two an SM were slower (docs/notes/attention.md) */
-    .teardown = dec_teardown,
-    .launch = dec_launch<DecMmaKernel>,
+extern "C" const kb_variant attention_flash_decode_mma[] = {
+    {
+        .name = "flash_decode_mma",
+        .summary = "flash_decode with each key tile on mma.sync m16n8k16 (the query rows padded to 16)",
+        .dtype = KB_BF16,
+        .math = KB_MATH_BF16,
+        .min_cc = 80,
+        .unsupported = dec_unsupported,
+        .setup = dec_setup<DecMmaKernel, 1>, /* one block an SM: one ramp; two an SM were slower (docs/notes/attention.md) */
+        .teardown = dec_teardown,
+        .launch = dec_launch<DecMmaKernel>,
+    },
+    KB_VARIANT_END,
 };

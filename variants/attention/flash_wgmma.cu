@@ -49,17 +49,17 @@
  * over V's four panels (the B descriptor's leading byte offset is the
  * panel stride: 8 KiB here, 16 KiB at D = 128).
  *
- * Builds on flash_bf16: the same algorithm, from mma.sync to wgmma with a
+ * Builds on flash_mma: the same algorithm, from mma.sync to wgmma with a
  * TMA producer warpgroup.
  * Measured (results/h100/kbench-20261127-195738.csv, 1980 MHz unless
- * noted, PyTorch's SDPA and cudnn_bf16 in the same run): 694 TFLOP/s at
- * 2x16x4096x4096x128 (1.05x SDPA, 1.03x cudnn_bf16), 525 at
+ * noted, PyTorch's SDPA and cudnn in the same run): 694 TFLOP/s at
+ * 2x16x4096x4096x128 (1.05x SDPA, 1.03x cudnn), 525 at
  * 4x16x4096x4096x64 (1.10x, 0.97x), causal 600 at 1920 MHz and 451 at
- * 1890 MHz (1.14x and 1.09x SDPA, 1.10x and 1.00x cudnn_bf16), 708 at the
+ * 1890 MHz (1.14x and 1.09x SDPA, 1.10x and 1.00x cudnn), 708 at the
  * GQA 2x32x4096x4096x128x8 (1.05x, 1.04x); 723 at 4x16x8192x8192x128
  * (1.05x SDPA) and 585 causal at 1860 MHz (0.96x, 0.91x); 805 at D = 256
- * and 681 causal (1.11x and 1.14x cudnn_bf16); 549 at the chunked prefill
- * 1x32x512x4096x128c (1.04x cudnn_bf16).
+ * and 681 causal (1.11x and 1.14x cudnn); 549 at the chunked prefill
+ * 1x32x512x4096x128c (1.04x cudnn).
  * Gap to the limit: 72% of the run's bf16 ceiling (967 TFLOP/s) at
  * D = 128, where cuDNN's kernel reaches 70%; 83% at D = 256 (cuDNN 75%).
  * History:
@@ -69,7 +69,7 @@
 #include <string.h>
 #include <cuda.h>
 #include <cuda_bf16.h>
-#include "kernels/attention.h"
+#include "ops/attention.h"
 #include "kernels/cuda_util.h"
 #include "kernels/tensor_map.h"
 #include "kernels/cp_async.cuh"
@@ -1099,14 +1099,17 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
     KB_LAUNCHED();
 }
 
-extern "C" const kb_variant attention_flash_wgmma = {
-    .name = "flash_wgmma",
-    .summary = "FlashAttention-3 structure: TMA producer warpgroup, 2-3 wgmma consumers, P in registers; D 64, 128, 256",
-    .dtype = KB_BF16,
-    .math = KB_MATH_BF16,
-    .min_cc = 90,
-    .unsupported = unsupported,
-    .setup = setup,
-    .teardown = teardown,
-    .launch = launch,
+extern "C" const kb_variant attention_flash_wgmma[] = {
+    {
+        .name = "flash_wgmma",
+        .summary = "FlashAttention-3 structure: TMA producer warpgroup, 2-3 wgmma consumers, P in registers; D 64, 128, 256",
+        .dtype = KB_BF16,
+        .math = KB_MATH_BF16,
+        .min_cc = 90,
+        .unsupported = unsupported,
+        .setup = setup,
+        .teardown = teardown,
+        .launch = launch,
+    },
+    KB_VARIANT_END,
 };

@@ -23,7 +23,7 @@
  * Gap to the limit: far: the fused kernels never write S at all.
  * Grouped-query attention: query head bh reads KV head bh / (H / Hkv).  A
  * causal row that sees no key (Tq > Tk) is zeros, as the softmax op's. */
-#include "kernels/attention.h"
+#include "ops/attention.h"
 #include "kernels/cuda_util.h"
 #include "kernels/combine.cuh"
 #include "kernels/reduce.cuh"
@@ -137,12 +137,15 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
     KB_LAUNCHED();
 }
 
-extern "C" const kb_variant attention_naive = {
-    .name = "naive",
-    .summary = "three kernels: scores to global memory, row softmax, weighted sum",
-    .dtype = KB_F32,
-    .math = KB_MATH_F32,
-    .setup = setup,
-    .teardown = teardown,
-    .launch = launch,
+extern "C" const kb_variant attention_naive[] = {
+    {
+        .name = "naive",
+        .summary = "three kernels: scores to global memory, row softmax, weighted sum",
+        .dtype = KB_F32,
+        .math = KB_MATH_F32,
+        .setup = setup,
+        .teardown = teardown,
+        .launch = launch,
+    },
+    KB_VARIANT_END,
 };

@@ -6,7 +6,7 @@
  * Gap to the limit: none to the measured ceiling; 90% of the 3352 GB/s
  * datasheet figure (docs/ceilings.md says why the two differ). History:
  * docs/notes/elementwise.md. */
-#include "kernels/copy.h"
+#include "ops/copy.h"
 #include "kernels/cuda_util.h"
 
 static const char *launch(const void *args, void *ctx, cudaStream_t stream)
@@ -17,10 +17,13 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
                                           cudaMemcpyDeviceToDevice, stream));
 }
 
-extern "C" const kb_variant copy_memcpy = {
-    .name = "memcpy",
-    .summary = "cudaMemcpyAsync device-to-device (baseline)",
-    .dtype = KB_F32,
-    .math = KB_MATH_F32,
-    .launch = launch,
+extern "C" const kb_variant copy_memcpy[] = {
+    {
+        .name = "memcpy",
+        .summary = "cudaMemcpyAsync device-to-device (baseline)",
+        .dtype = KB_F32,
+        .math = KB_MATH_F32,
+        .launch = launch,
+    },
+    KB_VARIANT_END,
 };

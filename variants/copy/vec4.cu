@@ -8,7 +8,7 @@
  * at 268435456, 92.2% of the run's 3005 GB/s memory ceiling, 0.92x memcpy.
  * Gap to the limit: 8 points to memcpy's copy kernels, which reach the ceiling.
  * History: docs/notes/elementwise.md. */
-#include "kernels/copy.h"
+#include "ops/copy.h"
 #include "kernels/cuda_util.h"
 
 #define UNROLL 4
@@ -56,10 +56,13 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
     KB_LAUNCHED();
 }
 
-extern "C" const kb_variant copy_vec4 = {
-    .name = "vec4",
-    .summary = "grid-stride float4 copy, 4 loads in flight per thread",
-    .dtype = KB_F32,
-    .math = KB_MATH_F32,
-    .launch = launch,
+extern "C" const kb_variant copy_vec4[] = {
+    {
+        .name = "vec4",
+        .summary = "grid-stride float4 copy, 4 loads in flight per thread",
+        .dtype = KB_F32,
+        .math = KB_MATH_F32,
+        .launch = launch,
+    },
+    KB_VARIANT_END,
 };

@@ -10,9 +10,9 @@
  * row; rows are contiguous, so a warp still reads whole lines. History:
  * docs/notes/elementwise.md. */
 #include "kernels/cuda_util.h"
-#include "kernels/embed.h"
+#include "ops/embed.h"
 #include "kernels/posenc.cuh"
-#include "kernels/posenc.h"
+#include "ops/posenc.h"
 
 __global__ void embed_fused_kernel(int64_t n, int T, int D, const int *__restrict__ ids,
                                    const float *__restrict__ table, float *__restrict__ y)
@@ -44,10 +44,13 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
     KB_LAUNCHED();
 }
 
-extern "C" const kb_variant embed_fused = {
-    .name = "fused",
-    .summary = "one kernel: gather the table row and add PE, y written once",
-    .dtype = KB_F32,
-    .math = KB_MATH_F32,
-    .launch = launch,
+extern "C" const kb_variant embed_fused[] = {
+    {
+        .name = "fused",
+        .summary = "one kernel: gather the table row and add PE, y written once",
+        .dtype = KB_F32,
+        .math = KB_MATH_F32,
+        .launch = launch,
+    },
+    KB_VARIANT_END,
 };

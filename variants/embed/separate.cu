@@ -8,9 +8,9 @@
  * Gap to the limit: 2.5x, the round trip of y through memory (fused removes
  * it).  History: docs/notes/elementwise.md. */
 #include "kernels/cuda_util.h"
-#include "kernels/embed.h"
+#include "ops/embed.h"
 #include "kernels/posenc.cuh"
-#include "kernels/posenc.h"
+#include "ops/posenc.h"
 
 __global__ void embed_gather_kernel(int64_t n, int D, const int *ids, const float *table, float *y)
 {
@@ -54,10 +54,13 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
     KB_LAUNCHED();
 }
 
-extern "C" const kb_variant embed_separate = {
-    .name = "separate",
-    .summary = "gather kernel, then a PE-add kernel reading y back (baseline)",
-    .dtype = KB_F32,
-    .math = KB_MATH_F32,
-    .launch = launch,
+extern "C" const kb_variant embed_separate[] = {
+    {
+        .name = "separate",
+        .summary = "gather kernel, then a PE-add kernel reading y back (baseline)",
+        .dtype = KB_F32,
+        .math = KB_MATH_F32,
+        .launch = launch,
+    },
+    KB_VARIANT_END,
 };

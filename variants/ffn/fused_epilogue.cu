@@ -25,7 +25,7 @@
  * docs/notes/matmul.md. */
 #include <stdint.h>
 #include <stdlib.h>
-#include "kernels/ffn.h"
+#include "ops/ffn.h"
 #include "kernels/cuda_util.h"
 #include "kernels/gemm_pipeline.cuh"
 
@@ -98,13 +98,16 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
     KB_LAUNCHED();
 }
 
-extern "C" const kb_variant ffn_fused_epilogue = {
-    .name = "fused_epilogue",
-    .summary = "two double_buffered GEMMs, bias (+ ReLU) applied in each GEMM's store",
-    .dtype = KB_F32,
-    .math = KB_MATH_F32,
-    .min_cc = 80,
-    .setup = setup,
-    .teardown = teardown,
-    .launch = launch,
+extern "C" const kb_variant ffn_fused_epilogue[] = {
+    {
+        .name = "fused_epilogue",
+        .summary = "two double_buffered GEMMs, bias (+ ReLU) applied in each GEMM's store",
+        .dtype = KB_F32,
+        .math = KB_MATH_F32,
+        .min_cc = 80,
+        .setup = setup,
+        .teardown = teardown,
+        .launch = launch,
+    },
+    KB_VARIANT_END,
 };

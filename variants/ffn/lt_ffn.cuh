@@ -1,5 +1,5 @@
 /* The ffn baselines' two fused cuBLASLt products (cublaslt in fp32,
- * cublaslt_bf16 in bf16), in one storage type: h = relu(x W1 + b1) with
+ * cublaslt in bf16), in one storage type: h = relu(x W1 + b1) with
  * CUBLASLT_EPILOGUE_RELU_BIAS, then y = h W2 + b2 with
  * CUBLASLT_EPILOGUE_BIAS, fp32 accumulation (CUBLAS_COMPUTE_32F).  The
  * handle, plans, workspace and the M x F hidden h are made in setup, from
@@ -9,7 +9,7 @@
 #define KBENCH_VARIANTS_FFN_LT_FFN_CUH
 
 #include <stdlib.h>
-#include "kernels/ffn.h"
+#include "ops/ffn.h"
 #include "kernels/lt_gemm.h"
 
 typedef struct {

@@ -21,8 +21,8 @@
  * removes them), then the GEMMs' own gap (see fused_epilogue). History:
  * docs/notes/matmul.md. */
 #include <stdlib.h>
-#include "kernels/ffn.h"
-#include "kernels/matmul.h"
+#include "ops/ffn.h"
+#include "ops/matmul.h"
 #include "kernels/cuda_util.h"
 
 extern "C" const kb_variant matmul_double_buffered;
@@ -135,13 +135,16 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
     KB_LAUNCHED();
 }
 
-extern "C" const kb_variant ffn_separate = {
-    .name = "separate",
-    .summary = "double_buffered GEMM, bias+ReLU kernel, GEMM, bias kernel (unfused)",
-    .dtype = KB_F32,
-    .math = KB_MATH_F32,
-    .min_cc = 80,
-    .setup = setup,
-    .teardown = teardown,
-    .launch = launch,
+extern "C" const kb_variant ffn_separate[] = {
+    {
+        .name = "separate",
+        .summary = "double_buffered GEMM, bias+ReLU kernel, GEMM, bias kernel (unfused)",
+        .dtype = KB_F32,
+        .math = KB_MATH_F32,
+        .min_cc = 80,
+        .setup = setup,
+        .teardown = teardown,
+        .launch = launch,
+    },
+    KB_VARIANT_END,
 };

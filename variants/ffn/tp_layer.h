@@ -21,7 +21,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
-#include "kernels/ffn.h"
+#include "ops/ffn.h"
 #include "kernels/lt_gemm.h"
 #include "kernels/nccl_comm.h"
 

@@ -1,12 +1,12 @@
 /* ffn tp_nccl: the bf16 layer tensor-parallel over the run's GPUs, Megatron
- * style (variants/ffn/tp_layer.h): each GPU runs cublaslt_bf16's two fused
+ * style (variants/ffn/tp_layer.h): each GPU runs cublaslt's two fused
  * products on its shard, W1's F/R columns then W2's F/R rows (rank 0's adds
  * b2), and one ncclAllReduce (sum, bf16) of the M x D partial y, in place,
  * leaves y on the first GPU.  Launch forks every GPU's stream from the
  * timed one, enqueues GEMM, GEMM, all-reduce on each, and joins them back.
  * Any R >= 2 that divides F; weights sharded and x replicated in setup.
  *
- * Builds on cublaslt_bf16 (the bf16 baseline, so the speedup column is
+ * Builds on cublaslt (the bf16 baseline, so the speedup column is
  * "x the same layer on one GPU").
  * Prediction at 8192x8192x32768 on 2 H200s: each GPU does half of the
  * ~12 ms one-GPU layer (~6 ms at the same ~730 TFLOP/s: the shard GEMMs,
@@ -17,7 +17,7 @@
  * KB_MATH_BF16's bound.
  * Measured (results/h200-x2/kbench-20261123-233258.csv, 2 H200, sw_power_cap
  * at 1834 MHz, the one-GPU row at 1555): 6.66 ms at 8192x8192x32768, 1.83x
- * cublaslt_bf16 (0.547x its time, 91% scaling efficiency).
+ * cublaslt (0.547x its time, 91% scaling efficiency).
  * Gap to the limit: the exposed all-reduce, ~7% of the time at 2 GPUs and
  * a growing share at more (compute shrinks as 1/R, the ring's traffic
  * does not); tp_overlap hides it behind the GEMMs.
@@ -47,16 +47,19 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
     return err ? err : cur;
 }
 
-extern "C" const kb_variant ffn_tp_nccl = {
-    .name = "tp_nccl",
-    .summary = "tensor-parallel over the run's GPUs: sharded cuBLASLt bf16 GEMMs, one NCCL all-reduce",
-    .dtype = KB_BF16,
-    .math = KB_MATH_BF16,
-    .needs = KB_NEEDS_CUBLAS | KB_NEEDS_NCCL,
-    .min_cc = 80,
-    .min_devices = 2,
-    .unsupported = tp_unsupported,
-    .setup = setup,
-    .teardown = tp_teardown,
-    .launch = launch,
+extern "C" const kb_variant ffn_tp_nccl[] = {
+    {
+        .name = "tp_nccl",
+        .summary = "tensor-parallel over the run's GPUs: sharded cuBLASLt bf16 GEMMs, one NCCL all-reduce",
+        .dtype = KB_BF16,
+        .math = KB_MATH_BF16,
+        .needs = KB_NEEDS_CUBLAS | KB_NEEDS_NCCL,
+        .min_cc = 80,
+        .min_devices = 2,
+        .unsupported = tp_unsupported,
+        .setup = setup,
+        .teardown = tp_teardown,
+        .launch = launch,
+    },
+    KB_VARIANT_END,
 };

@@ -25,7 +25,7 @@
  * for their slowest block; layernorm's two register passes and gamma/beta
  * loads add 4 (1024x32768) to 15 (128x262144) points to softmax's loss.
  * History: docs/notes/softmax-layernorm.md. */
-#include "kernels/layernorm.h"
+#include "ops/layernorm.h"
 #include "kernels/cuda_util.h"
 #include "kernels/cluster_row.cuh"
 #include "kernels/combine.cuh"
@@ -108,13 +108,16 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
         cudaLaunchKernelEx(&cfg, kernel_for(a->C), a->C, a->eps, a->x, a->gamma, a->beta, a->y));
 }
 
-extern "C" const kb_variant layernorm_long_row = {
-    .name = "long_row",
-    .summary = "C >= 32768: a thread-block cluster per row, the row in its registers, DSMEM merge",
-    .dtype = KB_F32,
-    .math = KB_MATH_F32,
-    .min_cc = 90,
-    .unsupported = kb_unsupported_cols<kb_cluster_row_unsupported>,
-    .setup = setup,
-    .launch = launch,
+extern "C" const kb_variant layernorm_long_row[] = {
+    {
+        .name = "long_row",
+        .summary = "C >= 32768: a thread-block cluster per row, the row in its registers, DSMEM merge",
+        .dtype = KB_F32,
+        .math = KB_MATH_F32,
+        .min_cc = 90,
+        .unsupported = kb_unsupported_cols<kb_cluster_row_unsupported>,
+        .setup = setup,
+        .launch = launch,
+    },
+    KB_VARIANT_END,
 };

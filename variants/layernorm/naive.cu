@@ -18,7 +18,7 @@
  * Gap to the limit: 13.1x; every later file fixes one thing. History:
  * docs/notes/softmax-layernorm.md. */
 #include <math.h>
-#include "kernels/layernorm.h"
+#include "ops/layernorm.h"
 #include "kernels/cuda_util.h"
 
 #define BLOCK 128
@@ -58,10 +58,13 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
     KB_LAUNCHED();
 }
 
-extern "C" const kb_variant layernorm_naive = {
-    .name = "naive",
-    .summary = "one thread per row, three passes over global memory",
-    .dtype = KB_F32,
-    .math = KB_MATH_F32,
-    .launch = launch,
+extern "C" const kb_variant layernorm_naive[] = {
+    {
+        .name = "naive",
+        .summary = "one thread per row, three passes over global memory",
+        .dtype = KB_F32,
+        .math = KB_MATH_F32,
+        .launch = launch,
+    },
+    KB_VARIANT_END,
 };

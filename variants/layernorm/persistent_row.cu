@@ -23,7 +23,7 @@
  * for softmax persistent_row, the start and the end of a launch, and one to
  * three points more for layernorm's second pass over each chunk. History:
  * docs/notes/softmax-layernorm.md. */
-#include "kernels/layernorm.h"
+#include "ops/layernorm.h"
 #include "kernels/cuda_util.h"
 #include "kernels/combine.cuh"
 #include "kernels/reduce.cuh"
@@ -127,13 +127,16 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
                                  LayernormRowOp::Args{a->C, a->eps, a->x, a->gamma, a->beta, a->y}, stream);
 }
 
-extern "C" const kb_variant layernorm_persistent_row = {
-    .name = "persistent_row",
-    .summary = "8192 <= C <= 262144: a persistent block per SM streams 8192-float chunks by bulk copies, gamma and beta in registers",
-    .dtype = KB_F32,
-    .math = KB_MATH_F32,
-    .unsupported = kb_unsupported_cols<kb_persist_row_unsupported>,
-    .setup = setup,
-    .teardown = kb_persist_row_teardown,
-    .launch = launch,
+extern "C" const kb_variant layernorm_persistent_row[] = {
+    {
+        .name = "persistent_row",
+        .summary = "8192 <= C <= 262144: a persistent block per SM streams 8192-float chunks by bulk copies, gamma and beta in registers",
+        .dtype = KB_F32,
+        .math = KB_MATH_F32,
+        .unsupported = kb_unsupported_cols<kb_persist_row_unsupported>,
+        .setup = setup,
+        .teardown = kb_persist_row_teardown,
+        .launch = launch,
+    },
+    KB_VARIANT_END,
 };

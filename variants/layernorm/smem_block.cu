@@ -14,7 +14,7 @@
  * Gap to the limit: 5 points at 65536x4096, far more where the re-reads miss L1
  * (36.7% at 1024x32768) and on short rows, which waste most of the block.
  * History: docs/notes/softmax-layernorm.md. */
-#include "kernels/layernorm.h"
+#include "ops/layernorm.h"
 #include "kernels/cuda_util.h"
 #include "kernels/combine.cuh"
 #include "kernels/reduce.cuh"
@@ -52,10 +52,13 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
     KB_LAUNCHED();
 }
 
-extern "C" const kb_variant layernorm_smem_block = {
-    .name = "smem_block",
-    .summary = "one block per row, shared-memory tree reductions, three passes",
-    .dtype = KB_F32,
-    .math = KB_MATH_F32,
-    .launch = launch,
+extern "C" const kb_variant layernorm_smem_block[] = {
+    {
+        .name = "smem_block",
+        .summary = "one block per row, shared-memory tree reductions, three passes",
+        .dtype = KB_F32,
+        .math = KB_MATH_F32,
+        .launch = launch,
+    },
+    KB_VARIANT_END,
 };

@@ -27,7 +27,7 @@
  * idle while it waits), plus the second pass over the chunk and the gamma and
  * beta loads: about 5 points below softmax. History:
  * docs/notes/softmax-layernorm.md. */
-#include "kernels/layernorm.h"
+#include "ops/layernorm.h"
 #include "kernels/cuda_util.h"
 #include "kernels/split_row.cuh"
 #include "kernels/combine.cuh"
@@ -116,13 +116,16 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
     KB_LAUNCHED();
 }
 
-extern "C" const kb_variant layernorm_split_row = {
-    .name = "split_row",
-    .summary = "C >= 32768: chunks of 8192 in shared memory, one block each, Welford triples traded through global memory",
-    .dtype = KB_F32,
-    .math = KB_MATH_F32,
-    .unsupported = kb_unsupported_cols<kb_split_row_unsupported>,
-    .setup = setup,
-    .teardown = kb_split_row_teardown,
-    .launch = launch,
+extern "C" const kb_variant layernorm_split_row[] = {
+    {
+        .name = "split_row",
+        .summary = "C >= 32768: chunks of 8192 in shared memory, one block each, Welford triples traded through global memory",
+        .dtype = KB_F32,
+        .math = KB_MATH_F32,
+        .unsupported = kb_unsupported_cols<kb_split_row_unsupported>,
+        .setup = setup,
+        .teardown = kb_split_row_teardown,
+        .launch = launch,
+    },
+    KB_VARIANT_END,
 };

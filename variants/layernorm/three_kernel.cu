@@ -19,7 +19,7 @@
  * Gap to the limit: 2.5x, the two extra passes over x (fused by smem_block).
  * History: docs/notes/softmax-layernorm.md. */
 #include <stdlib.h>
-#include "kernels/layernorm.h"
+#include "ops/layernorm.h"
 #include "kernels/cuda_util.h"
 #include "kernels/combine.cuh"
 #include "kernels/reduce.cuh"
@@ -107,12 +107,15 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
     KB_LAUNCHED();
 }
 
-extern "C" const kb_variant layernorm_three_kernel = {
-    .name = "three_kernel",
-    .summary = "mean, variance and normalize kernels; per-row workspaces",
-    .dtype = KB_F32,
-    .math = KB_MATH_F32,
-    .setup = setup,
-    .teardown = teardown,
-    .launch = launch,
+extern "C" const kb_variant layernorm_three_kernel[] = {
+    {
+        .name = "three_kernel",
+        .summary = "mean, variance and normalize kernels; per-row workspaces",
+        .dtype = KB_F32,
+        .math = KB_MATH_F32,
+        .setup = setup,
+        .teardown = teardown,
+        .launch = launch,
+    },
+    KB_VARIANT_END,
 };

@@ -12,7 +12,7 @@
  * at 65536x4096, 45.4% of the run's 3005 GB/s memory ceiling, 5.96x naive.
  * Gap to the limit: 2.2x, the re-reads of x and 4-byte loads (fixed by
  * welford).  History: docs/notes/softmax-layernorm.md. */
-#include "kernels/layernorm.h"
+#include "ops/layernorm.h"
 #include "kernels/cuda_util.h"
 #include "kernels/combine.cuh"
 #include "kernels/reduce.cuh"
@@ -56,10 +56,13 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
     KB_LAUNCHED();
 }
 
-extern "C" const kb_variant layernorm_warp = {
-    .name = "warp",
-    .summary = "one warp per row, shuffle reductions, three passes",
-    .dtype = KB_F32,
-    .math = KB_MATH_F32,
-    .launch = launch,
+extern "C" const kb_variant layernorm_warp[] = {
+    {
+        .name = "warp",
+        .summary = "one warp per row, shuffle reductions, three passes",
+        .dtype = KB_F32,
+        .math = KB_MATH_F32,
+        .launch = launch,
+    },
+    KB_VARIANT_END,
 };

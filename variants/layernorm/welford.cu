@@ -27,7 +27,7 @@
  * no loads in flight on that row, which other rows on the SM (or other SMs, at
  * one 1024-thread block per SM for C = 32768) must cover. History:
  * docs/notes/softmax-layernorm.md. */
-#include "kernels/layernorm.h"
+#include "ops/layernorm.h"
 #include "kernels/cuda_util.h"
 #include "kernels/combine.cuh"
 #include "kernels/cache_hints.cuh"
@@ -100,10 +100,13 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
     KB_LAUNCHED();
 }
 
-extern "C" const kb_variant layernorm_welford = {
-    .name = "welford",
-    .summary = "one-pass shifted Welford, float4, row in registers (two reads past C = 32768)",
-    .dtype = KB_F32,
-    .math = KB_MATH_F32,
-    .launch = launch,
+extern "C" const kb_variant layernorm_welford[] = {
+    {
+        .name = "welford",
+        .summary = "one-pass shifted Welford, float4, row in registers (two reads past C = 32768)",
+        .dtype = KB_F32,
+        .math = KB_MATH_F32,
+        .launch = launch,
+    },
+    KB_VARIANT_END,
 };

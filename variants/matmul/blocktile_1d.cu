@@ -11,7 +11,7 @@
  * Gap to the limit: 3.9x; A values are still reloaded for every column; the 2D
  * tile in the next file reuses both operands from registers. History:
  * docs/notes/matmul.md. */
-#include "kernels/matmul.h"
+#include "ops/matmul.h"
 #include "kernels/cuda_util.h"
 
 constexpr int kBM = 64, kBN = 64, kBK = 8, kTM = 8;
@@ -70,10 +70,13 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
     KB_LAUNCHED();
 }
 
-extern "C" const kb_variant matmul_blocktile_1d = {
-    .name = "blocktile_1d",
-    .summary = "64x64 block tile, each thread a column of 8 outputs",
-    .dtype = KB_F32,
-    .math = KB_MATH_F32,
-    .launch = launch,
+extern "C" const kb_variant matmul_blocktile_1d[] = {
+    {
+        .name = "blocktile_1d",
+        .summary = "64x64 block tile, each thread a column of 8 outputs",
+        .dtype = KB_F32,
+        .math = KB_MATH_F32,
+        .launch = launch,
+    },
+    KB_VARIANT_END,
 };

@@ -13,7 +13,7 @@
  * Gap to the limit: 2.9x; loads are scalar (4 bytes per instruction), and the
  * Bs reads of a warp are spread over 512 bytes (4-way bank conflicts). History:
  * docs/notes/matmul.md. */
-#include "kernels/matmul.h"
+#include "ops/matmul.h"
 #include "kernels/cuda_util.h"
 
 constexpr int kBM = 128, kBN = 128, kBK = 8, kTM = 8, kTN = 8;
@@ -90,10 +90,13 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
     KB_LAUNCHED();
 }
 
-extern "C" const kb_variant matmul_blocktile_2d = {
-    .name = "blocktile_2d",
-    .summary = "128x128 block tile, 8x8 outputs per thread",
-    .dtype = KB_F32,
-    .math = KB_MATH_F32,
-    .launch = launch,
+extern "C" const kb_variant matmul_blocktile_2d[] = {
+    {
+        .name = "blocktile_2d",
+        .summary = "128x128 block tile, 8x8 outputs per thread",
+        .dtype = KB_F32,
+        .math = KB_MATH_F32,
+        .launch = launch,
+    },
+    KB_VARIANT_END,
 };

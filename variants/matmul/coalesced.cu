@@ -12,7 +12,7 @@
  * 5.5 TFLOP/s (8.7%) at 8192^3, 0.11x cublas.
  * Gap to the limit: 10.7x; every FMA needs two loads from L1/L2 and nothing is
  * reused from registers or shared memory.  History: docs/notes/matmul.md. */
-#include "kernels/matmul.h"
+#include "ops/matmul.h"
 #include "kernels/cuda_util.h"
 
 constexpr int kBlockSide = 32;
@@ -43,10 +43,13 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
     KB_LAUNCHED();
 }
 
-extern "C" const kb_variant matmul_coalesced = {
-    .name = "coalesced",
-    .summary = "one thread per output, threadIdx.x along a row: coalesced B and C",
-    .dtype = KB_F32,
-    .math = KB_MATH_F32,
-    .launch = launch,
+extern "C" const kb_variant matmul_coalesced[] = {
+    {
+        .name = "coalesced",
+        .summary = "one thread per output, threadIdx.x along a row: coalesced B and C",
+        .dtype = KB_F32,
+        .math = KB_MATH_F32,
+        .launch = launch,
+    },
+    KB_VARIANT_END,
 };

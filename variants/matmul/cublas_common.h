@@ -1,11 +1,11 @@
-/* cuBLAS plumbing shared by the cublas, cublas_tf32 and cublas_bf16
+/* cuBLAS plumbing shared by the cublas, cublas_tf32 and cublas
  * variants: a handle made in .setup with a chosen math mode, destroyed in
  * .teardown, and the row-major product expressed as a column-major GEMM. */
 #ifndef KBENCH_MATMUL_CUBLAS_COMMON_H
 #define KBENCH_MATMUL_CUBLAS_COMMON_H
 
 #include <cublas_v2.h>
-#include "kernels/matmul.h"
+#include "ops/matmul.h"
 
 /* A static string for a cuBLAS status, NULL for success. */
 static inline const char *kb_cublas_error(cublasStatus_t s)

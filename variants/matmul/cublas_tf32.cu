@@ -9,7 +9,7 @@
  * ceiling), 7.74x and 7.95x cublas.
  * Gap to the limit: 17.8 points at 4096^3; 15.5 points at 8192^3.
  * History: docs/notes/matmul.md. */
-#include "kernels/matmul.h"
+#include "ops/matmul.h"
 #include "variants/matmul/cublas_common.h"
 
 static const char *setup(const void *args, void **ctx)
@@ -18,13 +18,16 @@ static const char *setup(const void *args, void **ctx)
     return kb_cublas_setup(ctx, CUBLAS_TF32_TENSOR_OP_MATH);
 }
 
-extern "C" const kb_variant matmul_cublas_tf32 = {
-    .name = "cublas_tf32",
-    .summary = "cuBLAS SGEMM with tf32 tensor-core math",
-    .dtype = KB_F32,
-    .math = KB_MATH_TF32,
-    .needs = KB_NEEDS_CUBLAS,
-    .setup = setup,
-    .teardown = kb_cublas_teardown,
-    .launch = kb_cublas_matmul,
+extern "C" const kb_variant matmul_cublas_tf32[] = {
+    {
+        .name = "cublas_tf32",
+        .summary = "cuBLAS SGEMM with tf32 tensor-core math",
+        .dtype = KB_F32,
+        .math = KB_MATH_TF32,
+        .needs = KB_NEEDS_CUBLAS,
+        .setup = setup,
+        .teardown = kb_cublas_teardown,
+        .launch = kb_cublas_matmul,
+    },
+    KB_VARIANT_END,
 };

@@ -27,7 +27,7 @@
  * the rest is issue and latency that one block of 8 warps per SM does not fully
  * hide.  History: docs/notes/matmul.md. */
 #include <stdint.h>
-#include "kernels/matmul.h"
+#include "ops/matmul.h"
 #include "kernels/cuda_util.h"
 #include "kernels/gemm_pipeline.cuh"  /* the kernel, shared with the ffn variants */
 
@@ -79,12 +79,15 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
     return launch_config<DbFlagship>((const kb_matmul_args *)args, stream);
 }
 
-extern "C" const kb_variant matmul_double_buffered = {
-    .name = "double_buffered",
-    .summary = "warp tiling + 3-stage cp.async pipeline, 128x256x32 block, 8x16 per thread",
-    .dtype = KB_F32,
-    .math = KB_MATH_F32,
-    .min_cc = 80,
-    .setup = setup,
-    .launch = launch,
+extern "C" const kb_variant matmul_double_buffered[] = {
+    {
+        .name = "double_buffered",
+        .summary = "warp tiling + 3-stage cp.async pipeline, 128x256x32 block, 8x16 per thread",
+        .dtype = KB_F32,
+        .math = KB_MATH_F32,
+        .min_cc = 80,
+        .setup = setup,
+        .launch = launch,
+    },
+    KB_VARIANT_END,
 };

@@ -18,17 +18,17 @@
  * other shapes copy element by element (same kernel, Vec = false).  Every
  * shape runs.
  *
- * Builds on: double_buffered (the fp32 pipeline) and attention flash_bf16
+ * Builds on: double_buffered (the fp32 pipeline) and attention flash_mma
  * (the same MMA and ldmatrix), now a bf16 GEMM on the tensor cores.
  * Measured (results/h100/kbench-20261127-195738.csv): 113 TFLOP/s at 4096^3
- * (0.14x cublas_bf16), 115 at 8192^3 (0.15x); 0.13-0.20x at the transformer
+ * (0.14x cublas), 115 at 8192^3 (0.15x); 0.13-0.20x at the transformer
  * shapes.
  * Gap to the limit: the dense bf16 tensor peak, ~990 TFLOP/s on H100 SXM;
  * mma.sync reaches at most about 2/3 of it on Hopper (the full rate needs
  * wgmma), and the bank conflicts and small warp tile keep this rung far
  * below that. */
 #include <stdint.h>
-#include "kernels/matmul.h"
+#include "ops/matmul.h"
 #include "kernels/cuda_util.h"
 #include "variants/matmul/bf16_common.cuh"
 
@@ -144,11 +144,14 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
     KB_LAUNCHED();
 }
 
-extern "C" const kb_variant matmul_mma_sync = {
-    .name = "mma_sync",
-    .summary = "bf16 mma.sync m16n8k16 + ldmatrix, 2-stage cp.async, 128x128x32 block, 64x32 per warp",
-    .dtype = KB_BF16,
-    .math = KB_MATH_BF16,
-    .min_cc = 80,
-    .launch = launch,
+extern "C" const kb_variant matmul_mma_sync[] = {
+    {
+        .name = "mma_sync",
+        .summary = "bf16 mma.sync m16n8k16 + ldmatrix, 2-stage cp.async, 128x128x32 block, 64x32 per warp",
+        .dtype = KB_BF16,
+        .math = KB_MATH_BF16,
+        .min_cc = 80,
+        .launch = launch,
+    },
+    KB_VARIANT_END,
 };

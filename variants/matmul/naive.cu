@@ -8,7 +8,7 @@
  * 0.50 TFLOP/s (0.8%) at 8192^3, 0.01x cublas.
  * Gap to the limit: 126.2x; memory-bound on uncoalesced A reads. History:
  * docs/notes/matmul.md. */
-#include "kernels/matmul.h"
+#include "ops/matmul.h"
 #include "kernels/cuda_util.h"
 
 __global__ void matmul_naive_kernel(int M, int N, int K, const float *A,
@@ -34,10 +34,13 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
     KB_LAUNCHED();
 }
 
-extern "C" const kb_variant matmul_naive = {
-    .name = "naive",
-    .summary = "one thread per output, uncoalesced A reads",
-    .dtype = KB_F32,
-    .math = KB_MATH_F32,
-    .launch = launch,
+extern "C" const kb_variant matmul_naive[] = {
+    {
+        .name = "naive",
+        .summary = "one thread per output, uncoalesced A reads",
+        .dtype = KB_F32,
+        .math = KB_MATH_F32,
+        .launch = launch,
+    },
+    KB_VARIANT_END,
 };

@@ -10,7 +10,7 @@
  * cublas; 8.8 TFLOP/s (14.0%) at 8192^3, 0.17x cublas.
  * Gap to the limit: 7.2x; one output per thread gives no register reuse.
  * History: docs/notes/matmul.md. */
-#include "kernels/matmul.h"
+#include "ops/matmul.h"
 #include "kernels/cuda_util.h"
 
 constexpr int kTile = 32;
@@ -53,10 +53,13 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
     KB_LAUNCHED();
 }
 
-extern "C" const kb_variant matmul_smem_tiled = {
-    .name = "smem_tiled",
-    .summary = "32x32 shared-memory tiles of A and B, one output per thread",
-    .dtype = KB_F32,
-    .math = KB_MATH_F32,
-    .launch = launch,
+extern "C" const kb_variant matmul_smem_tiled[] = {
+    {
+        .name = "smem_tiled",
+        .summary = "32x32 shared-memory tiles of A and B, one output per thread",
+        .dtype = KB_F32,
+        .math = KB_MATH_F32,
+        .launch = launch,
+    },
+    KB_VARIANT_END,
 };

@@ -17,7 +17,7 @@
  * wavefronts for 2 useful), storing A transposed conflicts, and global loads
  * wait in line with the math: no overlap.  History: docs/notes/matmul.md. */
 #include <stdint.h>
-#include "kernels/matmul.h"
+#include "ops/matmul.h"
 #include "kernels/cuda_util.h"
 
 constexpr int kBM = 128, kBN = 128, kBK = 8, kTM = 8, kTN = 8;
@@ -127,10 +127,13 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
     KB_LAUNCHED();
 }
 
-extern "C" const kb_variant matmul_vectorized = {
-    .name = "vectorized",
-    .summary = "blocktile_2d with float4 global loads and A transposed in shared memory",
-    .dtype = KB_F32,
-    .math = KB_MATH_F32,
-    .launch = launch,
+extern "C" const kb_variant matmul_vectorized[] = {
+    {
+        .name = "vectorized",
+        .summary = "blocktile_2d with float4 global loads and A transposed in shared memory",
+        .dtype = KB_F32,
+        .math = KB_MATH_F32,
+        .launch = launch,
+    },
+    KB_VARIANT_END,
 };

@@ -21,7 +21,7 @@
  * this one (and vice versa); double_buffered overlaps them. History:
  * docs/notes/matmul.md. */
 #include <stdint.h>
-#include "kernels/matmul.h"
+#include "ops/matmul.h"
 #include "kernels/cuda_util.h"
 
 constexpr int kBM = 128, kBN = 128, kBK = 16;
@@ -159,10 +159,13 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
     KB_LAUNCHED();
 }
 
-extern "C" const kb_variant matmul_warptile = {
-    .name = "warptile",
-    .summary = "block/warp/thread tiling (128x128, warp 64x32, 8x8 per thread), BK=16",
-    .dtype = KB_F32,
-    .math = KB_MATH_F32,
-    .launch = launch,
+extern "C" const kb_variant matmul_warptile[] = {
+    {
+        .name = "warptile",
+        .summary = "block/warp/thread tiling (128x128, warp 64x32, 8x8 per thread), BK=16",
+        .dtype = KB_F32,
+        .math = KB_MATH_F32,
+        .launch = launch,
+    },
+    KB_VARIANT_END,
 };

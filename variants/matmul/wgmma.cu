@@ -28,15 +28,15 @@
  * Builds on mma_sync_swizzled: wgmma from swizzled shared memory replaces
  * ldmatrix + mma.sync.
  * Measured (results/h100/kbench-20261127-195738.csv, cold L2): 577 TFLOP/s
- * at 4096^3 (0.74x cublas_bf16), 614 at 8192^3 (0.79x), 0.56-0.60x at the
+ * at 4096^3 (0.74x cublas), 614 at 8192^3 (0.79x), 0.56-0.60x at the
  * transformer shapes.
- * Gap to the limit: cublas_bf16 (781 TFLOP/s at 4096^3), the run's bf16
+ * Gap to the limit: cublas (781 TFLOP/s at 4096^3), the run's bf16
  * ceiling 967, ~990 dense peak on H100 SXM.
  * What is left: the loads still cost every thread issue slots and
  * registers (TMA: the next rung), only two tiles are in flight, and the
  * epilogue writes C straight from registers. */
 #include <stdint.h>
-#include "kernels/matmul.h"
+#include "ops/matmul.h"
 #include "kernels/cuda_util.h"
 #include "kernels/tensor_map.h"
 #include "variants/matmul/bf16_common.cuh"
@@ -189,13 +189,16 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
     KB_LAUNCHED();
 }
 
-extern "C" const kb_variant matmul_wgmma = {
-    .name = "wgmma",
-    .summary = "sm_90a wgmma m64n256k16 from 128B-swizzled smem descriptors, 2 warpgroups, 4-stage cp.async, 128x256x64",
-    .dtype = KB_BF16,
-    .math = KB_MATH_BF16,
-    .min_cc = 90,
-    .unsupported = unsupported,
-    .setup = setup,
-    .launch = launch,
+extern "C" const kb_variant matmul_wgmma[] = {
+    {
+        .name = "wgmma",
+        .summary = "sm_90a wgmma m64n256k16 from 128B-swizzled smem descriptors, 2 warpgroups, 4-stage cp.async, 128x256x64",
+        .dtype = KB_BF16,
+        .math = KB_MATH_BF16,
+        .min_cc = 90,
+        .unsupported = unsupported,
+        .setup = setup,
+        .launch = launch,
+    },
+    KB_VARIANT_END,
 };

@@ -18,16 +18,16 @@
  *
  * Builds on wgmma_persistent: 2-block clusters sharing B by TMA multicast.
  * Measured (results/h100/kbench-20261127-195738.csv, cold L2): 708 TFLOP/s
- * at 4096^3 (0.91x cublas_bf16), 764 at 8192^3 (0.98x), 0.64-0.82x at the
+ * at 4096^3 (0.91x cublas), 764 at 8192^3 (0.98x), 0.64-0.82x at the
  * transformer shapes.
- * Gap to the limit: cublas_bf16 (781 TFLOP/s at 4096^3), the measured bf16
+ * Gap to the limit: cublas (781 TFLOP/s at 4096^3), the measured bf16
  * ceiling 967, ~990 dense peak on H100 SXM.
  * What is left: the epilogue still stalls the tensor cores (stmatrix + TMA
  * stores: wgmma_tma_store); the tile order could follow a Hilbert curve. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <cuda.h>
-#include "kernels/matmul.h"
+#include "ops/matmul.h"
 #include "kernels/cuda_util.h"
 #include "kernels/tensor_map.h"
 #include "kernels/cp_async.cuh"
@@ -381,14 +381,17 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
     KB_LAUNCHED();
 }
 
-extern "C" const kb_variant matmul_wgmma_cluster = {
-    .name = "wgmma_cluster",
-    .summary = "wgmma_persistent in 2-block clusters along M, each block loading half of the shared B by TMA multicast",
-    .dtype = KB_BF16,
-    .math = KB_MATH_BF16,
-    .min_cc = 90,
-    .unsupported = unsupported,
-    .setup = setup,
-    .teardown = teardown,
-    .launch = launch,
+extern "C" const kb_variant matmul_wgmma_cluster[] = {
+    {
+        .name = "wgmma_cluster",
+        .summary = "wgmma_persistent in 2-block clusters along M, each block loading half of the shared B by TMA multicast",
+        .dtype = KB_BF16,
+        .math = KB_MATH_BF16,
+        .min_cc = 90,
+        .unsupported = unsupported,
+        .setup = setup,
+        .teardown = teardown,
+        .launch = launch,
+    },
+    KB_VARIANT_END,
 };

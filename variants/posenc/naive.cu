@@ -10,7 +10,7 @@
  * halves the transcendental work. History: docs/notes/elementwise.md. */
 #include "kernels/cuda_util.h"
 #include "kernels/posenc.cuh"
-#include "kernels/posenc.h"
+#include "ops/posenc.h"
 
 __global__ void posenc_naive_kernel(int T, int D, float scale, float *pe)
 {
@@ -31,10 +31,13 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
     KB_LAUNCHED();
 }
 
-extern "C" const kb_variant posenc_naive = {
-    .name = "naive",
-    .summary = "one thread per element: expf, then sinf or cosf",
-    .dtype = KB_F32,
-    .math = KB_MATH_F32,
-    .launch = launch,
+extern "C" const kb_variant posenc_naive[] = {
+    {
+        .name = "naive",
+        .summary = "one thread per element: expf, then sinf or cosf",
+        .dtype = KB_F32,
+        .math = KB_MATH_F32,
+        .launch = launch,
+    },
+    KB_VARIANT_END,
 };

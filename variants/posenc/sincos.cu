@@ -10,7 +10,7 @@
  * ceiling.  History: docs/notes/elementwise.md. */
 #include "kernels/cuda_util.h"
 #include "kernels/posenc.cuh"
-#include "kernels/posenc.h"
+#include "ops/posenc.h"
 
 #define BLOCK 256
 #define MAX_PAIRS 4096 /* pairs with a shared-memory frequency; more use expf */
@@ -53,10 +53,13 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
     KB_LAUNCHED();
 }
 
-extern "C" const kb_variant posenc_sincos = {
-    .name = "sincos",
-    .summary = "one thread per (pos, pair): shared frequencies, one sincosf, float2 stores",
-    .dtype = KB_F32,
-    .math = KB_MATH_F32,
-    .launch = launch,
+extern "C" const kb_variant posenc_sincos[] = {
+    {
+        .name = "sincos",
+        .summary = "one thread per (pos, pair): shared frequencies, one sincosf, float2 stores",
+        .dtype = KB_F32,
+        .math = KB_MATH_F32,
+        .launch = launch,
+    },
+    KB_VARIANT_END,
 };

@@ -11,7 +11,7 @@
  * at 65536x4096, 8.6% of the run's 3005 GB/s memory ceiling.
  * Gap to the limit: 11.7x (see vectorized). History:
  * docs/notes/softmax-layernorm.md. */
-#include "kernels/rmsnorm.h"
+#include "ops/rmsnorm.h"
 #include "kernels/cuda_util.h"
 
 #define BLOCK 128
@@ -42,10 +42,13 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
     KB_LAUNCHED();
 }
 
-extern "C" const kb_variant rmsnorm_naive = {
-    .name = "naive",
-    .summary = "one thread per row, two passes over global memory",
-    .dtype = KB_F32,
-    .math = KB_MATH_F32,
-    .launch = launch,
+extern "C" const kb_variant rmsnorm_naive[] = {
+    {
+        .name = "naive",
+        .summary = "one thread per row, two passes over global memory",
+        .dtype = KB_F32,
+        .math = KB_MATH_F32,
+        .launch = launch,
+    },
+    KB_VARIANT_END,
 };

@@ -20,7 +20,7 @@
  * loads in flight on the row is covered by the other rows on the SM.
  * History:
  * docs/notes/softmax-layernorm.md. */
-#include "kernels/rmsnorm.h"
+#include "ops/rmsnorm.h"
 #include "kernels/cuda_util.h"
 #include "kernels/combine.cuh"
 #include "kernels/reduce.cuh"
@@ -113,10 +113,13 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
     KB_LAUNCHED();
 }
 
-extern "C" const kb_variant rmsnorm_vectorized = {
-    .name = "vectorized",
-    .summary = "float4, warp or block per row, row in registers",
-    .dtype = KB_F32,
-    .math = KB_MATH_F32,
-    .launch = launch,
+extern "C" const kb_variant rmsnorm_vectorized[] = {
+    {
+        .name = "vectorized",
+        .summary = "float4, warp or block per row, row in registers",
+        .dtype = KB_F32,
+        .math = KB_MATH_F32,
+        .launch = launch,
+    },
+    KB_VARIANT_END,
 };

@@ -11,7 +11,7 @@
  * History: docs/notes/softmax-layernorm.md. */
 #include <cudnn.h>
 #include <stdlib.h>
-#include "kernels/softmax.h"
+#include "ops/softmax.h"
 
 typedef struct {
     cudnnHandle_t handle;
@@ -65,14 +65,17 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
                                       &one, c->desc, a->x, &zero, c->desc, a->y));
 }
 
-extern "C" const kb_variant softmax_cudnn = {
-    .name = "cudnn",
-    .summary = "cudnnSoftmaxForward, accurate mode (library baseline)",
-    .dtype = KB_F32,
-    .math = KB_MATH_F32,
-    .needs = KB_NEEDS_CUDNN,
-    .quirks = KB_QUIRK_NAN_ON_MASKED_ROW, /* cuDNN: an all -inf row gives NaN */
-    .setup = setup,
-    .teardown = teardown,
-    .launch = launch,
+extern "C" const kb_variant softmax_cudnn[] = {
+    {
+        .name = "cudnn",
+        .summary = "cudnnSoftmaxForward, accurate mode (library baseline)",
+        .dtype = KB_F32,
+        .math = KB_MATH_F32,
+        .needs = KB_NEEDS_CUDNN,
+        .quirks = KB_QUIRK_NAN_ON_MASKED_ROW, /* cuDNN: an all -inf row gives NaN */
+        .setup = setup,
+        .teardown = teardown,
+        .launch = launch,
+    },
+    KB_VARIANT_END,
 };

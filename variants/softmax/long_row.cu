@@ -21,7 +21,7 @@
  * clusters of 16 and leaves SMs idle), and every block of a row waits at the
  * barrier for the slowest one's loads. History:
  * docs/notes/softmax-layernorm.md. */
-#include "kernels/softmax.h"
+#include "ops/softmax.h"
 #include "kernels/cuda_util.h"
 #include "kernels/cluster_row.cuh"
 #include "kernels/combine.cuh"
@@ -85,13 +85,16 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
     return kb_cuda_status(cudaLaunchKernelEx(&cfg, kernel_for(a->C), a->C, a->x, a->y));
 }
 
-extern "C" const kb_variant softmax_long_row = {
-    .name = "long_row",
-    .summary = "C >= 32768: a thread-block cluster per row, the row in its registers, DSMEM merge",
-    .dtype = KB_F32,
-    .math = KB_MATH_F32,
-    .min_cc = 90,
-    .unsupported = kb_unsupported_cols<kb_cluster_row_unsupported>,
-    .setup = setup,
-    .launch = launch,
+extern "C" const kb_variant softmax_long_row[] = {
+    {
+        .name = "long_row",
+        .summary = "C >= 32768: a thread-block cluster per row, the row in its registers, DSMEM merge",
+        .dtype = KB_F32,
+        .math = KB_MATH_F32,
+        .min_cc = 90,
+        .unsupported = kb_unsupported_cols<kb_cluster_row_unsupported>,
+        .setup = setup,
+        .launch = launch,
+    },
+    KB_VARIANT_END,
 };

@@ -13,7 +13,7 @@
  * at 65536x4096, 8.1% of the run's 3005 GB/s memory ceiling, 0.08x cudnn.
  * Gap to the limit: 12.4x; every later file fixes one thing. History:
  * docs/notes/softmax-layernorm.md. */
-#include "kernels/softmax.h"
+#include "ops/softmax.h"
 #include "kernels/cuda_util.h"
 #include <math.h>
 
@@ -50,10 +50,13 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
     KB_LAUNCHED();
 }
 
-extern "C" const kb_variant softmax_naive = {
-    .name = "naive",
-    .summary = "one thread per row, three passes over global memory",
-    .dtype = KB_F32,
-    .math = KB_MATH_F32,
-    .launch = launch,
+extern "C" const kb_variant softmax_naive[] = {
+    {
+        .name = "naive",
+        .summary = "one thread per row, three passes over global memory",
+        .dtype = KB_F32,
+        .math = KB_MATH_F32,
+        .launch = launch,
+    },
+    KB_VARIANT_END,
 };

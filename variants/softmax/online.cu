@@ -16,7 +16,7 @@
  * Gap to the limit: 27 points: 4-byte loads and the second read of x, at best
  * 8/12 of the ceiling once rows outgrow L2's share per row. History:
  * docs/notes/softmax-layernorm.md. */
-#include "kernels/softmax.h"
+#include "ops/softmax.h"
 #include "kernels/cuda_util.h"
 #include "kernels/combine.cuh"
 #include "kernels/reduce.cuh"
@@ -60,10 +60,13 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
     KB_LAUNCHED();
 }
 
-extern "C" const kb_variant softmax_online = {
-    .name = "online",
-    .summary = "running max and rescaled sum in one sweep, then a write pass",
-    .dtype = KB_F32,
-    .math = KB_MATH_F32,
-    .launch = launch,
+extern "C" const kb_variant softmax_online[] = {
+    {
+        .name = "online",
+        .summary = "running max and rescaled sum in one sweep, then a write pass",
+        .dtype = KB_F32,
+        .math = KB_MATH_F32,
+        .launch = launch,
+    },
+    KB_VARIANT_END,
 };

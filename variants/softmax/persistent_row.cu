@@ -19,7 +19,7 @@
  * bytes at the ceiling, its start (three rounds of loads before the first
  * store) and its end (the last blocks' stores). History:
  * docs/notes/softmax-layernorm.md. */
-#include "kernels/softmax.h"
+#include "ops/softmax.h"
 #include "kernels/cuda_util.h"
 #include "kernels/combine.cuh"
 #include "kernels/reduce.cuh"
@@ -98,13 +98,16 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
     return kb_persist_row_launch((KbPersistRow *)ctx, SoftmaxRowOp::Args{a->C, a->x, a->y}, stream);
 }
 
-extern "C" const kb_variant softmax_persistent_row = {
-    .name = "persistent_row",
-    .summary = "8192 <= C <= 262144: a persistent block per SM streams 8192-float chunks through six buffers",
-    .dtype = KB_F32,
-    .math = KB_MATH_F32,
-    .unsupported = kb_unsupported_cols<kb_persist_row_unsupported>,
-    .setup = setup,
-    .teardown = kb_persist_row_teardown,
-    .launch = launch,
+extern "C" const kb_variant softmax_persistent_row[] = {
+    {
+        .name = "persistent_row",
+        .summary = "8192 <= C <= 262144: a persistent block per SM streams 8192-float chunks through six buffers",
+        .dtype = KB_F32,
+        .math = KB_MATH_F32,
+        .unsupported = kb_unsupported_cols<kb_persist_row_unsupported>,
+        .setup = setup,
+        .teardown = kb_persist_row_teardown,
+        .launch = launch,
+    },
+    KB_VARIANT_END,
 };

@@ -16,7 +16,7 @@
  * Gap to the limit: 23 points at 65536x4096, more for short rows (the idle
  * threads) and long ones (42.4% at 1024x32768: the re-reads). History:
  * docs/notes/softmax-layernorm.md. */
-#include "kernels/softmax.h"
+#include "ops/softmax.h"
 #include "kernels/cuda_util.h"
 #include "kernels/combine.cuh"
 #include "kernels/reduce.cuh"
@@ -53,10 +53,13 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
     KB_LAUNCHED();
 }
 
-extern "C" const kb_variant softmax_smem_block = {
-    .name = "smem_block",
-    .summary = "one block per row, shared-memory tree reductions",
-    .dtype = KB_F32,
-    .math = KB_MATH_F32,
-    .launch = launch,
+extern "C" const kb_variant softmax_smem_block[] = {
+    {
+        .name = "smem_block",
+        .summary = "one block per row, shared-memory tree reductions",
+        .dtype = KB_F32,
+        .math = KB_MATH_F32,
+        .launch = launch,
+    },
+    KB_VARIANT_END,
 };

@@ -21,7 +21,7 @@
  * and the partials) for 32 KiB of data, and the waits hold shared memory that
  * more loads could use (persistent_row keeps it busy). History:
  * docs/notes/softmax-layernorm.md. */
-#include "kernels/softmax.h"
+#include "ops/softmax.h"
 #include "kernels/cuda_util.h"
 #include "kernels/split_row.cuh"
 #include "kernels/combine.cuh"
@@ -89,13 +89,16 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
     KB_LAUNCHED();
 }
 
-extern "C" const kb_variant softmax_split_row = {
-    .name = "split_row",
-    .summary = "C >= 32768: chunks of 8192 in shared memory, one block each, (max, sum) traded through global memory",
-    .dtype = KB_F32,
-    .math = KB_MATH_F32,
-    .unsupported = kb_unsupported_cols<kb_split_row_unsupported>,
-    .setup = setup,
-    .teardown = kb_split_row_teardown,
-    .launch = launch,
+extern "C" const kb_variant softmax_split_row[] = {
+    {
+        .name = "split_row",
+        .summary = "C >= 32768: chunks of 8192 in shared memory, one block each, (max, sum) traded through global memory",
+        .dtype = KB_F32,
+        .math = KB_MATH_F32,
+        .unsupported = kb_unsupported_cols<kb_split_row_unsupported>,
+        .setup = setup,
+        .teardown = kb_split_row_teardown,
+        .launch = launch,
+    },
+    KB_VARIANT_END,
 };

@@ -30,7 +30,7 @@
  * loads in flight for a moment, which other rows on the SM (or, at C = 32768
  * with one block per SM, other SMs) have to cover. History:
  * docs/notes/softmax-layernorm.md. */
-#include "kernels/softmax.h"
+#include "ops/softmax.h"
 #include "kernels/cuda_util.h"
 #include "kernels/combine.cuh"
 #include "kernels/reduce.cuh"
@@ -106,10 +106,13 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
     KB_LAUNCHED();
 }
 
-extern "C" const kb_variant softmax_vectorized = {
-    .name = "vectorized",
-    .summary = "float4, row in registers: one read, one write (two reads past C = 32768)",
-    .dtype = KB_F32,
-    .math = KB_MATH_F32,
-    .launch = launch,
+extern "C" const kb_variant softmax_vectorized[] = {
+    {
+        .name = "vectorized",
+        .summary = "float4, row in registers: one read, one write (two reads past C = 32768)",
+        .dtype = KB_F32,
+        .math = KB_MATH_F32,
+        .launch = launch,
+    },
+    KB_VARIANT_END,
 };

@@ -15,7 +15,7 @@
  * Gap to the limit: 2.2x, from the extra reads of x (12 or 16 bytes moved per
  * element for 8 counted) and scalar loads. History:
  * docs/notes/softmax-layernorm.md. */
-#include "kernels/softmax.h"
+#include "ops/softmax.h"
 #include "kernels/cuda_util.h"
 #include "kernels/combine.cuh"
 #include "kernels/reduce.cuh"
@@ -57,10 +57,13 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
     KB_LAUNCHED();
 }
 
-extern "C" const kb_variant softmax_warp = {
-    .name = "warp",
-    .summary = "one warp per row, shuffle reductions, three passes",
-    .dtype = KB_F32,
-    .math = KB_MATH_F32,
-    .launch = launch,
+extern "C" const kb_variant softmax_warp[] = {
+    {
+        .name = "warp",
+        .summary = "one warp per row, shuffle reductions, three passes",
+        .dtype = KB_F32,
+        .math = KB_MATH_F32,
+        .launch = launch,
+    },
+    KB_VARIANT_END,
 };

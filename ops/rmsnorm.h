@@ -1,0 +1,34 @@
+/* rmsnorm contract: y = x / sqrt(mean(x^2) + eps) * gamma over the last dim
+ * of an R x C fp32 matrix, eps = 1e-5.  Shapes are written RxC.
+ *
+ * Bytes: x read and y written once, plus gamma (8*R*C + 4*C).  FLOPs: 4 per
+ * element.  Inputs: uniform in [-1, 1]; when R >= 4, rows 0-1 of x are
+ * numerics rows: one scaled by 1e-3 (eps matters) and one offset by 1e4. */
+#ifndef KBENCH_RMSNORM_H
+#define KBENCH_RMSNORM_H
+
+#include "kbench.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KB_RMSNORM_EPS 1e-5f
+
+typedef struct {
+    int R, C;
+    float eps;
+    const float *x, *gamma;
+    float *y;
+} kb_rmsnorm_args;
+
+extern const kb_op kb_op_rmsnorm;
+
+/* Reference rows in double, from tensors of dtype t. */
+void rmsnorm_reference_rows(int C, double eps, kb_dtype t, const void *x, const void *gamma,
+                            const int64_t *rows, int nrows, double *y);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
