@@ -105,7 +105,7 @@ static double compute_ceiling_for(const kb_ceilings *c, kb_math m)
     case KB_MATH_F32: return pick(c->fp32_gflop_s, c->ds_fp32_gflop_s);
     case KB_MATH_TF32: return tc / 2;
     case KB_MATH_3XTF32: return tc / 6;
-    default: return tc; /* bf16 */
+    default: return tc; /* bf16 and f16: the same dense rate on the tensor cores */
     }
 }
 

@@ -7,9 +7,14 @@
 #define KBENCH_CACHE_HINTS_CUH
 
 #include <cuda_runtime.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
 /* Packs: VEC consecutive floats, one 16-byte access when VEC == 4 (the
- * address must then be 16-byte aligned: C % 4 == 0 and a column % 4 == 0).  */
+ * address must then be 16-byte aligned: C % 4 == 0 and a column % 4 == 0).
+ * A 16-bit tensor (bf16, f16) takes the same packs, widened to float on the
+ * load and rounded to nearest on the store: VEC == 4 is one 8-byte access
+ * (8-byte aligned under the same conditions). */
 
 /* Data touched once on a single-read path (a row held in registers, or in
  * a cluster's shared memory): plain loads through the read-only path and
@@ -54,5 +59,62 @@ __device__ __forceinline__ void kb_load_cached(float (&v)[4], const float *p)
     v[0] = t.x, v[1] = t.y, v[2] = t.z, v[3] = t.w;
 }
 __device__ __forceinline__ void kb_load_cached(float (&v)[1], const float *p) { v[0] = __ldg(p); }
+
+/* The 16-bit packs: four elements as one 8-byte word, or one. */
+template <typename H> struct KbHalf2;
+template <> struct KbHalf2<__half> {
+    typedef __half2 pair;
+    static __device__ __forceinline__ float2 widen(pair x) { return __half22float2(x); }
+    static __device__ __forceinline__ pair round(float a, float b) { return __floats2half2_rn(a, b); }
+};
+template <> struct KbHalf2<__nv_bfloat16> {
+    typedef __nv_bfloat162 pair;
+    static __device__ __forceinline__ float2 widen(pair x) { return __bfloat1622float2(x); }
+    static __device__ __forceinline__ pair round(float a, float b) { return __floats2bfloat162_rn(a, b); }
+};
+
+template <typename H>
+__device__ __forceinline__ void kb_widen_pack(float (&v)[4], uint2 w)
+{
+    typedef typename KbHalf2<H>::pair P;
+    const float2 lo = KbHalf2<H>::widen(*reinterpret_cast<P *>(&w.x)), hi = KbHalf2<H>::widen(*reinterpret_cast<P *>(&w.y));
+    v[0] = lo.x, v[1] = lo.y, v[2] = hi.x, v[3] = hi.y;
+}
+
+template <typename H>
+__device__ __forceinline__ uint2 kb_round_pack(const float (&v)[4])
+{
+    typedef typename KbHalf2<H>::pair P;
+    P lo = KbHalf2<H>::round(v[0], v[1]), hi = KbHalf2<H>::round(v[2], v[3]);
+    return make_uint2(*reinterpret_cast<unsigned *>(&lo), *reinterpret_cast<unsigned *>(&hi));
+}
+
+#define KB_HALF_HINTS(H)                                                                                     \
+    __device__ __forceinline__ void kb_load_once(float (&v)[4], const H *p)                               \
+    {                                                                                                    \
+        kb_widen_pack<H>(v, __ldg(reinterpret_cast<const uint2 *>(p)));                                  \
+    }                                                                                                    \
+    __device__ __forceinline__ void kb_load_once(float (&v)[1], const H *p) { v[0] = (float)__ldg(p); }   \
+    __device__ __forceinline__ void kb_store_once(H *p, const float (&v)[4])                              \
+    {                                                                                                    \
+        *reinterpret_cast<uint2 *>(p) = kb_round_pack<H>(v);                                             \
+    }                                                                                                    \
+    __device__ __forceinline__ void kb_store_once(H *p, const float (&v)[1]) { *p = H(v[0]); }            \
+    __device__ __forceinline__ void kb_load_stream(float (&v)[4], const H *p)                             \
+    {                                                                                                    \
+        kb_widen_pack<H>(v, __ldcs(reinterpret_cast<const uint2 *>(p)));                                 \
+    }                                                                                                    \
+    __device__ __forceinline__ void kb_load_stream(float (&v)[1], const H *p) { v[0] = (float)__ldcs(p); } \
+    __device__ __forceinline__ void kb_store_stream(H *p, const float (&v)[4])                            \
+    {                                                                                                    \
+        __stcs(reinterpret_cast<uint2 *>(p), kb_round_pack<H>(v));                                       \
+    }                                                                                                    \
+    __device__ __forceinline__ void kb_store_stream(H *p, const float (&v)[1]) { __stcs(p, H(v[0])); }    \
+    __device__ __forceinline__ void kb_load_cached(float (&v)[4], const H *p) { kb_load_once(v, p); }     \
+    __device__ __forceinline__ void kb_load_cached(float (&v)[1], const H *p) { kb_load_once(v, p); }
+
+KB_HALF_HINTS(__half)
+KB_HALF_HINTS(__nv_bfloat16)
+#undef KB_HALF_HINTS
 
 #endif

@@ -36,12 +36,12 @@ __device__ __forceinline__ KbWelford kb_row_welford(const float (&d)[Cfg::PACKS]
 }
 
 /* y = (d - mean) * rstd * gamma + beta for the packs this thread holds;
- * mean is the mean of d (the shifted row), rstd = 1/sqrt(var + eps). */
-template <class Cfg>
+ * mean is the mean of d (the shifted row), rstd = 1/sqrt(var + eps); T is
+ * the tensors' storage, float or 16-bit. */
+template <class Cfg, typename T>
 __device__ __forceinline__ void kb_row_layernorm_store(const float (&d)[Cfg::PACKS][Cfg::VEC], float mean,
-                                                       float rstd, const float *__restrict__ gamma,
-                                                       const float *__restrict__ beta, float *y_row,
-                                                       int cols, int rank)
+                                                       float rstd, const T *__restrict__ gamma,
+                                                       const T *__restrict__ beta, T *y_row, int cols, int rank)
 {
 #pragma unroll
     for (int k = 0; k < Cfg::PACKS; ++k) {
@@ -79,10 +79,10 @@ __device__ __forceinline__ KbWelford kb_block_welford_pass(int C, float shift, L
 /* Two-read path, pass 2: read the row `in` again (the same columns per
  * thread as pass 1, so a thread re-reads only what it wrote itself when
  * `in` is an output of pass 1), normalize and write y. */
-template <int VEC, int BLOCK>
-__device__ __forceinline__ void kb_block_layernorm_pass(const float *in, int C, float shift, float mean,
-                                                        float rstd, const float *__restrict__ gamma,
-                                                        const float *__restrict__ beta, float *y_row)
+template <int VEC, int BLOCK, typename T>
+__device__ __forceinline__ void kb_block_layernorm_pass(const T *in, int C, float shift, float mean, float rstd,
+                                                        const T *__restrict__ gamma, const T *__restrict__ beta,
+                                                        T *y_row)
 {
 #pragma unroll 4
     for (int col = (int)threadIdx.x * VEC; col < C; col += BLOCK * VEC) {

@@ -14,10 +14,10 @@
 /* The register-resident row softmax once a thread holds its packs of the
  * row in v, with -inf wherever an entry is past the row or masked: group
  * max, exp, group sum, then y = v / sum for the packs inside the row.  An
- * all -inf row (or a group past the last row) gives zeros, not NaN. */
-template <class Cfg>
-__device__ __forceinline__ void kb_row_softmax_store(float (&v)[Cfg::PACKS][Cfg::VEC], float *y_row, int cols,
-                                                     int rank)
+ * all -inf row (or a group past the last row) gives zeros, not NaN.  y is
+ * float or a 16-bit type (cache_hints.cuh rounds the stores). */
+template <class Cfg, typename T>
+__device__ __forceinline__ void kb_row_softmax_store(float (&v)[Cfg::PACKS][Cfg::VEC], T *y_row, int cols, int rank)
 {
     float max = -INFINITY;
 #pragma unroll

@@ -109,7 +109,7 @@ const kb_op kb_op_attention = {
                   /* more row tiles than SMs (persistent blocks take several; causal Tq > Tk: some see no key);
                    * 4.5 rounds of 32 key tiles on 132 SMs, flash_wgmma's last tiles split between blocks */
                   "4x32x260x300x128x8c,4x32x400x100x64c,1x600x1x4000x128x8",
-    .baseline = {[KB_F32] = "cublas", [KB_BF16] = "cudnn"},
+    .baseline = {[KB_F32] = "cublas", [KB_BF16] = "cudnn", [KB_F16] = "cudnn"},
     .variants = attention_variants,
     KB_OP_CONTRACT(kb_attention_args),
     .flag_suffix = "c",

@@ -55,7 +55,7 @@ const kb_op kb_op_layernorm = {
     .name = "layernorm",
     .summary = "row-wise LayerNorm over the last dim with gamma, beta, eps=1e-5, fp32",
     KB_ROWWISE_SHAPES,
-    .baseline = {[KB_F32] = "naive"},
+    .baseline = {[KB_F32] = "naive", [KB_F16] = "naive"},
     .variants = layernorm_variants,
     KB_OP_CONTRACT(kb_layernorm_args),
     .fill = layernorm_fill,

@@ -45,7 +45,7 @@ const kb_op kb_op_matmul = {
             {NULL}},
     .test_sizes = "1x1x1,2x3x5,35x79x19,127x129x65,128x128x128,64x256x32,257x255x129,"
                   "513x1031x17,1x4096x300,300x1x4096,4097x4095x511",
-    .baseline = {[KB_F32] = "cublas", [KB_BF16] = "cublas"},
+    .baseline = {[KB_F32] = "cublas", [KB_BF16] = "cublas", [KB_F16] = "cublas"},
     .variants = matmul_variants,
     KB_OP_CONTRACT(kb_matmul_args),
 };

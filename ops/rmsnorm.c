@@ -46,7 +46,7 @@ const kb_op kb_op_rmsnorm = {
     .name = "rmsnorm",
     .summary = "row-wise RMSNorm over the last dim with gamma, eps=1e-5, fp32",
     KB_ROWWISE_SHAPES,
-    .baseline = {[KB_F32] = "naive"},
+    .baseline = {[KB_F32] = "naive", [KB_F16] = "naive"},
     .variants = rmsnorm_variants,
     KB_OP_CONTRACT(kb_rmsnorm_args),
     .fill = fill,

@@ -46,7 +46,7 @@ const kb_op kb_op_softmax = {
     .name = "softmax",
     .summary = "row-wise softmax over the last dim, fp32",
     KB_ROWWISE_SHAPES,
-    .baseline = {[KB_F32] = "cudnn"},
+    .baseline = {[KB_F32] = "cudnn", [KB_F16] = "cudnn"},
     .variants = softmax_variants,
     KB_OP_CONTRACT(kb_softmax_args),
     .fill = fill,

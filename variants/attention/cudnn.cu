@@ -1,4 +1,4 @@
-/* attention cudnn: the library baseline of the bf16 rows, cuDNN's fused
+/* attention cudnn: the library baseline of the bf16 and f16 rows, cuDNN's fused
  * flash attention (the engine PyTorch's SDPA runs on Hopper), called from C
  * through the cuDNN backend (graph) API.  cuDNN's one-operation SDPA (9.13
  * on) takes a causal mask only from 9.21, so setup writes the operation
@@ -33,7 +33,8 @@
  * 8x32x1x131072x128x8.
  * Gap to the limit: 70% of the run's bf16 ceiling (967 TFLOP/s) at
  * D = 128, 75% at D = 256; decode at B = 8 and more reads at the copy
- * ceiling (3005 GB/s), at B = 1 at 69% of it. */
+ * ceiling (3005 GB/s), at B = 1 at 69% of it.
+ * The f16 form: the same graph on CUDNN_DATA_HALF tensors (and P). */
 #include <cudnn.h>
 #include <float.h>
 #include <math.h>
@@ -56,6 +57,7 @@ enum { kMaxOps = 20, kMaxConfigs = 16, kMaxDescs = 128, kMaxPack = 8 };
 
 typedef struct {
     cudnnHandle_t handle;
+    cudnnDataType_t io;    /* Q, K, V, O and P: bf16 or f16 (the form's dtype) */
     Desc descs[kMaxDescs]; /* every descriptor of the graph and plan, kept alive with the plan */
     int ndescs;
     Desc plan;
@@ -161,10 +163,10 @@ static Desc tensor(graph *g, int64_t uid, cudnnDataType_t type, const int64_t *d
     return t;
 }
 
-/* One of the caller's bf16 tensors, bound in the variant pack at launch. */
+/* One of the caller's tensors, bound in the variant pack at launch. */
 static Desc device_tensor(graph *g, int64_t uid, const layout &l)
 {
-    return tensor(g, uid, CUDNN_DATA_BFLOAT16, l.dim, l.stride, false, false);
+    return tensor(g, uid, g->c->io, l.dim, l.stride, false, false);
 }
 
 /* An intermediate in the scores' shape, or one value per query row. */
@@ -315,7 +317,7 @@ static Desc causal_mask(graph *g, Desc s, const kb_attention_args *a)
 
 /* softmax(S) over the keys, as cudnn-frontend expands it for flash
  * attention.  The statistics max + log(sum) stay virtual: the engines take
- * that as inference.  P is bf16, the second product's A operand type. */
+ * that as inference.  P is in the inputs' type, the second product's A operand's. */
 static Desc softmax(graph *g, Desc s)
 {
     const cudnnDataType_t f32 = CUDNN_DATA_FLOAT;
@@ -325,7 +327,7 @@ static Desc softmax(graph *g, Desc s)
     Desc z = reduce(g, CUDNN_REDUCE_TENSOR_ADD, e);
     Desc log_z = pointwise(g, CUDNN_POINTWISE_LOG, f32, z, NULL, NULL, per_row(g));
     pointwise(g, CUDNN_POINTWISE_ADD, f32, m, log_z, NULL, per_row(g));
-    return pointwise(g, CUDNN_POINTWISE_DIV, f32, e, z, NULL, score(g, CUDNN_DATA_BFLOAT16));
+    return pointwise(g, CUDNN_POINTWISE_DIV, f32, e, z, NULL, score(g, g->c->io));
 }
 
 static Desc attention_graph(graph *g, const kb_attention_args *a)
@@ -424,7 +426,9 @@ static void teardown(void *p)
     free(c);
 }
 
-/* The handle, the graph, a plan and its workspace, outside all timing. */
+/* The handle, the graph, a plan and its workspace, outside all timing,
+ * for tensors of cuDNN type IO. */
+template <cudnnDataType_t IO>
 static const char *setup(const void *args, void **ctx)
 {
     const kb_attention_args *a = (const kb_attention_args *)args;
@@ -436,6 +440,7 @@ static const char *setup(const void *args, void **ctx)
     if (!c)
         return "out of host memory";
     c->built = *a;
+    c->io = IO;
     const int64_t device_uids[4] = {UID_Q, UID_K, UID_V, UID_O};
     memcpy(c->uids, device_uids, sizeof device_uids);
     c->npack = 4; /* their pointers come at launch */
@@ -537,7 +542,19 @@ extern "C" const kb_variant attention_cudnn[] = {
         .needs = KB_NEEDS_CUDNN,
         .min_cc = 80, /* cuDNN's fused attention engines: sm_80 and newer */
         .unsupported = unsupported,
-        .setup = setup,
+        .setup = setup<CUDNN_DATA_BFLOAT16>,
+        .teardown = teardown,
+        .launch = launch,
+    },
+    {
+        .name = "cudnn",
+        .summary = "cuDNN fused flash attention (backend graph API), f16, fp32 accumulation (library baseline)",
+        .dtype = KB_F16,
+        .math = KB_MATH_F16,
+        .needs = KB_NEEDS_CUDNN,
+        .min_cc = 80,
+        .unsupported = unsupported,
+        .setup = setup<CUDNN_DATA_HALF>,
         .teardown = teardown,
         .launch = launch,
     },

@@ -26,7 +26,8 @@
  * Gap to the limit: about a point at 65536x4096; the reduction's latency with
  * no loads in flight on that row, which other rows on the SM (or other SMs, at
  * one 1024-thread block per SM for C = 32768) must cover. History:
- * docs/notes/softmax-layernorm.md. */
+ * docs/notes/softmax-layernorm.md.
+ * The f16 form: the same code on f16 storage, 8-byte packs, fp32 math. */
 #include "ops/layernorm.h"
 #include "kernels/cuda_util.h"
 #include "kernels/combine.cuh"
@@ -35,15 +36,15 @@
 #include "kernels/row_dispatch.cuh"
 #include "kernels/row_layernorm.cuh"
 
-template <class Cfg>
+template <class Cfg, typename T>
 __global__ void __launch_bounds__(Cfg::BLOCK) layernorm_welford_kernel(int R, int C, float eps,
-                                                                      const float *__restrict__ x,
-                                                                      const float *__restrict__ gamma,
-                                                                      const float *__restrict__ beta,
-                                                                      float *__restrict__ y)
+                                                                      const T *__restrict__ x,
+                                                                      const T *__restrict__ gamma,
+                                                                      const T *__restrict__ beta,
+                                                                      T *__restrict__ y)
 {
     const KbRowPos p = kb_row_pos<Cfg>(R, C);
-    const float shift = __ldg(x + p.base); /* the row's first element */
+    const float shift = (float)__ldg(x + p.base); /* the row's first element */
     float d[Cfg::PACKS][Cfg::VEC];
 #pragma unroll
     for (int k = 0; k < Cfg::PACKS; ++k) {
@@ -65,37 +66,39 @@ __global__ void __launch_bounds__(Cfg::BLOCK) layernorm_welford_kernel(int R, in
 }
 
 /* Rows too long for registers: Welford over a first read, normalize from a second. */
-template <int VEC>
+template <int VEC, typename T>
 __global__ void __launch_bounds__(KB_TWO_READ_BLOCK) layernorm_two_read_kernel(int C, float eps,
-                                                                               const float *__restrict__ x,
-                                                                               const float *__restrict__ gamma,
-                                                                               const float *__restrict__ beta,
-                                                                               float *__restrict__ y)
+                                                                               const T *__restrict__ x,
+                                                                               const T *__restrict__ gamma,
+                                                                               const T *__restrict__ beta,
+                                                                               T *__restrict__ y)
 {
-    const float *in = x + (size_t)blockIdx.x * C;
-    const float shift = __ldg(in);
+    const T *in = x + (size_t)blockIdx.x * C;
+    const float shift = (float)__ldg(in);
     const KbWelford w = kb_block_welford_pass<VEC, KB_TWO_READ_BLOCK>(
         C, shift, [&](float (&v)[VEC], int col) { kb_load_cached(v, in + col); });
     kb_block_layernorm_pass<VEC, KB_TWO_READ_BLOCK>(in, C, shift, w.mean, kb_welford_rstd(w, C, eps), gamma, beta,
                                                     y + (size_t)blockIdx.x * C);
 }
 
+/* The tensors hold the form's storage type T. */
+template <typename T>
 static const char *launch(const void *args, void *ctx, cudaStream_t stream)
 {
     const kb_layernorm_args *a = (const kb_layernorm_args *)args;
+    const T *x = (const T *)a->x, *gamma = (const T *)a->gamma, *beta = (const T *)a->beta;
+    T *y = (T *)a->y;
     (void)ctx;
     bool in_registers = kb_row_dispatch(a->C, [&](auto cfg) {
         using Cfg = decltype(cfg);
-        layernorm_welford_kernel<Cfg><<<kb_row_grid<Cfg>(a->R), Cfg::BLOCK, 0, stream>>>(
-            a->R, a->C, a->eps, a->x, a->gamma, a->beta, a->y);
+        layernorm_welford_kernel<Cfg><<<kb_row_grid<Cfg>(a->R), Cfg::BLOCK, 0, stream>>>(a->R, a->C, a->eps, x,
+                                                                                         gamma, beta, y);
     });
     if (!in_registers) {
         if (a->C % 4 == 0)
-            layernorm_two_read_kernel<4><<<a->R, KB_TWO_READ_BLOCK, 0, stream>>>(a->C, a->eps, a->x, a->gamma,
-                                                                                a->beta, a->y);
+            layernorm_two_read_kernel<4><<<a->R, KB_TWO_READ_BLOCK, 0, stream>>>(a->C, a->eps, x, gamma, beta, y);
         else
-            layernorm_two_read_kernel<1><<<a->R, KB_TWO_READ_BLOCK, 0, stream>>>(a->C, a->eps, a->x, a->gamma,
-                                                                                a->beta, a->y);
+            layernorm_two_read_kernel<1><<<a->R, KB_TWO_READ_BLOCK, 0, stream>>>(a->C, a->eps, x, gamma, beta, y);
     }
     KB_LAUNCHED();
 }
@@ -106,7 +109,14 @@ extern "C" const kb_variant layernorm_welford[] = {
         .summary = "one-pass shifted Welford, float4, row in registers (two reads past C = 32768)",
         .dtype = KB_F32,
         .math = KB_MATH_F32,
-        .launch = launch,
+        .launch = launch<float>,
+    },
+    {
+        .name = "welford",
+        .summary = "f16 in and out, fp32 math, 8-byte packs, row in registers (two reads past C = 32768)",
+        .dtype = KB_F16,
+        .math = KB_MATH_F16,
+        .launch = launch<__half>,
     },
     KB_VARIANT_END,
 };

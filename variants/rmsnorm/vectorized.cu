@@ -19,7 +19,8 @@
  * Gap to the limit: none at 65536x4096; the reduction's latency with no
  * loads in flight on the row is covered by the other rows on the SM.
  * History:
- * docs/notes/softmax-layernorm.md. */
+ * docs/notes/softmax-layernorm.md.
+ * The f16 form: the same code on f16 storage, 8-byte packs, fp32 math. */
 #include "ops/rmsnorm.h"
 #include "kernels/cuda_util.h"
 #include "kernels/combine.cuh"
@@ -28,11 +29,11 @@
 #include "kernels/row_cfg.cuh"
 #include "kernels/row_dispatch.cuh"
 
-template <class Cfg>
+template <class Cfg, typename T>
 __global__ void __launch_bounds__(Cfg::BLOCK) rmsnorm_vectorized_kernel(int R, int C, float eps,
-                                                                       const float *__restrict__ x,
-                                                                       const float *__restrict__ gamma,
-                                                                       float *__restrict__ y)
+                                                                       const T *__restrict__ x,
+                                                                       const T *__restrict__ gamma,
+                                                                       T *__restrict__ y)
 {
     const KbRowPos p = kb_row_pos<Cfg>(R, C);
     float v[Cfg::PACKS][Cfg::VEC];
@@ -64,14 +65,14 @@ __global__ void __launch_bounds__(Cfg::BLOCK) rmsnorm_vectorized_kernel(int R, i
 }
 
 /* Rows too long for registers: sum of squares from a first read, y from a second. */
-template <int VEC>
+template <int VEC, typename T>
 __global__ void __launch_bounds__(KB_TWO_READ_BLOCK) rmsnorm_two_read_kernel(int C, float eps,
-                                                                             const float *__restrict__ x,
-                                                                             const float *__restrict__ gamma,
-                                                                             float *__restrict__ y)
+                                                                             const T *__restrict__ x,
+                                                                             const T *__restrict__ gamma,
+                                                                             T *__restrict__ y)
 {
-    const float *in = x + (size_t)blockIdx.x * C;
-    float *out = y + (size_t)blockIdx.x * C;
+    const T *in = x + (size_t)blockIdx.x * C;
+    T *out = y + (size_t)blockIdx.x * C;
     float sq = 0.0f;
 #pragma unroll 4
     for (int col = threadIdx.x * VEC; col < C; col += KB_TWO_READ_BLOCK * VEC) {
@@ -95,20 +96,24 @@ __global__ void __launch_bounds__(KB_TWO_READ_BLOCK) rmsnorm_two_read_kernel(int
     }
 }
 
+/* The tensors hold the form's storage type T. */
+template <typename T>
 static const char *launch(const void *args, void *ctx, cudaStream_t stream)
 {
     const kb_rmsnorm_args *a = (const kb_rmsnorm_args *)args;
+    const T *x = (const T *)a->x, *gamma = (const T *)a->gamma;
+    T *y = (T *)a->y;
     (void)ctx;
     bool in_registers = kb_row_dispatch(a->C, [&](auto cfg) {
         using Cfg = decltype(cfg);
-        rmsnorm_vectorized_kernel<Cfg><<<kb_row_grid<Cfg>(a->R), Cfg::BLOCK, 0, stream>>>(a->R, a->C, a->eps, a->x,
-                                                                                         a->gamma, a->y);
+        rmsnorm_vectorized_kernel<Cfg><<<kb_row_grid<Cfg>(a->R), Cfg::BLOCK, 0, stream>>>(a->R, a->C, a->eps, x,
+                                                                                         gamma, y);
     });
     if (!in_registers) {
         if (a->C % 4 == 0)
-            rmsnorm_two_read_kernel<4><<<a->R, KB_TWO_READ_BLOCK, 0, stream>>>(a->C, a->eps, a->x, a->gamma, a->y);
+            rmsnorm_two_read_kernel<4><<<a->R, KB_TWO_READ_BLOCK, 0, stream>>>(a->C, a->eps, x, gamma, y);
         else
-            rmsnorm_two_read_kernel<1><<<a->R, KB_TWO_READ_BLOCK, 0, stream>>>(a->C, a->eps, a->x, a->gamma, a->y);
+            rmsnorm_two_read_kernel<1><<<a->R, KB_TWO_READ_BLOCK, 0, stream>>>(a->C, a->eps, x, gamma, y);
     }
     KB_LAUNCHED();
 }
@@ -119,7 +124,14 @@ extern "C" const kb_variant rmsnorm_vectorized[] = {
         .summary = "float4, warp or block per row, row in registers",
         .dtype = KB_F32,
         .math = KB_MATH_F32,
-        .launch = launch,
+        .launch = launch<float>,
+    },
+    {
+        .name = "vectorized",
+        .summary = "f16 in and out, fp32 math, 8-byte packs, warp or block per row, row in registers",
+        .dtype = KB_F16,
+        .math = KB_MATH_F16,
+        .launch = launch<__half>,
     },
     KB_VARIANT_END,
 };

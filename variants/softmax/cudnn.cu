@@ -8,7 +8,8 @@
  * at 65536x4096, 100.1% of the run's 3005 GB/s memory ceiling.
  * Gap to the limit: none at 65536x4096; long rows fall off (77.4% at
  * 1024x32768, 12.6% at 128x262144).
- * History: docs/notes/softmax-layernorm.md. */
+ * History: docs/notes/softmax-layernorm.md.
+ * The f16 form: the same call on CUDNN_DATA_HALF tensors. */
 #include <cudnn.h>
 #include <stdlib.h>
 #include "ops/softmax.h"
@@ -35,6 +36,8 @@ static void teardown(void *p)
     free(c);
 }
 
+/* The tensors described as cuDNN type T (CUDNN_DATA_FLOAT or _HALF). */
+template <cudnnDataType_t T>
 static const char *setup(const void *args, void **ctx)
 {
     const kb_softmax_args *a = (const kb_softmax_args *)args;
@@ -43,7 +46,7 @@ static const char *setup(const void *args, void **ctx)
     if (!e)
         e = status(cudnnCreateTensorDescriptor(&c->desc));
     if (!e)
-        e = status(cudnnSetTensor4dDescriptor(c->desc, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, a->R,
+        e = status(cudnnSetTensor4dDescriptor(c->desc, CUDNN_TENSOR_NCHW, T, a->R,
                                               a->C, 1, 1));
     if (e) {
         teardown(c);
@@ -73,7 +76,18 @@ extern "C" const kb_variant softmax_cudnn[] = {
         .math = KB_MATH_F32,
         .needs = KB_NEEDS_CUDNN,
         .quirks = KB_QUIRK_NAN_ON_MASKED_ROW, /* cuDNN: an all -inf row gives NaN */
-        .setup = setup,
+        .setup = setup<CUDNN_DATA_FLOAT>,
+        .teardown = teardown,
+        .launch = launch,
+    },
+    {
+        .name = "cudnn",
+        .summary = "cudnnSoftmaxForward, accurate mode, f16 (library baseline)",
+        .dtype = KB_F16,
+        .math = KB_MATH_F16,
+        .needs = KB_NEEDS_CUDNN,
+        .quirks = KB_QUIRK_NAN_ON_MASKED_ROW,
+        .setup = setup<CUDNN_DATA_HALF>,
         .teardown = teardown,
         .launch = launch,
     },

@@ -29,7 +29,8 @@
  * 10 points at 1024x32768: a row's reduction and exps leave its SM with no
  * loads in flight for a moment, which other rows on the SM (or, at C = 32768
  * with one block per SM, other SMs) have to cover. History:
- * docs/notes/softmax-layernorm.md. */
+ * docs/notes/softmax-layernorm.md.
+ * The f16 form: the same code on f16 storage, 8-byte packs, fp32 math. */
 #include "ops/softmax.h"
 #include "kernels/cuda_util.h"
 #include "kernels/combine.cuh"
@@ -39,9 +40,9 @@
 #include "kernels/row_dispatch.cuh"
 #include "kernels/row_softmax.cuh"
 
-template <class Cfg>
-__global__ void __launch_bounds__(Cfg::BLOCK) softmax_vectorized_kernel(int R, int C, const float *__restrict__ x,
-                                                                        float *__restrict__ y)
+template <class Cfg, typename T>
+__global__ void __launch_bounds__(Cfg::BLOCK) softmax_vectorized_kernel(int R, int C, const T *__restrict__ x,
+                                                                        T *__restrict__ y)
 {
     const KbRowPos p = kb_row_pos<Cfg>(R, C);
     float v[Cfg::PACKS][Cfg::VEC];
@@ -60,12 +61,12 @@ __global__ void __launch_bounds__(Cfg::BLOCK) softmax_vectorized_kernel(int R, i
 }
 
 /* Rows too long for registers: one block per row, two reads of x. */
-template <int VEC>
-__global__ void __launch_bounds__(KB_TWO_READ_BLOCK) softmax_two_read_kernel(int C, const float *__restrict__ x,
-                                                                             float *__restrict__ y)
+template <int VEC, typename T>
+__global__ void __launch_bounds__(KB_TWO_READ_BLOCK) softmax_two_read_kernel(int C, const T *__restrict__ x,
+                                                                             T *__restrict__ y)
 {
-    const float *in = x + (size_t)blockIdx.x * C;
-    float *out = y + (size_t)blockIdx.x * C;
+    const T *in = x + (size_t)blockIdx.x * C;
+    T *out = y + (size_t)blockIdx.x * C;
 
     KbSoftmaxStat st = {-INFINITY, 0.0f};
 #pragma unroll 4
@@ -89,19 +90,23 @@ __global__ void __launch_bounds__(KB_TWO_READ_BLOCK) softmax_two_read_kernel(int
     }
 }
 
+/* x and y hold the form's storage type T. */
+template <typename T>
 static const char *launch(const void *args, void *ctx, cudaStream_t stream)
 {
     const kb_softmax_args *a = (const kb_softmax_args *)args;
+    const T *x = (const T *)a->x;
+    T *y = (T *)a->y;
     (void)ctx;
     bool in_registers = kb_row_dispatch(a->C, [&](auto cfg) {
         using Cfg = decltype(cfg);
-        softmax_vectorized_kernel<Cfg><<<kb_row_grid<Cfg>(a->R), Cfg::BLOCK, 0, stream>>>(a->R, a->C, a->x, a->y);
+        softmax_vectorized_kernel<Cfg><<<kb_row_grid<Cfg>(a->R), Cfg::BLOCK, 0, stream>>>(a->R, a->C, x, y);
     });
     if (!in_registers) {
         if (a->C % 4 == 0)
-            softmax_two_read_kernel<4><<<a->R, KB_TWO_READ_BLOCK, 0, stream>>>(a->C, a->x, a->y);
+            softmax_two_read_kernel<4><<<a->R, KB_TWO_READ_BLOCK, 0, stream>>>(a->C, x, y);
         else
-            softmax_two_read_kernel<1><<<a->R, KB_TWO_READ_BLOCK, 0, stream>>>(a->C, a->x, a->y);
+            softmax_two_read_kernel<1><<<a->R, KB_TWO_READ_BLOCK, 0, stream>>>(a->C, x, y);
     }
     KB_LAUNCHED();
 }
@@ -112,7 +117,14 @@ extern "C" const kb_variant softmax_vectorized[] = {
         .summary = "float4, row in registers: one read, one write (two reads past C = 32768)",
         .dtype = KB_F32,
         .math = KB_MATH_F32,
-        .launch = launch,
+        .launch = launch<float>,
+    },
+    {
+        .name = "vectorized",
+        .summary = "f16 in and out, fp32 math, 8-byte packs, row in registers (two reads past C = 32768)",
+        .dtype = KB_F16,
+        .math = KB_MATH_F16,
+        .launch = launch<__half>,
     },
     KB_VARIANT_END,
 };
