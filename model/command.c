@@ -184,10 +184,10 @@ static void fill_row(const kb_model_gpu_run *r, kb_tf_gemm gemm, int k, const kb
     row->check = p->check.pass && !p->recheck.pass && !p->error ? p->recheck : p->check;
     row->rows_checked = (int64_t)r->ref->n * kb_model_out_len(r->mode, r->in);
     row->rows_total = (int64_t)r->in->B * kb_model_out_len(r->mode, r->in);
-    row->hot = r->hot;
+    row->hot = r->timing.hot;
     row->status = kb_model_path_passed(p) ? KB_PASS : KB_FAIL;
     row->timed = row->status == KB_PASS;
-    row->time_ms = p->phase[FWD_COMPUTE];
+    kb_timing_fill(&p->timing, row);
     if (p->error)
         snprintf(row->reason, sizeof row->reason, "%s", p->error);
     else if (!p->check.pass || !p->recheck.pass)
@@ -307,14 +307,15 @@ static int open_gpu(const kb_model_opts *o, kb_model_gpu_run *r, const kb_device
     const size_t src = kb_model_in_bytes(r, 0), tgt = kb_model_in_bytes(r, 1), out = kb_model_out_bytes(r);
     if (cudaStreamCreate(&r->stream) != cudaSuccess || cudaMallocHost((void **)&r->h_src, src) != cudaSuccess ||
         cudaMallocHost((void **)&r->h_tgt, tgt) != cudaSuccess || cudaMallocHost((void **)&r->h_out, out) != cudaSuccess ||
-        !(r->flush = kb_alloc_flush(dev, &r->flush_bytes))) {
+        !(r->timing.flush = kb_alloc_flush(dev, &r->timing.flush_bytes))) {
         fprintf(stderr, "kbench: out of memory for the pinned inputs, output and L2 flush buffer\n");
         return -1;
     }
     memcpy(r->h_src, r->in->src, src);
     if (r->in->tgt)
         memcpy(r->h_tgt, r->in->tgt, tgt);
-    kb_options meta_opts = {.hot = o->hot};
+    const kb_options meta_opts = {.hot = o->hot, .row_cap_s = o->stop.cap_s, .max_noise = o->stop.max_noise,
+                                  .min_samples = o->stop.min_samples};
     kb_collect_meta(dev, &meta_opts, &co->meta);
     return 0;
 }
@@ -324,7 +325,7 @@ static void close_gpu(kb_model_gpu_run *r)
     cudaFreeHost(r->h_src);
     cudaFreeHost(r->h_tgt);
     cudaFreeHost(r->h_out);
-    cudaFree(r->flush);
+    cudaFree(r->timing.flush);
     if (r->stream)
         cudaStreamDestroy(r->stream);
 }
@@ -363,8 +364,7 @@ static int gpu_path(const kb_model_opts *o, const kb_model_gpu_run *r, kb_tf_gem
 static int gpu_model(const kb_model_opts *o, const kb_tf_model *m, const kb_model_inputs *in,
                      const kb_device_info *dev, csv_out *co)
 {
-    kb_model_gpu_run r = {.m = m, .mode = o->mode, .in = in, .hot = o->hot, .cap_s = o->max_time_s,
-                          .kernels = &o->kernels};
+    kb_model_gpu_run r = {.m = m, .mode = o->mode, .in = in, .timing = {o->stop, o->hot}, .kernels = &o->kernels};
     kb_model_reference ref = {0};
     int rc = 0, first = 1;
     if (open_gpu(o, &r, dev, co) != 0 || reference(o, m, in, &ref) != 0)

@@ -7,6 +7,7 @@
 
 #include <cuda_runtime_api.h>
 #include "harness/harness.h"
+#include "harness/timing.h"
 #include "model/command.h"
 #include "model/gpu.h"
 
@@ -51,16 +52,14 @@ typedef struct {
     const kb_model_reference *ref;
     cudaStream_t stream;
     float *h_src, *h_tgt, *h_out; /* pinned */
-    void *flush;
-    size_t flush_bytes;
-    int hot;
-    double cap_s;
+    kb_time_opts timing;          /* the stop rule, --hot and the L2 flush buffer */
     const kb_tf_kernels *kernels;
 } kb_model_gpu_run;
 
 /* One GEMM path in one launch mode (plain stream launches, or graphs). */
 typedef struct {
-    kb_stats phase[FWD_COUNT];
+    kb_timing timing;          /* the engine's: the compute phase, and NVML over its samples */
+    kb_stats phase[FWD_COUNT]; /* every phase over the same samples, for the printout */
     kb_check check, recheck;
     const char *error;
 } kb_model_path;

@@ -1,21 +1,14 @@
 /* One GEMM path of `kbench model` on the GPU (model/command_internal.h):
  * the forward enqueued with its copies between events, checked against the
- * C reference before and after timing, timed as plain stream launches and
- * as CUDA graphs, and printed phase by phase. */
+ * C reference before and after timing, timed by the timing engine as plain
+ * stream launches and as CUDA graphs, and printed phase by phase. */
 #include <math.h>
-#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 #include "harness/harness.h"
+#include "harness/timing.h"
 #include "kernels/cuda_util.h"
 #include "model/command_internal.h"
-
-#define WARMUP_S 0.05
-#define MIN_SAMPLES 5
-#define MAX_SAMPLES 2000
-#define TARGET_NOISE 0.01
-
-static double now_ms(void) { return omp_get_wtime() * 1e3; }
 
 static const char *const phase_names[FWD_COUNT] = {"host-to-device copy", "encoder", "decoder",
                                                    "device-to-host copy", "total", "compute"};
@@ -60,6 +53,18 @@ static const char *enqueue(kb_tf_gpu *g, const kb_model_gpu_run *r, const graphs
     return e ? e : kb_cuda_status(cudaGetLastError());
 }
 
+/* Each phase of the forward just enqueued, once ev[4] is done. */
+static void read_phases(cudaEvent_t ev[5], double ms[FWD_COUNT])
+{
+    float t[4];
+    for (int i = 0; i < 4; ++i)
+        cudaEventElapsedTime(&t[i], ev[i], ev[i + 1]);
+    for (int i = 0; i < 4; ++i)
+        ms[i] = t[i];
+    ms[FWD_TOTAL] = t[0] + t[1] + t[2] + t[3];
+    ms[FWD_COMPUTE] = t[1] + t[2];
+}
+
 static const char *run_once(kb_tf_gpu *g, const kb_model_gpu_run *r, const graphs *gr, cudaEvent_t ev[5],
                             double ms[FWD_COUNT])
 {
@@ -68,13 +73,7 @@ static const char *run_once(kb_tf_gpu *g, const kb_model_gpu_run *r, const graph
         return e;
     if ((e = kb_cuda_status(cudaEventSynchronize(ev[4]))))
         return e;
-    float t[4];
-    for (int i = 0; i < 4; ++i)
-        cudaEventElapsedTime(&t[i], ev[i], ev[i + 1]);
-    for (int i = 0; i < 4; ++i)
-        ms[i] = t[i];
-    ms[FWD_TOTAL] = t[0] + t[1] + t[2] + t[3];
-    ms[FWD_COMPUTE] = t[1] + t[2];
+    read_phases(ev, ms);
     return NULL;
 }
 
@@ -101,44 +100,61 @@ static void check_output(const kb_model_gpu_run *r, kb_check *c)
     c->pass = c->nonfinite == 0 && c->rel_l2_err <= c->worst_tol;
 }
 
-static const char *time_launches(kb_tf_gpu *g, const kb_model_gpu_run *r, const graphs *gr,
-                                 kb_stats st[FWD_COUNT])
-{
+/* The timing engine's view of a path's forwards: each launch enqueues one
+ * with its copies between five events, and each sample reads its phases
+ * back. */
+typedef struct {
+    kb_tf_gpu *g;
+    const kb_model_gpu_run *r;
+    const graphs *gr;
     cudaEvent_t ev[5];
-    for (int i = 0; i < 5; ++i)
-        cudaEventCreate(&ev[i]);
-    double ms[FWD_COUNT], *samples[FWD_COUNT], *scratch = malloc(sizeof(double) * MAX_SAMPLES);
+    double *phase[FWD_COUNT]; /* each sample's phases, KB_MAX_SAMPLES of them */
+    int n;
+} forwards;
+
+static const char *launch_forward(void *arg, cudaStream_t stream)
+{
+    forwards *f = arg;
+    (void)stream; /* the run's, on which enqueue records its events */
+    return enqueue(f->g, f->r, f->gr, f->ev);
+}
+
+/* The row's time is the forward's without its copies; every phase is kept
+ * for the printout. */
+static const char *forward_sample(void *arg, double *ms)
+{
+    forwards *f = arg;
+    double each[FWD_COUNT];
+    read_phases(f->ev, each);
     for (int p = 0; p < FWD_COUNT; ++p)
-        samples[p] = malloc(sizeof(double) * MAX_SAMPLES);
+        f->phase[p][f->n] = each[p];
+    f->n++;
+    *ms = each[FWD_COMPUTE];
+    return NULL;
+}
+
+/* Time the path (graphs gr, or plain launches) into res: the engine's
+ * timing, and each phase's statistics. */
+static const char *time_path(kb_tf_gpu *g, const kb_model_gpu_run *r, const graphs *gr, kb_model_path *res)
+{
+    forwards f = {.g = g, .r = r, .gr = gr};
+    const kb_timed w = {.launch = launch_forward, .arg = &f, .stream = r->stream, .sample_ms = forward_sample};
     const char *e = NULL;
-    double t0 = now_ms();
-    do
-        e = run_once(g, r, gr, ev, ms);
-    while (!e && now_ms() - t0 < WARMUP_S * 1e3);
-    int n = 0;
-    t0 = now_ms();
-    while (!e) {
-        if (!r->hot && (e = kb_cuda_status(cudaMemsetAsync(r->flush, n & 0xff, r->flush_bytes, r->stream))))
-            break;
-        if ((e = run_once(g, r, gr, ev, ms)))
-            break;
-        for (int p = 0; p < FWD_COUNT; ++p)
-            samples[p][n] = ms[p];
-        if (++n < MIN_SAMPLES)
-            continue;
-        memcpy(scratch, samples[FWD_COMPUTE], sizeof(double) * (size_t)n);
-        kb_stats_compute(scratch, n, &st[FWD_COMPUTE]);
-        if (n == MAX_SAMPLES || kb_median_noise(&st[FWD_COMPUTE]) < TARGET_NOISE || now_ms() - t0 > r->cap_s * 1e3)
-            break;
-    }
+    for (int i = 0; i < 5 && !e; ++i)
+        e = kb_cuda_status(cudaEventCreate(&f.ev[i]));
+    for (int p = 0; p < FWD_COUNT && !e; ++p)
+        if (!(f.phase[p] = malloc(sizeof(double) * KB_MAX_SAMPLES)))
+            e = "out of host memory for the samples";
+    if (!e)
+        e = kb_time(&w, &r->timing, &res->timing);
     for (int p = 0; p < FWD_COUNT; ++p) {
         if (!e)
-            kb_stats_compute(samples[p], n, &st[p]);
-        free(samples[p]);
+            kb_stats_compute(f.phase[p], f.n, &res->phase[p]);
+        free(f.phase[p]);
     }
-    free(scratch);
     for (int i = 0; i < 5; ++i)
-        cudaEventDestroy(ev[i]);
+        if (f.ev[i])
+            cudaEventDestroy(f.ev[i]);
     return e;
 }
 
@@ -175,14 +191,14 @@ const char *kb_model_run_path(kb_tf_gpu *g, const kb_model_gpu_run *r, kb_model_
     res[1].check = res[0].check;
     if (!res[0].check.pass)
         return NULL;
-    res[0].error = time_launches(g, r, NULL, res[0].phase);
+    res[0].error = time_path(g, r, NULL, &res[0]);
     check_output(r, &res[0].recheck);
     graphs gr = {NULL, NULL};
     if (r->mode != KB_TF_DECODER && (e = capture(g, r->stream, kb_tf_gpu_encode, &gr.enc)))
         return e;
     if (r->mode != KB_TF_ENCODER && (e = capture(g, r->stream, kb_tf_gpu_decode, &gr.dec)))
         return e;
-    res[1].error = time_launches(g, r, &gr, res[1].phase);
+    res[1].error = time_path(g, r, &gr, &res[1]);
     check_output(r, &res[1].recheck);
     if (gr.enc)
         cudaGraphExecDestroy(gr.enc);
