@@ -388,8 +388,8 @@ int kb_generate_gpu(kb_llama_model *m, const int *prompt, int T, const kb_genera
 static void fast_result(const gpu_run *r, const kb_llama_config *c, int T, kb_stage_result *res)
 {
     res->dtype = "bf16";
-    res->prefill = r->prefill.ms;
-    res->decode = r->graph.ms;
+    res->prefill = r->prefill;
+    res->decode = r->graph;
     res->prefill_flops = prefill_flops(c, T);
     res->decode_flops = decode_flops(c, T + r->steps / 2.0);
     res->decode_bytes = decode_bytes(c, T + r->steps / 2.0);
@@ -397,13 +397,14 @@ static void fast_result(const gpu_run *r, const kb_llama_config *c, int T, kb_st
     res->tolerance = r->check.worst_tol;
     res->pass = r->check.pass;
     res->checked_tokens = r->checked;
-    res->clocks = r->graph.nvml;
     snprintf(res->how, sizeof res->how, "KV cache; the step as one CUDA graph");
 }
 
-/* The model of `kbench model generate` at the stage's shape, seeded, without
- * the ceilings (the stages command measures them once). */
-int kb_stage_fast(const kb_stage_shape *s, kb_stage_result *res, char *err, size_t errlen)
+/* The model of `kbench model generate` at the stage's shape, seeded, on the
+ * GPU the stages command opened, without the ceilings (it measures them
+ * once) and timed with its flush buffer. */
+int kb_stage_fast(const kb_stage_shape *s, const kb_time_opts *timing, kb_stage_result *res, char *err,
+                  size_t errlen)
 {
     const kb_llama_config c = {.d_model = s->d_model, .d_ff = s->d_ff, .layers = s->layers, .heads = s->heads,
                                .kv_heads = s->kv_heads, .head_dim = s->d_model / s->heads, .vocab = s->vocab,
@@ -415,7 +416,7 @@ int kb_stage_fast(const kb_stage_shape *s, kb_stage_result *res, char *err, size
         return -1;
     }
     kb_llama_model m = {0};
-    gpu_run r = {0};
+    gpu_run r = {.timing = *timing};
     int pass = 0, *prompt = malloc(sizeof(int) * (size_t)s->prompt);
     int *out = malloc(sizeof(int) * (size_t)(s->tokens + 1));
     if (!prompt || !out || kb_llama_init_random(&m, &c, s->seed) != 0)
