@@ -1,10 +1,11 @@
-/* A case: what every variant of one (op, shape, dtype) shares (case.c), and
- * the phases a sweep's wall time is split into (run.c).  Internal to the
- * harness: run.c and case.c. */
+/* A case: what every variant of one (op, shape, dtype) shares (case.c).
+ * Internal to the harness: run.c and case.c, which count their time in the
+ * sweep's phases (timing.h). */
 #ifndef KB_CASE_H
 #define KB_CASE_H
 
 #include "harness/harness.h"
+#include "harness/timing.h"
 
 /* The host half: seeded inputs, the sampled rows and their reference.  It
  * touches no CUDA, so the next case's can be made on the host while the
@@ -76,16 +77,5 @@ cudaError_t kb_case_restore_inouts(const kb_case *c);
 void kb_case_rows(const kb_case *c, int64_t *checked, int64_t *total);
 /* Check every output on the device; fills r->check with the worst. */
 cudaError_t kb_case_check(const kb_case *c, kb_math math, kb_result *r);
-
-/* Where a sweep's wall time goes, summed over its rows (kb_run_phases). */
-enum {
-    PH_ALLOC, PH_HOST_WAIT, PH_RESET, PH_SETUP, PH_FIRST, PH_CHECK, PH_WARMUP, PH_TIMING, PH_FLUSH, PH_NVML,
-    PH_ENERGY, PH_SETTLE, PH_COUNT
-};
-double kb_now_s(void);
-/* Add the time since t0 to a phase; returns now, to start the next. */
-double kb_phase_end(int ph, double t0);
-/* The host's own time on inputs and references, wherever it ran. */
-void kb_phase_host(double inputs_s, double reference_s);
 
 #endif

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "harness/harness.h"
+#include "harness/timing.h"
 
 void kb_print_usage(FILE *f)
 {
@@ -166,6 +167,19 @@ static int parse_devices(kb_options *o, const char *list, char *err, size_t errl
     return each_item(o, "--devices", list, add_device, err, errlen);
 }
 
+/* kbench run keeps the stop rule as three of its options (workers.c's
+ * estimate of a row's cost reads row_cap_s). */
+static int parse_stop_flag(kb_options *o, const char *flag, const char *val, char *err, size_t errlen)
+{
+    kb_stop_rule rule = kb_options_stop_rule(o);
+    if (kb_parse_stop_flag(flag, val, &rule, err, errlen) != 0)
+        return -1;
+    o->row_cap_s = rule.cap_s;
+    o->max_noise = rule.max_noise;
+    o->min_samples = rule.min_samples;
+    return 0;
+}
+
 static const char *value_of(int argc, char **argv, int *i)
 {
     return *i + 1 < argc ? argv[++*i] : NULL;
@@ -184,8 +198,7 @@ static int parse_run_flag(int argc, char **argv, int *i, kb_options *o, char *er
     else if (!strcmp(a, "--replicate")) o->replicate = 1;
     else if (!strcmp(a, "--op") || !strcmp(a, "--variant") || !strcmp(a, "--sizes") ||
              !strcmp(a, "--dtype") || !strcmp(a, "--csv") || !strcmp(a, "--device") ||
-             !strcmp(a, "--max-time") || !strcmp(a, "--out-dir") || !strcmp(a, "--max-noise") ||
-             !strcmp(a, "--min-samples") || !strcmp(a, "--format") || !strcmp(a, "--devices") ||
+             !strcmp(a, "--out-dir") || kb_is_stop_flag(a) || !strcmp(a, "--format") || !strcmp(a, "--devices") ||
              !strcmp(a, "--family")) {
         const char *val = value_of(argc, argv, i);
         if (!val || !*val)
@@ -198,28 +211,14 @@ static int parse_run_flag(int argc, char **argv, int *i, kb_options *o, char *er
         else if (!strcmp(a, "--csv")) o->csv_path = val;
         else if (!strcmp(a, "--out-dir")) o->out_dir = val;
         else if (!strcmp(a, "--devices")) return parse_devices(o, val, err, errlen);
+        else if (kb_is_stop_flag(a)) return parse_stop_flag(o, a, val, err, errlen);
         else if (!strcmp(a, "--device")) {
             if (parse_number(val, 0, 1024, &v) || v != (int)v)
                 return fail(err, errlen, "--device needs a device index, got '%s'", val);
             o->device = (int)v;
             o->device_given = 1;
-        } else if (!strcmp(a, "--max-noise")) {
-            if (parse_number(val, 0.01, 100, &v))
-                return fail(err, errlen, "--max-noise needs a percentage from 0.01 to 100, got '%s'", val);
-            o->max_noise = v / 100;
-        } else if (!strcmp(a, "--format")) {
-            if (kb_parse_format(val, &o->format) != 0)
-                return fail(err, errlen, "--format needs csv, md or jsonl, got '%s'", val);
-        } else if (!strcmp(a, "--min-samples")) {
-            /* At least the 3 a median needs, at most the 2000 a row takes. */
-            if (parse_number(val, 3, 2000, &v) || v != (int)v)
-                return fail(err, errlen, "--min-samples needs an integer from 3 to 2000, got '%s'", val);
-            o->min_samples = (int)v;
-        } else {
-            if (parse_number(val, 0.001, 3600, &v))
-                return fail(err, errlen, "--max-time needs seconds in (0, 3600], got '%s'", val);
-            o->row_cap_s = v;
-        }
+        } else if (kb_parse_format(val, &o->format) != 0) /* --format, the last */
+            return fail(err, errlen, "--format needs csv, md or jsonl, got '%s'", val);
     } else
         return fail(err, errlen, "unknown option '%s' (see kbench help)", a);
     return 0;
@@ -260,7 +259,7 @@ int kb_asks_help(int argc, char **argv)
 int kb_parse_args(int argc, char **argv, kb_options *o, char *err, size_t errlen)
 {
     memset(o, 0, sizeof *o);
-    o->row_cap_s = 1.0;
+    o->row_cap_s = KB_STOP_CAP_S;
     if (argc < 2)
         return fail(err, errlen, "missing command: list, run, ceilings, compare, pe, model, help or version%s", "");
     const char *cmd = argv[1];

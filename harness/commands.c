@@ -9,6 +9,7 @@
 #include <omp.h>
 #include <unistd.h>
 #include "harness/harness.h"
+#include "harness/timing.h"
 #include "ops/posenc.h"
 #include "version.h"
 
@@ -113,7 +114,8 @@ void kb_collect_meta(const kb_device_info *d, const kb_options *o, kb_meta_set *
     kb_meta_set_value(m, "l2_mode", "%s", o->hot ? "hot (not flushed)" : "cold (flushed between samples)");
     kb_meta_set_value(m, "mode", "%s", o->check_only ? "check only" : "check and time");
     char rule[160];
-    kb_stop_rule_text(o, rule, sizeof rule);
+    const kb_stop_rule stop = kb_options_stop_rule(o);
+    kb_stop_rule_text(&stop, rule, sizeof rule);
     kb_meta_set_value(m, "stop_rule", "%s", rule);
     kb_meta_set_value(m, "energy", "%s",
                       !o->energy ? "over the timed samples, flushes included, where they lasted 1 s"

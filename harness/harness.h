@@ -1,6 +1,6 @@
-/* The harness's internal interfaces.  Measurement (run.c, gpu.c) fills
- * kb_result records; printers (table.c, csv.c) only render them, so every
- * output format shows the same summary. */
+/* The harness's internal interfaces.  Measurement (run.c, gpu.c, and the
+ * timing engine of timing.h) fills kb_result records; printers (table.c,
+ * csv.c) only render them, so every output format shows the same summary. */
 #ifndef KBENCH_HARNESS_H
 #define KBENCH_HARNESS_H
 
@@ -401,7 +401,7 @@ int kb_devices_spanned(const char *devices);
 void kb_set_run_devices(const int *ids, int n);
 /* While on, kb_ranks_fork and kb_ranks_join do nothing: a variant's launch
  * only enqueues each GPU's part on that GPU's stream, which the harness
- * then times itself (run.c, distributed rows). */
+ * then times itself (timing.c, rows across GPUs). */
 void kb_ranks_set_direct(int on);
 
 /* A start gate on several GPUs' streams (gate.cu): each stream holds at
@@ -421,23 +421,6 @@ int kb_gate_timed_out(const kb_gate *g);
 /* Announce a sweep's rows (until kb_run_release): while the GPU runs one
  * case's rows, the host makes the next case's inputs and reference. */
 void kb_run_plan(const kb_job *jobs, int n);
-/* The run's GPUs ran work until a moment ago (other processes' rows), so
- * the first timed row needs no warm-up from idle. */
-void kb_run_gpus_busy(void);
-/* The options' stop rule in words, for the CSV's metadata. */
-void kb_stop_rule_text(const kb_options *o, char *buf, size_t len);
-/* Where the sweep's total_s went (the CSV rewrites, csv_s, then device
- * alloc and upload, waits for the host's inputs and reference, input
- * resets, check, warm-up, timed launches, L2 flush, NVML, energy windows,
- * settling, other), and the host's time on inputs
- * and references, mostly overlapped with the GPU. */
-void kb_run_phases(FILE *f, double total_s, double csv_s);
-/* Warm up (0.2 s for a process's first row, else one launch), then sample one launch per CUDA event pair (flushing L2
- * first unless hot) until, from 20 samples on, the median's noise is under
- * 1%, or cap_s is spent.  With r, NVML's readings over the samples go into
- * its clock, power and throttle fields. */
-const char *kb_time_variant(const kb_variant *v, const void *args, void *ctx, int hot,
-                            double cap_s, void *flush, size_t flush_bytes, kb_stats *st, kb_result *r);
 
 /* ---- commands.c ---- */
 /* The CSV metadata of a run on this device: GPU, versions, commit, date. */

@@ -2,7 +2,6 @@
  * before anything is loaded or run. */
 #include <ctype.h>
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +20,8 @@ void kb_model_usage(FILE *f)
           "         [--src-npy FILE] [--tgt-npy FILE] [--weights FILE.safetensors] [--out FILE.npy]\n"
           "         [--gemm fp32|3xtf32[,..]] [--attention NAME] [--add-norm NAME] [--norm NAME]\n"
           "         [--cpu-only] [--check-seqs N]\n"
-          "         [--csv FILE | --out-dir DIR | --append FILE] [--device N] [--max-time SECONDS] [--hot]\n",
+          "         [--csv FILE | --out-dir DIR | --append FILE] [--device N] [--hot]\n"
+          "         [--max-time SECONDS] [--max-noise PCT] [--min-samples N]\n",
           f);
     kb_generate_usage(f);
     kb_tokenize_usage(f);
@@ -70,23 +70,15 @@ static int parse_gemm(kb_model_opts *o, const char *list, char *err, size_t errl
     return rc;
 }
 
-/* --seed: a decimal uint64 (strtoull would wrap "-1"); --max-time: finite
- * seconds in (0, 3600]. */
-static int parse_number(kb_model_opts *o, const char *flag, const char *val, char *err, size_t errlen)
+/* --seed: a decimal uint64 (strtoull would wrap "-1"). */
+static int parse_seed(kb_model_opts *o, const char *val, char *err, size_t errlen)
 {
     char *end, q[KB_QUOTE_LEN];
     errno = 0;
-    if (!strcmp(flag, "--seed")) {
-        o->seed = strtoull(val, &end, 10);
-        if (!isdigit((unsigned char)*val) || errno || *end)
-            return fail(err, errlen, "--seed needs an integer from 0 to 2^64-1, got '%s'%s",
-                        kb_quote(val, q, sizeof q), "");
-        return 0;
-    }
-    o->max_time_s = strtod(val, &end);
-    if (errno || end == val || *end || !isfinite(o->max_time_s) || o->max_time_s <= 0 || o->max_time_s > 3600)
-        return fail(err, errlen, "--max-time needs seconds above 0 and at most 3600, got '%s'%s",
-                    kb_quote(val, q, sizeof q), "");
+    o->seed = strtoull(val, &end, 10);
+    if (!isdigit((unsigned char)*val) || errno || *end)
+        return fail(err, errlen, "--seed needs an integer from 0 to 2^64-1, got '%s'%s", kb_quote(val, q, sizeof q),
+                    "");
     return 0;
 }
 
@@ -126,7 +118,7 @@ static int parse_flag(int argc, char **argv, int *i, kb_model_opts *o, char *err
     if (!strcmp(a, "--no-causal")) o->no_causal = 1;
     else if (!strcmp(a, "--cpu-only")) o->cpu_only = 1;
     else if (!strcmp(a, "--hot")) o->hot = 1;
-    else if (s || n || !strcmp(a, "--gemm") || !strcmp(a, "--seed") || !strcmp(a, "--max-time")) {
+    else if (s || n || !strcmp(a, "--gemm") || !strcmp(a, "--seed") || kb_is_stop_flag(a)) {
         if (!val || !*val)
             return fail(err, errlen, "%s needs a value%s", a, "");
         ++*i;
@@ -137,8 +129,10 @@ static int parse_flag(int argc, char **argv, int *i, kb_model_opts *o, char *err
                              err, errlen);
         else if (!strcmp(a, "--gemm"))
             return parse_gemm(o, val, err, errlen);
+        else if (kb_is_stop_flag(a))
+            return kb_parse_stop_flag(a, val, &o->stop, err, errlen);
         else
-            return parse_number(o, a, val, err, errlen);
+            return parse_seed(o, val, err, errlen);
     } else {
         char q[KB_QUOTE_LEN];
         return fail(err, errlen, "unknown option '%s' for kbench model (see kbench help)%s",
@@ -183,8 +177,7 @@ static int check_combinations(const kb_model_opts *o, char *err, size_t errlen)
 
 int kb_model_parse(int argc, char **argv, kb_model_opts *o, char *err, size_t errlen)
 {
-    memset(o, 0, sizeof *o);
-    o->max_time_s = 2.0;
+    memset(o, 0, sizeof *o); /* and so the default stop rule */
     o->seed = 1;
     const char *modes[] = {"encoder", "decoder", "seq2seq"};
     if (argc < 2)

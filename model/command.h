@@ -6,6 +6,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include "harness/timing.h"
 #include "model/gpu.h"
 #include "model/transformer.h"
 
@@ -27,7 +28,7 @@ typedef struct {
     int check_seqs;                            /* 0 = as many as the CPU budget allows */
     int hot, device;
     const char *csv_path, *out_dir, *append;   /* --append: add rows to that CSV */
-    double max_time_s;                         /* per timed path */
+    kb_stop_rule stop;                         /* --max-time, --max-noise, --min-samples */
 } kb_model_opts;
 
 /* Parse `model MODE [flags]` (argv[0] is "model").  0, or -1 with one line

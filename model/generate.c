@@ -29,7 +29,7 @@ void kb_generate_usage(FILE *f)
           "          --tied]\n"
           "         [--prompt-ids ID,ID,.. | --prompt-len T | --prompt TEXT] [--tokens N] [--seed N]\n"
           "         [--logits-out FILE.npy] [--save DIR [--save-dtype f32|bf16|f16]]\n"
-          "         [--append RUN.csv] [--no-ceilings]\n",
+          "         [--append RUN.csv] [--no-ceilings] [--max-time SECONDS] [--max-noise PCT] [--min-samples N]\n",
           f);
 }
 
@@ -144,7 +144,8 @@ static int parse_flag(int argc, char **argv, int *i, kb_generate_opts *o, char *
         o->tied = 1;
     else if (!strcmp(a, "--no-ceilings"))
         o->no_ceilings = 1;
-    else if (n || s || !strcmp(a, "--prompt-ids") || !strcmp(a, "--seed") || !strcmp(a, "--save-dtype")) {
+    else if (n || s || !strcmp(a, "--prompt-ids") || !strcmp(a, "--seed") || !strcmp(a, "--save-dtype") ||
+             kb_is_stop_flag(a)) {
         if (!val || !*val)
             return kb_fail(err, errlen, "%s needs a value", a);
         ++*i;
@@ -156,6 +157,8 @@ static int parse_flag(int argc, char **argv, int *i, kb_generate_opts *o, char *
             return parse_ids(o, val, err, errlen);
         else if (!strcmp(a, "--seed"))
             return parse_seed(o, val, err, errlen);
+        else if (kb_is_stop_flag(a))
+            return kb_parse_stop_flag(a, val, &o->stop, err, errlen);
         else
             return parse_dtype(o, val, err, errlen);
     } else
@@ -181,6 +184,8 @@ static int check_combinations(const kb_generate_opts *o, char *err, size_t errle
         return kb_fail(err, errlen, "--save-dtype applies to --save");
     if (o->cpu_only && (o->append || o->no_ceilings))
         return kb_fail(err, errlen, "%s is for the GPU run: drop --cpu-only", o->append ? "--append" : "--no-ceilings");
+    if (o->cpu_only && (o->stop.cap_s || o->stop.max_noise || o->stop.min_samples))
+        return kb_fail(err, errlen, "--max-time, --max-noise and --min-samples time the GPU run: drop --cpu-only");
     return 0;
 }
 

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include "harness/timing.h"
 #include "model/bpe.h"
 #include "model/llama.h"
 
@@ -34,6 +35,7 @@ typedef struct {
     const char *save_dir;      /* --save DIR */
     const char *append;        /* --append RUN.csv: the GPU run's rows go to this kbench CSV */
     int no_ceilings;           /* --no-ceilings: skip measuring them (and the shares of them) */
+    kb_stop_rule stop;         /* --max-time, --max-noise, --min-samples: the GPU rows' stop rule */
     kb_llama_dtype save_dtype; /* --save-dtype */
     int save_dtype_given;
 } kb_generate_opts;
@@ -45,8 +47,9 @@ void kb_generate_opts_free(kb_generate_opts *o);
 void kb_generate_usage(FILE *f);
 
 /* The GPU run (model/generate_gpu.c): rounds m's weights to bf16, checks
- * the GPU forward against the C reference, times prefill and decode, and
- * adds their rows to the kbench CSV `append` (may be NULL).
+ * the GPU forward against the C reference, times prefill and decode through
+ * the timing engine (o->stop), and adds their rows to the kbench CSV
+ * `append` (may be NULL).
  * Returns the exit code (0, or 1 on a failed check or a GPU error). */
 int kb_generate_gpu(kb_llama_model *m, const int *prompt, int T, const kb_generate_opts *o);
 

@@ -23,23 +23,18 @@
 
 #define CHECK_PROMPT 32
 #define CHECK_STEPS 8
-#define PREFILL_RUNS 5
-#define DECODE_RUNS 3
 
 typedef struct {
     kb_llama_gpu *g;
     cudaStream_t s;
     cudaGraphExec_t step; /* one decode step */
-    cudaEvent_t t0, t1;
+    kb_time_opts timing;  /* the stop rule and the L2 flush buffer */
     kb_check check;       /* the worst step's logits against the reference */
-    kb_stats prefill, graph, stream; /* ms; decode per token */
-    kb_nvml_window clocks[3];        /* NVML readings after each timed run: prefill, graph, stream */
+    kb_timing prefill, graph, stream; /* decode per token */
     int steps;            /* decode steps timed per run (0: none) */
     int checked;          /* tokens whose logits the check compared */
     kb_ceilings ceil;
 } gpu_run;
-
-
 
 /* The decode step as one graph, replacing the last one. */
 static const char *capture_step(gpu_run *r)
@@ -58,28 +53,14 @@ static const char *capture_step(gpu_run *r)
     return kb_cuda_status(e);
 }
 
-/* Prefill, then steps decode steps (graph replays, or stream launches);
- * the milliseconds of each part when times is set. */
-static const char *generate(gpu_run *r, const int *ids, int n, int steps, int graph, double *prefill_ms,
-                            double *decode_ms)
+/* Prefill, then steps decode steps as graph replays, and wait. */
+static const char *generate(gpu_run *r, const int *ids, int n, int steps)
 {
-    float ms = 0;
     KB_TRY(kb_llama_gpu_plan(r->g, n));
-    KB_TRY(kb_cuda_status(cudaEventRecord(r->t0, r->s)));
     KB_TRY(kb_llama_gpu_prefill(r->g, ids, n, r->s));
-    KB_TRY(kb_cuda_status(cudaEventRecord(r->t1, r->s)));
-    KB_TRY(kb_cuda_status(cudaEventSynchronize(r->t1)));
-    KB_TRY(kb_cuda_status(cudaEventElapsedTime(&ms, r->t0, r->t1)));
-    if (prefill_ms)
-        *prefill_ms = ms;
-    KB_TRY(kb_cuda_status(cudaEventRecord(r->t0, r->s)));
     for (int k = 0; k < steps; ++k)
-        KB_TRY(graph ? kb_cuda_status(cudaGraphLaunch(r->step, r->s)) : kb_llama_gpu_decode(r->g, r->s));
-    KB_TRY(kb_cuda_status(cudaEventRecord(r->t1, r->s)));
-    KB_TRY(kb_cuda_status(cudaEventSynchronize(r->t1)));
-    KB_TRY(kb_cuda_status(cudaEventElapsedTime(&ms, r->t0, r->t1)));
-    if (decode_ms)
-        *decode_ms = ms;
+        KB_TRY(kb_cuda_status(cudaGraphLaunch(r->step, r->s)));
+    KB_TRY(kb_cuda_status(cudaStreamSynchronize(r->s)));
     return kb_cuda_status(cudaGetLastError());
 }
 
@@ -127,7 +108,7 @@ static const char *check(gpu_run *r, const kb_llama_model *m, const int *prompt,
     kb_llama_gpu_keep_logits(r->g, 1);
     const char *err = capture_step(r);
     if (!err)
-        err = generate(r, prompt, n, steps - 1, 1, NULL, NULL);
+        err = generate(r, prompt, n, steps - 1);
     if (!err)
         err = kb_llama_gpu_results(r->g, steps, out, logits);
     const double t0 = omp_get_wtime();
@@ -170,38 +151,66 @@ static double prefill_flops(const kb_llama_config *c, int n)
     return per_token * n + attn + 2.0 * d * c->vocab;
 }
 
+/* What the timing engine's callbacks of a timed generation need. */
+typedef struct {
+    gpu_run *r;
+    const int *prompt;
+    int T, steps, graph;
+} timed_run;
+
+static const char *launch_prefill(void *arg, cudaStream_t s)
+{
+    const timed_run *t = arg;
+    return kb_llama_gpu_prefill(t->r->g, t->prompt, t->T, s);
+}
+
+/* A decode sample's steps start where a prefill leaves the cache. */
+static const char *refill_cache(void *arg)
+{
+    const timed_run *t = arg;
+    return launch_prefill(arg, t->r->s);
+}
+
+static const char *launch_decode(void *arg, cudaStream_t s)
+{
+    const timed_run *t = arg;
+    for (int k = 0; k < t->steps; ++k)
+        KB_TRY(t->graph ? kb_cuda_status(cudaGraphLaunch(t->r->step, s)) : kb_llama_gpu_decode(t->r->g, s));
+    return NULL;
+}
+
+/* The prefill over the prompt, then the decode steps after it with stream
+ * launches and with the graph (last, so the tokens kept are a graph run's),
+ * each a row of the timing engine. */
+static const char *time_rows(gpu_run *r, const int *prompt, int T, int steps)
+{
+    timed_run t = {r, prompt, T, steps, 0};
+    const kb_timed prefill = {.launch = launch_prefill, .arg = &t, .stream = r->s};
+    const kb_timed decode = {
+        .launch = launch_decode, .arg = &t, .stream = r->s, .before_sample = refill_cache, .units = steps};
+    KB_TRY(kb_llama_gpu_plan(r->g, T));
+    KB_TRY(kb_time(&prefill, &r->timing, &r->prefill));
+    if (steps < 1)
+        return NULL;
+    KB_TRY(kb_time(&decode, &r->timing, &r->stream));
+    t.graph = 1;
+    return kb_time(&decode, &r->timing, &r->graph);
+}
+
 static const char *timed(gpu_run *r, const kb_llama_model *m, const int *prompt, int T, int tokens, int *out)
 {
     const kb_ceilings *ceil = &r->ceil;
     const kb_llama_config *c = &m->cfg;
     const int steps = tokens - 1;
-    double pre[PREFILL_RUNS], graph[DECODE_RUNS], stream[DECODE_RUNS];
     kb_llama_gpu_keep_logits(r->g, 0); /* the timed steps, captured again, keep nothing */
     KB_TRY(capture_step(r));
-    KB_TRY(generate(r, prompt, T, 0, 1, NULL, NULL)); /* warm-up */
-    for (int i = 0; i < PREFILL_RUNS; ++i) {
-        KB_TRY(generate(r, prompt, T, 0, 1, &pre[i], NULL));
-        kb_nvml_sample(&r->clocks[0]);
-    }
-    for (int i = 0; steps > 0 && i < DECODE_RUNS; ++i) {
-        KB_TRY(generate(r, prompt, T, steps, 0, NULL, &stream[i]));
-        kb_nvml_sample(&r->clocks[2]);
-        KB_TRY(generate(r, prompt, T, steps, 1, NULL, &graph[i]));
-        kb_nvml_sample(&r->clocks[1]);
-    }
+    KB_TRY(time_rows(r, prompt, T, steps));
     KB_TRY(kb_llama_gpu_results(r->g, tokens, out, NULL));
     if (!kb_llama_gpu_logits_finite(r->g))
         return "the last logits of the timed run are not all finite";
-    for (int i = 0; steps > 0 && i < DECODE_RUNS; ++i)
-        graph[i] /= steps, stream[i] /= steps;
-    kb_stats_compute(pre, PREFILL_RUNS, &r->prefill);
-    if (steps > 0) {
-        kb_stats_compute(graph, DECODE_RUNS, &r->graph);
-        kb_stats_compute(stream, DECODE_RUNS, &r->stream);
-    }
     r->steps = steps;
-    const double p = r->prefill.median, tf = prefill_flops(c, T) / (p * 1e-3) * 1e-12;
-    printf("prefill %d tokens: %.2f ms (median of %d), %.0f tokens/s, %.0f TFLOP/s", T, p, PREFILL_RUNS,
+    const double p = r->prefill.ms.median, tf = prefill_flops(c, T) / (p * 1e-3) * 1e-12;
+    printf("prefill %d tokens: %.2f ms (median of %d), %.0f tokens/s, %.0f TFLOP/s", T, p, r->prefill.ms.n,
            T / (p * 1e-3), tf);
     if (ceil->tc_gflop_s > 0)
         printf(", %.0f%% of the measured bf16 tensor ceiling (%.0f TFLOP/s)", 100 * tf * 1e3 / ceil->tc_gflop_s,
@@ -209,11 +218,11 @@ static const char *timed(gpu_run *r, const kb_llama_model *m, const int *prompt,
     putchar('\n');
     if (steps < 1)
         return NULL;
-    const double g = r->graph.median, s = r->stream.median;
+    const double g = r->graph.ms.median, s = r->stream.ms.median;
     const double bytes = decode_bytes(c, T + steps / 2.0), gbs = bytes / (g * 1e-3) * 1e-9;
-    printf("decode: %.3f ms/token with the step in a CUDA graph, %.3f with stream launches (median of %d runs of "
-           "%d steps after the prompt), %.0f tokens/s\n",
-           g, s, DECODE_RUNS, steps, 1e3 / g);
+    printf("decode: %.3f ms/token with the step in a CUDA graph, %.3f with stream launches (medians of %d and %d "
+           "runs of %d steps after the prompt), %.0f tokens/s\n",
+           g, s, r->graph.ms.n, r->stream.ms.n, steps, 1e3 / g);
     printf("bandwidth: %.2f GB of weights and KV cache a token, %.0f GB/s", bytes * 1e-9, gbs);
     if (ceil->mem_gb_s > 0)
         printf(", %.0f%% of the measured copy ceiling (%.0f GB/s; bound %.0f tokens/s)", 100 * gbs / ceil->mem_gb_s,
@@ -236,7 +245,7 @@ static const char *logits_run(gpu_run *r, const int *prompt, int T, int tokens, 
         e = capture_step(r);
     }
     if (!e)
-        e = generate(r, prompt, T, tokens - 1, 1, NULL, NULL);
+        e = generate(r, prompt, T, tokens - 1);
     if (!e)
         e = kb_llama_gpu_results(r->g, tokens, ids, all);
     if (!e && kb_npy_write(path, 2, shape, all, err, sizeof err) != 0)
@@ -246,27 +255,30 @@ static const char *logits_run(gpu_run *r, const int *prompt, int T, int tokens, 
     return e;
 }
 
-static const char *run_all(gpu_run *r, const kb_llama_model *m, const int *prompt, int T, int tokens,
-                           int measure_ceilings, int *out, int *pass)
+/* The GPU, with the L2 flush buffer its rows are timed with (the caller
+ * frees it), and the ceilings when asked. */
+static const char *open_gpu(gpu_run *r, int measure_ceilings)
 {
     kb_device_info info;
     static char why[512];
     if (kb_gpu_open(0, &info, why, sizeof why) != 0)
         return why;
-    size_t flush_bytes = 0;
-    void *flush = kb_alloc_flush(&info, &flush_bytes);
-    if (!flush)
+    if (!(r->timing.flush = kb_alloc_flush(&info, &r->timing.flush_bytes)))
         return "out of device memory for the L2 flush buffer";
     if (measure_ceilings) /* else zeros: no shares printed */
-        kb_measure_ceilings(&info, flush, flush_bytes, &r->ceil);
-    cudaFree(flush);
+        kb_measure_ceilings(&info, r->timing.flush, r->timing.flush_bytes, &r->ceil);
     printf("GPU: %s (sm_%d%d, %d SMs)\n", info.name, info.cc_major, info.cc_minor, info.sm_count);
+    return NULL;
+}
+
+/* On the current GPU: the model, its check, its timed rows. */
+static const char *run_all(gpu_run *r, const kb_llama_model *m, const int *prompt, int T, int tokens, int *out,
+                           int *pass)
+{
     const int check_n = T < CHECK_PROMPT ? T : CHECK_PROMPT;
     KB_TRY(kb_llama_gpu_create(m, T + tokens, T > check_n ? T : check_n, tokens > CHECK_STEPS ? tokens : CHECK_STEPS,
                             1, &r->g));
     KB_TRY(kb_cuda_status(cudaStreamCreateWithFlags(&r->s, cudaStreamNonBlocking)));
-    KB_TRY(kb_cuda_status(cudaEventCreate(&r->t0)));
-    KB_TRY(kb_cuda_status(cudaEventCreate(&r->t1)));
     KB_TRY(check(r, m, prompt, T, tokens, pass));
     return timed(r, m, prompt, T, tokens, out);
 }
@@ -285,7 +297,7 @@ static const kb_variant llama_variants[] = {
 
 /* A row: shape layers x d x heads x kv_heads x ff x vocab x prompt, "t" when tied. */
 static kb_result llama_row(const gpu_run *r, const kb_llama_config *c, int T, int op, int variant,
-                           const kb_stats *st, double flops, double bytes)
+                           const kb_timing *t, double flops, double bytes)
 {
     kb_result row;
     memset(&row, 0, sizeof row);
@@ -300,8 +312,7 @@ static kb_result llama_row(const gpu_run *r, const kb_llama_config *c, int T, in
     row.rows_total = T + r->steps + 1;
     row.status = r->check.pass ? KB_PASS : KB_FAIL;
     row.timed = row.status == KB_PASS;
-    row.time_ms = *st;
-    kb_nvml_summarize(&r->clocks[variant], 0, kb_nvml_max_clock_mhz(), &row);
+    kb_timing_fill(t, &row);
     snprintf(row.devices, sizeof row.devices, "0");
     if (!r->check.pass)
         snprintf(row.reason, sizeof row.reason, "logits rel. L2 %.3e over the bf16 bound %.3e", r->check.rel_l2_err,
@@ -336,10 +347,6 @@ static void gpu_run_free(gpu_run *r)
 {
     if (r->step)
         cudaGraphExecDestroy(r->step);
-    if (r->t0)
-        cudaEventDestroy(r->t0);
-    if (r->t1)
-        cudaEventDestroy(r->t1);
     if (r->s)
         cudaStreamDestroy(r->s);
     kb_llama_gpu_destroy(r->g);
@@ -348,14 +355,16 @@ static void gpu_run_free(gpu_run *r)
 int kb_generate_gpu(kb_llama_model *m, const int *prompt, int T, const kb_generate_opts *o)
 {
     const int tokens = o->tokens;
-    gpu_run r = {0};
+    gpu_run r = {.timing = {o->stop}};
     int pass = 0, *out = malloc(sizeof(int) * (size_t)tokens);
     if (!out) {
         fprintf(stderr, "kbench: out of host memory\n");
         return KB_EXIT_FAIL;
     }
     kb_llama_round_bf16(m);
-    const char *err = run_all(&r, m, prompt, T, tokens, !o->no_ceilings, out, &pass);
+    const char *err = open_gpu(&r, !o->no_ceilings);
+    if (!err)
+        err = run_all(&r, m, prompt, T, tokens, out, &pass);
     if (!err && o->logits_out)
         err = logits_run(&r, prompt, T, tokens, m->cfg.vocab, o->logits_out);
     if (!err && o->append)
@@ -369,6 +378,7 @@ int kb_generate_gpu(kb_llama_model *m, const int *prompt, int T, const kb_genera
     } else
         fprintf(stderr, "kbench: %s\n", err);
     gpu_run_free(&r);
+    cudaFree(r.timing.flush);
     free(out);
     return err || !pass ? KB_EXIT_FAIL : 0;
 }
@@ -387,13 +397,14 @@ static void fast_result(const gpu_run *r, const kb_llama_config *c, int T, kb_st
     res->tolerance = r->check.worst_tol;
     res->pass = r->check.pass;
     res->checked_tokens = r->checked;
-    res->clocks = r->clocks[1];
     snprintf(res->how, sizeof res->how, "KV cache; the step as one CUDA graph");
 }
 
-/* The model of `kbench model generate` at the stage's shape, seeded, without
- * the ceilings (the stages command measures them once). */
-int kb_stage_fast(const kb_stage_shape *s, kb_stage_result *res, char *err, size_t errlen)
+/* The model of `kbench model generate` at the stage's shape, seeded, on the
+ * GPU the stages command opened, without the ceilings (it measures them
+ * once) and timed with its flush buffer. */
+int kb_stage_fast(const kb_stage_shape *s, const kb_time_opts *timing, kb_stage_result *res, char *err,
+                  size_t errlen)
 {
     const kb_llama_config c = {.d_model = s->d_model, .d_ff = s->d_ff, .layers = s->layers, .heads = s->heads,
                                .kv_heads = s->kv_heads, .head_dim = s->d_model / s->heads, .vocab = s->vocab,
@@ -405,7 +416,7 @@ int kb_stage_fast(const kb_stage_shape *s, kb_stage_result *res, char *err, size
         return -1;
     }
     kb_llama_model m = {0};
-    gpu_run r = {0};
+    gpu_run r = {.timing = *timing};
     int pass = 0, *prompt = malloc(sizeof(int) * (size_t)s->prompt);
     int *out = malloc(sizeof(int) * (size_t)(s->tokens + 1));
     if (!prompt || !out || kb_llama_init_random(&m, &c, s->seed) != 0)
@@ -413,7 +424,7 @@ int kb_stage_fast(const kb_stage_shape *s, kb_stage_result *res, char *err, size
     else {
         kb_stage_prompt(s, prompt, s->prompt);
         kb_llama_round_bf16(&m);
-        why = run_all(&r, &m, prompt, s->prompt, s->tokens + 1, 0, out, &pass);
+        why = run_all(&r, &m, prompt, s->prompt, s->tokens + 1, out, &pass);
     }
     if (!why)
         fast_result(&r, &c, s->prompt, res);

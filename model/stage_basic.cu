@@ -66,7 +66,6 @@
 
 static const char *const kMatmul = "cublas", *const kSoftmax = "vectorized";
 constexpr int kCheckSteps = 3; /* fewer than the other stages: each step recomputes the sequence */
-constexpr int kPrefillRuns = 5, kDecodeRuns = 3;
 
 /* ---- kernels ------------------------------------------------------------------------- */
 
@@ -215,14 +214,14 @@ static const char *decode(Basic *g, int from, int steps)
     return NULL;
 }
 
-static const char *prefill_run(void *user, void *)
+static const char *prefill_run(void *user, cudaStream_t)
 {
     Basic *g = (Basic *)user;
     return step(g, g->prompt);
 }
 
 /* After a prefill (ids[prompt] chosen): the timed decode steps. */
-static const char *decode_run(void *user, void *)
+static const char *decode_run(void *user, cudaStream_t)
 {
     Basic *g = (Basic *)user;
     return decode(g, g->prompt + 1, g->tokens);
@@ -476,11 +475,13 @@ static const char *check(Basic *g, const kb_basic_model *m, const int *prompt, k
 
 /* ---- the stage ------------------------------------------------------------------------------------ */
 
-static const char *timed(Basic *g, const int *prompt, kb_stage_result *r)
+/* Each decode sample recomputes tokens sequences: the time cap, not a
+ * count, bounds what it costs. */
+static const char *timed(Basic *g, const kb_time_opts *timing, const int *prompt, kb_stage_result *r)
 {
     KB_TRY(kb_cuda_status(cudaMemcpyAsync(g->ids, prompt, sizeof(int) * g->prompt, cudaMemcpyHostToDevice, g->s)));
-    KB_TRY(kb_stage_time(prefill_run, g, g->s, kPrefillRuns, 1, &r->prefill));
-    return kb_stage_time(decode_run, g, g->s, kDecodeRuns, g->tokens, &r->decode);
+    KB_TRY(kb_stage_time(timing, prefill_run, g, g->s, 1, &r->prefill));
+    return kb_stage_time(timing, decode_run, g, g->s, g->tokens, &r->decode);
 }
 
 static void count(const Basic *g, const kb_basic_config *c, kb_stage_result *r)
@@ -507,7 +508,7 @@ static const char *prepare(Basic *g, const kb_stage_shape *shape, const kb_basic
 
 /* Device memory (refused first when it cannot fit), then the model, the
  * check and the timing; every path frees what it made. */
-static const char *run(Basic *g, const kb_stage_shape *shape, kb_stage_result *r)
+static const char *run(Basic *g, const kb_stage_shape *shape, const kb_time_opts *timing, kb_stage_result *r)
 {
     const kb_basic_config c = {shape->layers, shape->d_model, shape->heads, shape->d_ff, shape->vocab, shape->tied};
     kb_basic_model m = {};
@@ -523,7 +524,7 @@ static const char *run(Basic *g, const kb_stage_shape *shape, kb_stage_result *r
         err = check(g, &m, prompt, r);
     }
     if (!err)
-        err = timed(g, prompt, r);
+        err = timed(g, timing, prompt, r);
     kb_basic_free(&m);
     free(prompt);
     return err;
@@ -542,7 +543,8 @@ static const char *refusal(const kb_stage_shape *s)
     return NULL;
 }
 
-extern "C" int kb_stage_basic(const kb_stage_shape *shape, kb_stage_result *r, char *err, size_t errlen)
+extern "C" int kb_stage_basic(const kb_stage_shape *shape, const kb_time_opts *timing, kb_stage_result *r, char *err,
+                              size_t errlen)
 {
     memset(r, 0, sizeof *r);
     const char *why = refusal(shape);
@@ -555,7 +557,7 @@ extern "C" int kb_stage_basic(const kb_stage_shape *shape, kb_stage_result *r, c
     g.layers = shape->layers, g.prompt = shape->prompt, g.tokens = shape->tokens;
     const int checked = KB_STAGE_CHECK_PROMPT + kCheckSteps;
     g.max_t = g.prompt + g.tokens > checked ? g.prompt + g.tokens : checked;
-    why = run(&g, shape, r);
+    why = run(&g, shape, timing, r);
     destroy(&g);
     if (why) {
         snprintf(err, errlen, "basic: %s", why);

@@ -25,8 +25,6 @@ static inline int kb_stage_check_prompt(const kb_stage_shape *sh)
 {
     return sh->prompt < KB_STAGE_CHECK_PROMPT ? sh->prompt : KB_STAGE_CHECK_PROMPT;
 }
-/* Timed runs of the prefill and of the decode (after a warm-up). */
-#define KB_STAGE_RUNS 5
 
 /* A test hook, 0 in use: KB_STAGE_FAULT_SHORT makes every decode step see
  * one token fewer (modern: attention over the cache without the newest

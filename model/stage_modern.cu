@@ -406,17 +406,17 @@ static const char *step(const Modern *g, int p0, cudaStream_t s)
     return forward(g, &g->dec, p0, 1, kb_stage_fault == KB_STAGE_FAULT_SHORT ? p0 : p0 + 1, s);
 }
 
-static const char *run_prefill(void *user, void *stream)
+static const char *run_prefill(void *user, cudaStream_t stream)
 {
     const Modern *g = (const Modern *)user;
-    return forward(g, &g->pre, 0, g->sh.prompt, g->sh.prompt, (cudaStream_t)stream);
+    return forward(g, &g->pre, 0, g->sh.prompt, g->sh.prompt, stream);
 }
 
-static const char *run_decode(void *user, void *stream)
+static const char *run_decode(void *user, cudaStream_t stream)
 {
     const Modern *g = (const Modern *)user;
     for (int i = 0; i < g->sh.tokens; ++i)
-        KB_TRY(step(g, g->sh.prompt + i, (cudaStream_t)stream));
+        KB_TRY(step(g, g->sh.prompt + i, stream));
     return NULL;
 }
 
@@ -522,7 +522,7 @@ static const char *model(Modern *g, char *err, size_t errlen)
     return kb_llama_init_random(&g->m, &c, sh->seed) ? "out of host memory for the weights" : NULL;
 }
 
-static const char *measure(Modern *g, cudaStream_t s, kb_stage_result *r)
+static const char *measure(Modern *g, cudaStream_t s, const kb_time_opts *timing, kb_stage_result *r)
 {
     double worst;
     KB_TRY(set_up(g));
@@ -537,14 +537,15 @@ static const char *measure(Modern *g, cudaStream_t s, kb_stage_result *r)
     KB_CUDA_TRY(e);
     KB_TRY(plan(g, &g->pre, g->sh.prompt));
     /* The prefill first: it fills the cache the decode steps read. */
-    KB_TRY(kb_stage_time(run_prefill, g, s, KB_STAGE_RUNS, 1, &r->prefill));
-    KB_TRY(kb_stage_time(run_decode, g, s, KB_STAGE_RUNS, g->sh.tokens, &r->decode));
+    KB_TRY(kb_stage_time(timing, run_prefill, g, s, 1, &r->prefill));
+    KB_TRY(kb_stage_time(timing, run_decode, g, s, g->sh.tokens, &r->decode));
     count(g, r);
     snprintf(r->how, sizeof r->how, "KV cache, one token a step");
     return NULL;
 }
 
-extern "C" int kb_stage_modern(const kb_stage_shape *shape, kb_stage_result *r, char *err, size_t errlen)
+extern "C" int kb_stage_modern(const kb_stage_shape *shape, const kb_time_opts *timing, kb_stage_result *r, char *err,
+                               size_t errlen)
 {
     Modern *g = (Modern *)calloc(1, sizeof *g);
     char line[256] = "";
@@ -563,7 +564,7 @@ extern "C" int kb_stage_modern(const kb_stage_shape *shape, kb_stage_result *r, 
     if (!why)
         why = kb_cuda_status(cudaStreamCreate(&s));
     if (!why)
-        why = measure(g, s, r);
+        why = measure(g, s, timing, r);
     if (s)
         cudaStreamDestroy(s);
     tear_down(g);

@@ -158,13 +158,13 @@ static const char *step(paper *p, int n, cudaStream_t s)
     return forward(p, n, kb_stage_fault == KB_STAGE_FAULT_SHORT ? n - 1 : n, s);
 }
 
-static const char *run_prefill(void *user, void *stream)
+static const char *run_prefill(void *user, cudaStream_t stream)
 {
     paper *p = user;
     return forward(p, p->sh.prompt, p->sh.prompt, stream);
 }
 
-static const char *run_decode(void *user, void *stream)
+static const char *run_decode(void *user, cudaStream_t stream)
 {
     paper *p = user;
     for (int i = 1; i <= p->sh.tokens; ++i)
@@ -249,7 +249,7 @@ static const char *refusal(const kb_stage_shape *sh)
     return NULL;
 }
 
-static const char *measure(paper *p, cudaStream_t s, kb_stage_result *r)
+static const char *measure(paper *p, cudaStream_t s, const kb_time_opts *timing, kb_stage_result *r)
 {
     double worst;
     KB_TRY(set_up(p, s));
@@ -263,14 +263,15 @@ static const char *measure(paper *p, cudaStream_t s, kb_stage_result *r)
     free(ids);
     KB_TRY(kb_cuda_status(e));
     /* The prefill first: its pick is the decode's first token. */
-    KB_TRY(kb_stage_time(run_prefill, p, s, KB_STAGE_RUNS, 1, &r->prefill));
-    KB_TRY(kb_stage_time(run_decode, p, s, KB_STAGE_RUNS, p->sh.tokens, &r->decode));
+    KB_TRY(kb_stage_time(timing, run_prefill, p, s, 1, &r->prefill));
+    KB_TRY(kb_stage_time(timing, run_decode, p, s, p->sh.tokens, &r->decode));
     count(p, r);
     snprintf(r->how, sizeof r->how, "recomputes the sequence");
     return NULL;
 }
 
-int kb_stage_paper(const kb_stage_shape *shape, kb_stage_result *r, char *err, size_t errlen)
+int kb_stage_paper(const kb_stage_shape *shape, const kb_time_opts *timing, kb_stage_result *r, char *err,
+                   size_t errlen)
 {
     paper p = {.sh = *shape, .d = shape->d_model, .V = shape->vocab};
     const int checked = kb_stage_check_prompt(shape) + KB_STAGE_CHECK_STEPS;
@@ -284,7 +285,7 @@ int kb_stage_paper(const kb_stage_shape *shape, kb_stage_result *r, char *err, s
     if (!why)
         why = kb_cuda_status(cudaStreamCreate(&s));
     if (!why)
-        why = measure(&p, s, r);
+        why = measure(&p, s, timing, r);
     if (s)
         cudaStreamDestroy(s);
     tear_down(&p);

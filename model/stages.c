@@ -16,7 +16,7 @@
 
 #define NSTAGES 4
 
-typedef int (*stage_fn)(const kb_stage_shape *, kb_stage_result *, char *, size_t);
+typedef int (*stage_fn)(const kb_stage_shape *, const kb_time_opts *, kb_stage_result *, char *, size_t);
 
 static const struct {
     const char *name;
@@ -29,6 +29,7 @@ typedef struct {
     int only[NSTAGES];   /* which stages run (all unless --stages) */
     const char *append;  /* --append RUN.csv */
     int no_ceilings;
+    kb_stop_rule stop;   /* --max-time, --max-noise, --min-samples */
 } stages_opts;
 
 void kb_stages_usage(FILE *f)
@@ -36,6 +37,7 @@ void kb_stages_usage(FILE *f)
     fputs("usage: kbench model stages [--layers N] [--d-model D] [--heads H] [--kv-heads K] [--d-ff F]\n"
           "         [--vocab V] [--untied] [--prompt-len T] [--tokens N] [--seed N]\n"
           "         [--stages basic,paper,modern,fast] [--append RUN.csv] [--no-ceilings]\n"
+          "         [--max-time SECONDS] [--max-noise PCT] [--min-samples N]\n"
           "  defaults: SmolLM2-135M's shape (30 layers, d 576, 9 heads, 3 KV heads, ff 1536,\n"
           "  vocab 49152, tied), a 512-token prompt, 16 decoded tokens\n",
           f);
@@ -106,6 +108,8 @@ static int parse_flag(stages_opts *o, const char *a, const char *val, char *err,
     }
     if (!strcmp(a, "--stages"))
         return parse_stages(val, o, err, errlen);
+    if (kb_is_stop_flag(a))
+        return kb_parse_stop_flag(a, val, &o->stop, err, errlen);
     o->append = val; /* --append, the only string flag left */
     return 0;
 }
@@ -114,7 +118,8 @@ static int takes_value(const char *a)
 {
     long hi;
     stages_opts dummy;
-    return int_flag(&dummy, a, &hi) || !strcmp(a, "--seed") || !strcmp(a, "--stages") || !strcmp(a, "--append");
+    return int_flag(&dummy, a, &hi) || !strcmp(a, "--seed") || !strcmp(a, "--stages") || !strcmp(a, "--append") ||
+           kb_is_stop_flag(a);
 }
 
 /* The shape's rules: what every stage needs (the fast stage's own limits are
@@ -207,8 +212,7 @@ static kb_result stage_row(const kb_stage_shape *s, int op, int stage, const sta
     row.rows_total = s->prompt + s->tokens;
     row.status = r->pass ? KB_PASS : KB_FAIL;
     row.timed = r->pass;
-    row.time_ms = op ? r->decode : r->prefill;
-    kb_nvml_summarize(&r->clocks, 0, kb_nvml_max_clock_mhz(), &row);
+    kb_timing_fill(op ? &r->decode : &r->prefill, &row);
     if (!r->pass)
         snprintf(row.reason, sizeof row.reason, "logits rel. L2 %.3e over the bound %.3e", r->rel_l2, r->tolerance);
     return row;
@@ -246,14 +250,32 @@ static void print_table(const stages_opts *o, const stage_outcome *out, double m
             printf("%-7s SKIP: %s\n", stages[i].name, out[i].why);
             continue;
         }
-        const double ms = r->decode.median, gbs = r->decode_bytes / (ms * 1e-3) * 1e-9;
-        printf("%-7s %-5s %12.3f %12.3f %9.1f", stages[i].name, r->dtype, r->prefill.median, ms, 1e3 / ms);
+        const double ms = r->decode.ms.median, gbs = r->decode_bytes / (ms * 1e-3) * 1e-9;
+        printf("%-7s %-5s %12.3f %12.3f %9.1f", stages[i].name, r->dtype, r->prefill.ms.median, ms, 1e3 / ms);
         if (mem_gb_s > 0)
             printf(" %10.1f%%", 100 * gbs / mem_gb_s);
         else
             printf(" %11s", "-");
         printf(" %10.2e %s  (%s)\n", r->rel_l2, r->pass ? "PASS" : "FAIL", r->how);
     }
+}
+
+/* Each selected stage in turn; whether a check failed. */
+static int run_stages(const stages_opts *o, const kb_time_opts *timing, stage_outcome *out)
+{
+    int failed = 0;
+    memset(out, 0, sizeof *out * NSTAGES);
+    for (int i = 0; i < NSTAGES; ++i) {
+        if (!o->only[i])
+            continue;
+        printf("%s ...\n", stages[i].name);
+        fflush(stdout);
+        out[i].ran = stages[i].run(&o->shape, timing, &out[i].r, out[i].why, sizeof out[i].why) == 0;
+        if (!out[i].ran)
+            printf("%s: SKIP: %s\n", stages[i].name, out[i].why);
+        failed |= out[i].ran && !out[i].r.pass;
+    }
+    return failed;
 }
 
 static int run(const stages_opts *o)
@@ -265,13 +287,13 @@ static int run(const stages_opts *o)
         fprintf(stderr, "kbench: %s\n", err);
         return KB_EXIT_FAIL;
     }
-    if (!o->no_ceilings) {
-        size_t flush_bytes = 0;
-        void *flush = kb_alloc_flush(&info, &flush_bytes);
-        if (flush)
-            kb_measure_ceilings(&info, flush, flush_bytes, &ceil);
-        cudaFree(flush);
+    kb_time_opts timing = {.rule = o->stop};
+    if (!(timing.flush = kb_alloc_flush(&info, &timing.flush_bytes))) {
+        fprintf(stderr, "kbench: out of device memory for the L2 flush buffer\n");
+        return KB_EXIT_FAIL;
     }
+    if (!o->no_ceilings)
+        kb_measure_ceilings(&info, timing.flush, timing.flush_bytes, &ceil);
     const kb_stage_shape *s = &o->shape;
     printf("GPU: %s (sm_%d%d, %d SMs); copy ceiling %.0f GB/s\n", info.name, info.cc_major, info.cc_minor,
            info.sm_count, ceil.mem_gb_s);
@@ -280,22 +302,8 @@ static int run(const stages_opts *o)
            s->layers, s->d_model, s->heads, s->kv_heads, s->d_ff, s->vocab, s->tied ? "tied" : "untied", s->prompt,
            s->tokens);
     stage_outcome out[NSTAGES];
-    int failed = 0;
-    memset(out, 0, sizeof out);
-    for (int i = 0; i < NSTAGES; ++i) {
-        if (!o->only[i])
-            continue;
-        printf("%s ...\n", stages[i].name);
-        fflush(stdout);
-        out[i].ran = stages[i].run(s, &out[i].r, out[i].why, sizeof out[i].why) == 0;
-        kb_nvml_window taken;
-        kb_stage_take_clocks(&taken); /* the fast stage keeps its own */
-        if (out[i].ran && !out[i].r.clocks.clock_n)
-            out[i].r.clocks = taken;
-        if (!out[i].ran)
-            printf("%s: SKIP: %s\n", stages[i].name, out[i].why);
-        failed |= out[i].ran && !out[i].r.pass;
-    }
+    const int failed = run_stages(o, &timing, out);
+    cudaFree(timing.flush);
     print_table(o, out, ceil.mem_gb_s);
     const char *aerr = o->append ? append_rows(o, out) : NULL;
     if (aerr)

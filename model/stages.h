@@ -22,6 +22,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include "harness/harness.h"
+#include "harness/timing.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -38,8 +39,8 @@ typedef struct {
 /* What a stage reports.  Times in ms, medians with their spread. */
 typedef struct {
     const char *dtype;     /* storage of weights and activations: "f32" or "bf16" */
-    kb_stats prefill;      /* the prefill over shape.prompt tokens */
-    kb_stats decode;       /* per decoded token, after the prompt */
+    kb_timing prefill;     /* the prefill over shape.prompt tokens */
+    kb_timing decode;      /* per decoded token, after the prompt */
     double prefill_flops;  /* FLOPs of the prefill as this stage computes it */
     double decode_flops;   /* per decoded token, as computed (recompute included) */
     double decode_bytes;   /* the least a decode step must read: every weight once, plus
@@ -49,31 +50,32 @@ typedef struct {
     int pass;              /* rel_l2 <= tolerance, and no NaN or Inf anywhere checked */
     int checked_tokens;    /* the tokens whose logits the check compared */
     char how[96];          /* one line on how it decodes, e.g. "recomputes the sequence" */
-    kb_nvml_window clocks; /* NVML readings after its timed runs (the command fills it) */
 } kb_stage_result;
 
 /* Each stage: seeded weights and prompt from shape->seed, the check against
  * its C reference at a reduced length (as each header says), then the
- * timed prefill and decode on the current CUDA device.  0 (check failed or
- * not: see r->pass), or -1 with one line in err when it could not run. */
-int kb_stage_basic(const kb_stage_shape *shape, kb_stage_result *r, char *err, size_t errlen);
-int kb_stage_paper(const kb_stage_shape *shape, kb_stage_result *r, char *err, size_t errlen);
-int kb_stage_modern(const kb_stage_shape *shape, kb_stage_result *r, char *err, size_t errlen);
-int kb_stage_fast(const kb_stage_shape *shape, kb_stage_result *r, char *err, size_t errlen);
+ * prefill and decode on the current CUDA device, each a row of the timing
+ * engine under `timing`.  0 (check failed or not: see r->pass), or -1 with
+ * one line in err when it could not run. */
+int kb_stage_basic(const kb_stage_shape *shape, const kb_time_opts *timing, kb_stage_result *r, char *err,
+                   size_t errlen);
+int kb_stage_paper(const kb_stage_shape *shape, const kb_time_opts *timing, kb_stage_result *r, char *err,
+                   size_t errlen);
+int kb_stage_modern(const kb_stage_shape *shape, const kb_time_opts *timing, kb_stage_result *r, char *err,
+                    size_t errlen);
+int kb_stage_fast(const kb_stage_shape *shape, const kb_time_opts *timing, kb_stage_result *r, char *err,
+                  size_t errlen);
 
 /* Shared by the stages (model/stages_common.c). */
 
 /* The prompt every stage runs: n ids from seed, uniform over the vocabulary. */
 void kb_stage_prompt(const kb_stage_shape *shape, int *ids, int n);
 
-/* Times run(user, stream) on stream: one untimed warm-up, then runs samples
- * between CUDA events, each divided by per_run (e.g. the tokens a decode
- * run makes), into *st.  NULL, or what failed (run's message or CUDA's). */
-typedef const char *(*kb_stage_fn)(void *user, void *stream);
-const char *kb_stage_time(kb_stage_fn run, void *user, void *stream, int runs, double per_run, kb_stats *st);
-/* The NVML readings kb_stage_time took after each timed run since the last
- * call (clock, power, throttle reasons), and none kept. */
-void kb_stage_take_clocks(kb_nvml_window *out);
+/* Times run(user, stream) on stream through the timing engine, each
+ * sample divided by per_run (the tokens a decode run makes), into *out.
+ * NULL, or what failed (run's message or CUDA's). */
+const char *kb_stage_time(const kb_time_opts *timing, kb_launch_fn run, void *user, cudaStream_t stream, int per_run,
+                          kb_timing *out);
 
 /* `kbench model stages` (model/stages.c); returns the exit code. */
 int kb_cmd_stages(int argc, char **argv);

@@ -38,3 +38,9 @@ expect_line() {
     [[ $code -eq 2 && -s stdout ]] && fail "kbench $* printed before refusing: $(cat stdout)"
     return 0
 }
+
+# csv_column FILE NAME: the NAME column of a kbench CSV's rows, one a line
+# (no cell before it may hold a comma).
+csv_column() {
+    awk -F, -v name="$2" '/^#/ { next } !col { for (i = 1; i <= NF; ++i) if ($i == name) col = i; next } { print $col }' "$1"
+}

@@ -23,6 +23,15 @@ expect 2 "cannot read missing.csv" --append missing.csv
 echo "op,variant" >other.csv
 expect 2 "other.csv is not a kbench CSV" --append other.csv
 CUDA_VISIBLE_DEVICES= expect 1 "no CUDA device found" --d-model 64 --heads 4 --kv-heads 2 --d-ff 64 --vocab 97 --layers 1
+# The stop rule's flags: refused as kbench run refuses them, and only for
+# the GPU run, which they parse for (no GPU: exit 1, not 2).
+expect 2 "--max-noise needs a percentage from 0.01 to 100, got '0'" --max-noise 0
+expect 2 "--min-samples needs an integer from 3 to 2000, got '1'" --min-samples 1
+expect 2 "--max-time needs seconds in (0, 3600\], got '-1'" --max-time -1
+expect 2 "--max-time needs a value" --max-time
+expect 2 "--max-time, --max-noise and --min-samples time the GPU run: drop --cpu-only" --cpu-only --min-samples 30
+CUDA_VISIBLE_DEVICES= expect 1 "no CUDA device found" --d-model 64 --heads 4 --kv-heads 2 --d-ff 64 --vocab 97 \
+    --layers 1 --max-time 3 --max-noise 2.5 --min-samples 30
 expect 2 "unknown option '--frob' for kbench model generate" --cpu-only --frob
 expect 2 "--d-model 10 is not a multiple of --heads 4" --cpu-only --d-model 10 --heads 4
 expect 2 "--heads 8 is not a multiple of --kv-heads 3" --cpu-only --heads 8 --kv-heads 3
@@ -93,5 +102,16 @@ expect 2 "tensor 'model.layers.1.input_layernorm.weight' is not part of a tied L
     --cpu-only --weights ckpt
 sed -i 's/"rope_scaling": null/"rope_scaling": {"rope_type": "llama3", "factor": 8.0}/' ckpt/config.json
 expect 2 "kbench runs plain RoPE only" --cpu-only --weights ckpt
+# On a GPU the rows follow the stop rule's flags: with any noise accepted and
+# time to spare, the prefill and both decode rows stop at --min-samples.
+if nvidia-smi -L >/dev/null 2>&1; then
+    "$kbench" run --op copy --sizes 4096 --check --csv rule.csv >/dev/null 2>&1 || fail "no CSV to append to"
+    "$kbench" model generate --d-model 64 --heads 4 --kv-heads 2 --d-ff 64 --vocab 97 --layers 1 --tokens 4 \
+        --no-ceilings --append rule.csv --min-samples 30 --max-noise 100 --max-time 60 >stdout 2>stderr ||
+        fail "kbench model generate with the stop rule's flags: $(cat stderr)"
+    [[ "$(csv_column rule.csv samples | tail -3 | sort -u)" == 30 ]] ||
+        fail "the rows did not stop at --min-samples 30: $(csv_column rule.csv samples | tr '\n' ' ')"
+fi
+
 [[ $failures -eq 0 ]] && echo "all generate CLI checks passed"
 exit $((failures > 0))

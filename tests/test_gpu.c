@@ -1,12 +1,13 @@
 /* The GPU suite: every registered variant of every op against the C
  * reference on the op's regular and tile-hostile test shapes, and broken
- * variants that the checks must catch.  Exits 77 (skip) without a GPU.
- * Asserts correctness only, never a time. */
+ * variants that the checks must catch, and the timing engine's contract.
+ * Exits 77 (skip) without a GPU.  Asserts correctness only, never a time. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "harness/case.h"
 #include "harness/harness.h"
+#include "harness/timing.h"
 #include "ops/attention.h"
 #include "ops/collective.h"
 #include "ops/copy.h"
@@ -177,6 +178,59 @@ static void timing_is_recorded(void)
     }
 }
 
+/* The timing engine with a launch of its own (a small memset): the hook
+ * runs before every launch, warm-up's included; with any noise accepted
+ * and time to spare the samples stop at min_samples; a sample hook's time
+ * replaces the events', divided by the units; a hook's failure is the
+ * row's. */
+typedef struct {
+    void *buf;
+    int launches, hooks, fail_at;
+} engine_probe;
+
+static const char *probe_launch(void *arg, cudaStream_t stream)
+{
+    engine_probe *p = arg;
+    p->launches++;
+    return cudaMemsetAsync(p->buf, 0, 4096, stream) == cudaSuccess ? NULL : "memset failed";
+}
+
+static const char *probe_hook(void *arg)
+{
+    engine_probe *p = arg;
+    return ++p->hooks == p->fail_at ? "the planted hook failure" : NULL;
+}
+
+static const char *probe_sample(void *arg, double *ms)
+{
+    (void)arg;
+    *ms = 2.0;
+    return NULL;
+}
+
+static void timing_engine(void)
+{
+    engine_probe p = {0};
+    CHECK(cudaMalloc(&p.buf, 4096) == cudaSuccess);
+    kb_time_opts o = {.rule = {.cap_s = 60, .max_noise = 1, .min_samples = 25}, .flush = flush,
+                      .flush_bytes = flush_bytes};
+    kb_timed w = {.launch = probe_launch, .arg = &p, .before_sample = probe_hook};
+    kb_timing t;
+    CHECK(kb_time(&w, &o, &t) == NULL);
+    printf("engine: %d launches, %d hooks, %d samples\n", p.launches, p.hooks, t.ms.n);
+    CHECK(t.ms.n == 25 && p.hooks == p.launches && p.launches > t.ms.n);
+    w.sample_ms = probe_sample;
+    w.units = 4;
+    o.hot = 1;
+    CHECK(kb_time(&w, &o, &t) == NULL);
+    CHECK(t.ms.n == 25 && t.ms.min == 0.5 && t.ms.max == 0.5);
+    p.hooks = 0;
+    p.fail_at = 3;
+    const char *e = kb_time(&w, &o, &t);
+    CHECK(e && !strcmp(e, "the planted hook failure"));
+    cudaFree(p.buf);
+}
+
 /* The ceiling kernels' own clock stamps: a clock inside the launches
  * between a fifth of the GPU's top clock and the top (with 5% for the
  * readings), and the measured tensor rate no higher than the datasheet's
@@ -223,6 +277,7 @@ int main(void)
     broken_variants_fail();
     attention_under_moving_maxima(&dev);
     timing_is_recorded();
+    timing_engine();
     kb_run_release();
     ceilings_clock_inside(&dev);
     cudaFree(flush);

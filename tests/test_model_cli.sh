@@ -56,8 +56,14 @@ expect 2 "GiB of host memory; this host has" encoder --cpu-only --batch 1 --src-
 expect 2 "at width 2048 (--d-model, --d-ff) are over 2^40 activations" encoder --cpu-only --batch 1024 \
     --src-len 1048576 --d-model 64 --d-ff 2048
 expect 2 "--seed needs an integer from 0 to 2^64-1, got '-1'" seq2seq --seed -1
-expect 2 "--max-time needs seconds above 0 and at most 3600, got 'nan'" seq2seq --max-time nan
+# The stop rule's flags, refused as kbench run refuses them.
+expect 2 "--max-time needs seconds in (0, 3600\], got 'nan'" seq2seq --max-time nan
 expect 2 "--max-time needs seconds" seq2seq --max-time inf
+expect 2 "--max-noise needs a percentage from 0.01 to 100, got '0'" seq2seq --max-noise 0
+expect 2 "--max-noise needs a percentage from 0.01 to 100, got '101'" encoder --max-noise 101
+expect 2 "--min-samples needs an integer from 3 to 2000, got '2'" encoder --min-samples 2
+expect 2 "--min-samples needs an integer from 3 to 2000, got '2.5'" decoder --min-samples 2.5
+expect 2 "--min-samples needs a value" encoder --min-samples
 expect 2 "--gemm needs at least one of fp32, 3xtf32" seq2seq --gemm ,
 expect 2 "--gemm needs at least one of fp32, 3xtf32" seq2seq --gemm fp32,
 expect 2 "unknown model 'gpt.x0a.x1b\[2J'" $'gpt\n\e[2J'
@@ -110,9 +116,24 @@ run_cpu t.npy seq2seq --src "the cat sat on the mat" --tgt "a dog" "${small[@]}"
 grep -q "(1, 2, 16)" t.npy || fail "text output is not (1, 2, 16)"
 grep -q "B=1 Ts=6 Tt=2" stdout || fail "text input did not give B=1 Ts=6 Tt=2: $(cat stdout)"
 
+# The stop rule's flags parse (and --cpu-only, which times nothing, runs).
+run_cpu rule.npy encoder --batch 1 --src-len 3 "${small[@]}" --max-time 3 --max-noise 2.5 --min-samples 30
+
+# On a GPU the rows follow the stop rule's flags: with any noise accepted
+# and time to spare, every row stops at --min-samples, and the CSV says so.
+if nvidia-smi -L >/dev/null 2>&1; then
+    "$kbench" model encoder --batch 1 --src-len 3 "${small[@]}" --min-samples 30 --max-noise 100 --max-time 60 \
+        --csv rule.csv >stdout 2>stderr || fail "kbench model with the stop rule's flags: $(cat stderr)"
+    [[ "$(csv_column rule.csv samples | sort -u)" == 30 ]] ||
+        fail "the rows did not stop at --min-samples 30: $(csv_column rule.csv samples | tr '\n' ' ')"
+    grep -q "^# stop_rule: median noise (sigma from the MAD) under 100% from 30 samples, or 60 s" rule.csv ||
+        fail "the CSV's stop_rule: $(grep stop_rule rule.csv)"
+fi
+
 # Without a GPU the GPU path stops with one line and exit 1.
 if ! nvidia-smi -L >/dev/null 2>&1; then
     expect 1 "no CUDA device found" encoder --batch 1 --src-len 3 "${small[@]}"
+    expect 1 "no CUDA device found" encoder --batch 1 --src-len 3 "${small[@]}" --max-noise 2.5 --min-samples 30
 fi
 [[ $failures -eq 0 ]] && echo "all model CLI checks passed"
 exit $((failures > 0))

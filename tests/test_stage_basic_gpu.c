@@ -20,18 +20,22 @@ static const kb_stage_shape shapes[] = {
     {4, 96, 3, 3, 128, 517, 1, 12, 5, 5},
 };
 
+/* The default stop rule, hot (no flush buffer). */
+static const kb_time_opts timing = {{0}};
+
 static void runs(const kb_stage_shape *s)
 {
     kb_stage_result r;
     char err[256] = "";
-    const int rc = kb_stage_basic(s, &r, err, sizeof err);
+    const int rc = kb_stage_basic(s, &timing, &r, err, sizeof err);
     printf("d %d heads %d prompt %d: rc %d rel_l2 %.3g pass %d prefill %.3f ms decode %.3f ms/token %s\n",
-           s->d_model, s->heads, s->prompt, rc, r.rel_l2, r.pass, r.prefill.median, r.decode.median, err);
+           s->d_model, s->heads, s->prompt, rc, r.rel_l2, r.pass, r.prefill.ms.median, r.decode.ms.median, err);
     CHECK(rc == 0);
     CHECK(r.pass);
     CHECK(r.rel_l2 <= r.tolerance);
     CHECK(r.tolerance == kb_model_rel_l2_tolerance());
-    CHECK(r.prefill.median > 0 && r.decode.median > 0);
+    CHECK(r.prefill.ms.median > 0 && r.decode.ms.median > 0);
+    CHECK(r.prefill.ms.n >= KB_MIN_SAMPLES && r.decode.ms.n >= KB_MIN_SAMPLES);
     CHECK(r.prefill_flops > 0 && r.decode_flops > r.prefill_flops); /* a longer recompute */
     const kb_basic_config c = {s->layers, s->d_model, s->heads, s->d_ff, s->vocab, s->tied};
     CHECK(r.decode_bytes == 4.0 * (double)kb_basic_weight_count(&c));
@@ -44,7 +48,7 @@ static void refused(const kb_stage_shape *s, const char *why)
 {
     kb_stage_result r;
     char err[256] = "";
-    CHECK(kb_stage_basic(s, &r, err, sizeof err) == -1);
+    CHECK(kb_stage_basic(s, &timing, &r, err, sizeof err) == -1);
     CHECK(strstr(err, why) != NULL);
     CHECK(strchr(err, '\n') == NULL);
     printf("refused: %s\n", err);

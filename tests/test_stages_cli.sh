@@ -23,11 +23,29 @@ refused "--stages takes basic" --stages basic,
 refused "cannot read missing.csv" --append missing.csv
 echo "not a kbench csv" >bad.csv
 refused "bad.csv" --append bad.csv
+# The stop rule's flags, refused as kbench run refuses them.
+refused "--max-noise needs a percentage from 0.01 to 100, got '0.001'" --max-noise 0.001
+refused "--min-samples needs an integer from 3 to 2000, got 'x'" --min-samples x
+refused "--max-time needs seconds in (0, 3600\], got '3601'" --max-time 3601
+refused "--min-samples needs a value" --min-samples
 
 expect_rc 0 model stages --help
 grep -q "^usage: kbench model stages" out || fail "--help: $(cat out)"
-CUDA_VISIBLE_DEVICES= expect_line 1 "no CUDA device found" model stages --layers 1 --d-model 64 --heads 4 --kv-heads 2 \
-    --d-ff 64 --vocab 97
+tiny=(--layers 1 --d-model 64 --heads 4 --kv-heads 2 --d-ff 64 --vocab 97)
+CUDA_VISIBLE_DEVICES= expect_line 1 "no CUDA device found" model stages "${tiny[@]}"
+# Good stop-rule values parse: no GPU is the only complaint.
+CUDA_VISIBLE_DEVICES= expect_line 1 "no CUDA device found" model stages "${tiny[@]}" --max-time 3 --max-noise 2.5 \
+    --min-samples 30
+
+# On a GPU the rows follow the stop rule's flags: with any noise accepted and
+# time to spare, every stage row that ran stops at --min-samples.
+if nvidia-smi -L >/dev/null 2>&1; then
+    "$kbench" run --op copy --sizes 4096 --check --csv rule.csv >/dev/null 2>&1 || fail "no CSV to append to"
+    "$kbench" model stages "${tiny[@]}" --prompt-len 8 --tokens 2 --no-ceilings --append rule.csv --min-samples 30 \
+        --max-noise 100 --max-time 60 >out 2>err || fail "kbench model stages with the stop rule's flags: $(cat err)"
+    [[ "$(csv_column rule.csv samples | tail -8 | grep . | sort -u)" == 30 ]] ||
+        fail "the rows did not stop at --min-samples 30: $(csv_column rule.csv samples | tr '\n' ' ')"
+fi
 
 [[ $failures -eq 0 ]] && echo "all stages CLI checks passed"
 exit $((failures > 0))

@@ -7,7 +7,8 @@
  * pass its check against its C reference and report every field.  Then
  * the planted fault (every decode step sees one token fewer) must fail
  * both stages' checks, and shapes a stage cannot run must be refused with
- * one line.  Exits 77 without a GPU. */
+ * one line.  Every timed row must stop at the stop rule's min_samples.
+ * Exits 77 without a GPU. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +17,12 @@
 #include "model/stages.h"
 #include "tests/check.h"
 
-typedef int (*stage_fn)(const kb_stage_shape *, kb_stage_result *, char *, size_t);
+typedef int (*stage_fn)(const kb_stage_shape *, const kb_time_opts *, kb_stage_result *, char *, size_t);
+
+/* Any noise accepted and time to spare: every row must stop at exactly
+ * min_samples (the engine's rule), flushed by a buffer made in main. */
+#define SAMPLES 7
+static kb_time_opts timing = {.rule = {.cap_s = 60, .max_noise = 1, .min_samples = SAMPLES}};
 
 typedef struct {
     const char *name;
@@ -39,17 +45,18 @@ static void run_stage(const char *stage, stage_fn fn, const stage_case *c)
 {
     kb_stage_result r;
     char err[256] = "";
-    const int rc = fn(&c->shape, &r, err, sizeof err);
+    const int rc = fn(&c->shape, &timing, &r, err, sizeof err);
     if (rc != 0) {
         fprintf(stderr, "%s, %s: %s\n", stage, c->name, err);
         CHECK(!"the stage ran");
         return;
     }
     printf("%s, %s: rel L2 %.2e (tolerance %.0e), prefill %.3f ms, decode %.3f ms/token, %s\n", stage, c->name,
-           r.rel_l2, r.tolerance, r.prefill.median, r.decode.median, r.how);
+           r.rel_l2, r.tolerance, r.prefill.ms.median, r.decode.ms.median, r.how);
     CHECK(r.pass && r.rel_l2 <= r.tolerance && r.tolerance == kb_model_rel_l2_tolerance());
     CHECK(r.dtype && !strcmp(r.dtype, "f32") && r.how[0]);
-    CHECK(r.prefill.median > 0 && r.decode.median > 0 && r.prefill.n == KB_STAGE_RUNS);
+    CHECK(r.prefill.ms.median > 0 && r.decode.ms.median > 0);
+    CHECK(r.prefill.ms.n == SAMPLES && r.decode.ms.n == SAMPLES);
     CHECK(r.prefill_flops > 0 && r.decode_flops > 0 && r.decode_bytes > 0);
 }
 
@@ -59,7 +66,7 @@ static void faulted(const char *stage, stage_fn fn, const kb_stage_shape *shape)
     kb_stage_result r;
     char err[256] = "";
     kb_stage_fault = KB_STAGE_FAULT_SHORT;
-    const int rc = fn(shape, &r, err, sizeof err);
+    const int rc = fn(shape, &timing, &r, err, sizeof err);
     kb_stage_fault = 0;
     printf("%s with decode steps one token short: rc %d, rel L2 %.2e, pass %d %s\n", stage, rc, r.rel_l2, r.pass, err);
     CHECK(rc == 0 && !r.pass && r.rel_l2 > r.tolerance);
@@ -69,7 +76,7 @@ static void refused(const char *stage, stage_fn fn, kb_stage_shape shape)
 {
     kb_stage_result r;
     char err[256] = "";
-    const int rc = fn(&shape, &r, err, sizeof err);
+    const int rc = fn(&shape, &timing, &r, err, sizeof err);
     printf("%s refuses: %s\n", stage, err);
     CHECK(rc == -1 && err[0] && !strchr(err, '\n'));
 }
@@ -78,6 +85,7 @@ int main(void)
 {
     kb_device_info dev;
     SKIP_WITHOUT_GPU("the paper and modern stages", &dev);
+    CHECK((timing.flush = kb_alloc_flush(&dev, &timing.flush_bytes)) != NULL);
     for (size_t i = 0; i < sizeof cases / sizeof *cases; ++i) {
         run_stage("paper", kb_stage_paper, &cases[i]);
         if (cases[i].modern)

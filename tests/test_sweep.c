@@ -103,11 +103,13 @@ static void test_stop_rule(void)
     char *set[] = {"kbench", "run", "--max-noise", "2.5", "--min-samples", "50", "--max-time", "3"};
     CHECK(kb_parse_args(8, set, &o, err, sizeof err) == 0);
     CHECK(o.max_noise == 0.025 && o.min_samples == 50 && o.row_cap_s == 3);
-    kb_stop_rule_text(&o, rule, sizeof rule);
+    kb_stop_rule stop = kb_options_stop_rule(&o);
+    kb_stop_rule_text(&stop, rule, sizeof rule);
     CHECK(!strcmp(rule, "median noise (sigma from the MAD) under 2.5% from 50 samples, or 3 s, or 2000 samples"));
     char *plain[] = {"kbench", "run"};
     CHECK(kb_parse_args(2, plain, &o, err, sizeof err) == 0);
-    kb_stop_rule_text(&o, rule, sizeof rule);
+    stop = kb_options_stop_rule(&o);
+    kb_stop_rule_text(&stop, rule, sizeof rule);
     CHECK(!strcmp(rule, "median noise (sigma from the MAD) under 1% from 20 samples, or 1 s, or 2000 samples"));
 }
 
