@@ -6,9 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "formats/fileio.h"
 #include "harness/harness.h"
 #include "model/bpe.h"
-#include "model/fileio.h"
 #include "model/unicode_classes.h"
 
 #define NO_CP UINT32_MAX /* a byte that is no UTF-8 character */

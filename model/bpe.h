@@ -25,7 +25,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "model/gguf.h"
+#include "formats/gguf.h"
 
 #ifdef __cplusplus
 extern "C" {

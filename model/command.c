@@ -12,13 +12,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cuda_runtime_api.h>
+#include "formats/npy.h"
 #include "harness/harness.h"
 #include "kernels/cuda_util.h"
 #include "kernels/posenc.h"
 #include "model/command.h"
 #include "model/generate.h"
 #include "model/gpu.h"
-#include "model/npy.h"
 #include "model/stages.h"
 #include "model/tokenizer.h"
 

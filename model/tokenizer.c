@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "formats/fileio.h"
 #include "harness/harness.h"
-#include "model/fileio.h"
 #include "model/tokenizer.h"
 
 /* Far above any real vocabulary (a few MiB at most), so a wrong path

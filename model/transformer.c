@@ -2,8 +2,8 @@
  * PyTorch's layout (model/transformer.h). */
 #include <math.h>
 #include <stdlib.h>
+#include "formats/safetensors.h"
 #include "kernels/kbench.h"
-#include "model/safetensors.h"
 #include "model/transformer.h"
 
 /* One attention: in_proj 3d x d and 3d, out_proj d x d and d. */

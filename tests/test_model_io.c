@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "model/npy.h"
-#include "model/safetensors.h"
+#include "formats/npy.h"
+#include "formats/safetensors.h"
 #include "model/tokenizer.h"
 #include "tests/check.h"
 #include "tests/make_safetensors.c"
