@@ -7,8 +7,8 @@
 #include <string.h>
 #include "formats/gguf.h"
 #include "fuzz/fuzz.h"
-#include "model/bpe.h"
 #include "model/llama_gguf.h"
+#include "tokenizer/bpe.h"
 
 static void dequantize_all(const kb_gguf_file *f)
 {

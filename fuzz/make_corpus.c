@@ -10,10 +10,10 @@
 #include "formats/gguf.h"
 #include "formats/npy.h"
 #include "harness/harness.h"
-#include "model/bpe.h"
 #include "model/llama.h"
-#include "model/tokenizer.h"
 #include "model/transformer.h"
+#include "tokenizer/bpe.h"
+#include "tokenizer/tokenizer.h"
 
 static const char *root;
 

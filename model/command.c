@@ -20,7 +20,7 @@
 #include "model/generate.h"
 #include "model/gpu.h"
 #include "model/stages.h"
-#include "model/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 #define WARMUP_S 0.05
 #define MIN_SAMPLES 5

@@ -10,8 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
-#include "model/bpe.h"
 #include "model/llama.h"
+#include "tokenizer/bpe.h"
 
 #ifdef __cplusplus
 extern "C" {

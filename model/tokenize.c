@@ -9,8 +9,8 @@
 #include <string.h>
 #include "formats/fileio.h"
 #include "harness/harness.h"
-#include "model/bpe.h"
 #include "model/generate.h"
+#include "tokenizer/bpe.h"
 
 void kb_tokenize_usage(FILE *f)
 {

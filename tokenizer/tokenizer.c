@@ -8,7 +8,7 @@
 #include <string.h>
 #include "formats/fileio.h"
 #include "harness/harness.h"
-#include "model/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 /* Far above any real vocabulary (a few MiB at most), so a wrong path
  * (a disk image, a model) is refused before it is read whole. */
