@@ -5,10 +5,10 @@
  * dequantized is, in full, and a tokenizer that loads encodes and decodes
  * a fixed text, which must come back whole. */
 #include <string.h>
+#include "formats/gguf.h"
 #include "fuzz/fuzz.h"
-#include "model/bpe.h"
-#include "model/gguf.h"
 #include "model/llama_gguf.h"
+#include "tokenizer/bpe.h"
 
 static void dequantize_all(const kb_gguf_file *f)
 {

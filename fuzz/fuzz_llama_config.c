@@ -4,8 +4,8 @@
  * pass kb_llama_config_check and have a weight count, and read the same
  * from the file as from the text. */
 #include <string.h>
+#include "formats/json_flat.h"
 #include "fuzz/fuzz.h"
-#include "model/json_flat.h"
 #include "model/llama.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -2,8 +2,8 @@
  * refused with one line or read; an array read must survive the round trip
  * bit for bit, shape and data. */
 #include <string.h>
+#include "formats/npy.h"
 #include "fuzz/fuzz.h"
-#include "model/npy.h"
 
 static char out_path[64];
 

@@ -2,8 +2,8 @@
  * loader on top of it.  Any input must give 0 or -1 with a one-line error:
  * no crash, no leak, no read outside the file, no undefined behaviour. */
 #include <string.h>
+#include "formats/safetensors.h"
 #include "fuzz/fuzz.h"
-#include "model/safetensors.h"
 #include "model/transformer.h"
 
 static void read_tensors(const kb_st_file *f)

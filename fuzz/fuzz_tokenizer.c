@@ -3,7 +3,7 @@
  * and with the built-in vocabulary.  Every id must lie in the vocabulary. */
 #include <string.h>
 #include "fuzz/fuzz.h"
-#include "model/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 static void encode(const kb_vocab *v, const char *text)
 {

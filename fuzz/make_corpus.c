@@ -7,13 +7,13 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "formats/gguf.h"
+#include "formats/npy.h"
 #include "harness/harness.h"
-#include "model/bpe.h"
-#include "model/gguf.h"
 #include "model/llama.h"
-#include "model/npy.h"
-#include "model/tokenizer.h"
 #include "model/transformer.h"
+#include "tokenizer/bpe.h"
+#include "tokenizer/tokenizer.h"
 
 static const char *root;
 

@@ -436,12 +436,13 @@ int kb_baseline_gpus(const char *base, const char *row);
  * op and shape (kb_baseline_gpus). */
 void kb_fill_speedup(kb_result *rows, int n);
 int kb_cmd_run(const kb_options *o);
-/* workers.c, for --devices.  Resolve `all` to the machine's GPUs (at most
+/* workers_plan.c, for --devices.  Resolve `all` to the machine's GPUs (at most
  * KB_MAX_RANKS) and check every index exists, asking CUDA in a child
  * process so that this one stays fork-safe; 0, or -1 with err set. */
 int kb_resolve_devices(kb_options *o, char *err, size_t errlen);
-/* Run the sweep with one worker process per GPU and the rows that span
- * GPUs in this process afterwards; writes csv as it goes.  Exit code. */
+/* workers.c.  Run the sweep with one worker process per GPU and the rows
+ * that span GPUs in this process afterwards; writes csv as it goes.  Exit
+ * code. */
 int kb_run_on_devices(const kb_options *o, const kb_job *jobs, int n, const char *csv);
 int kb_cmd_list(FILE *f);
 int kb_cmd_pe(const kb_options *o);

@@ -5,9 +5,13 @@
  * others, and leaves each finished row in memory shared with this process,
  * which writes the CSV from them.  Rows that span GPUs (collectives,
  * tensor-parallel variants) run here afterwards, once every worker is through;
- * a thread of this process opens what they need while the workers run. */
+ * a thread of this process opens what they need while the workers run.
+ *
+ * This file is that parent process: it forks the workers, watches them,
+ * gathers their rows and metadata into the CSV and runs the rows across
+ * GPUs.  workers_plan.c counts the GPUs and deals the rows, workers_child.c
+ * is a worker's life, and workers.h is what the three share. */
 #include <errno.h>
-#include <math.h>
 #include <omp.h>
 #include <pthread.h>
 #include <signal.h>
@@ -16,526 +20,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include "harness/case.h"
-#include "harness/csv_read.h"
-#include "harness/harness.h"
+#include "harness/workers.h"
 #include "kernels/lt_gemm.h"
 #include "kernels/nccl_comm.h"
 
 #define POLL_S 0.05        /* how often finished rows and workers are looked for */
 #define BUSY_S 0.5         /* a GPU whose worker ran rows this recently is still at its working clocks */
-
-/* n zeroed items (at least one, so n may be 0); out of memory ends the run. */
-static void *alloc(int n, size_t size)
-{
-    return kb_must(calloc(n > 0 ? (size_t)n : 1, size));
-}
-
-/* ---- the machine's GPUs, counted in a child ---- */
-
-typedef struct {
-    int count;
-    char why[256];  /* set when CUDA found no device */
-} probe_answer;
-
-/* NVML's count where it is CUDA's, else CUDA's, whose cuInit alone takes
- * 0.3-0.45 s on an H100 node.  The wording is kb_gpu_open's, so a machine
- * without a GPU reads the same whichever way the run was asked for. */
-static void probe(int fd)
-{
-    probe_answer a = {0};
-    cudaError_t e = cudaSuccess;
-    if ((a.count = kb_nvml_gpu_count()) < 0)
-        e = cudaGetDeviceCount(&a.count);
-    if (e != cudaSuccess || a.count == 0)
-        snprintf(a.why, sizeof a.why, "no CUDA device found: %s%s",
-                 e == cudaErrorInsufficientDriver ? "no usable NVIDIA driver; the runtime says: " : "",
-                 e != cudaSuccess ? cudaGetErrorString(e) : "the driver reports zero devices");
-    ssize_t put = write(fd, &a, sizeof a);
-    _exit(put == (ssize_t)sizeof a ? 0 : 1);
-}
-
-/* The device count; -1 with err set when there is none or the child failed. */
-static int count_devices(char *err, size_t errlen)
-{
-    int fd[2], status;
-    probe_answer a;
-    if (pipe(fd) != 0) {
-        snprintf(err, errlen, "cannot count the GPUs: %s", strerror(errno));
-        return -1;
-    }
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    if (pid == 0) {
-        close(fd[0]);
-        probe(fd[1]);
-    }
-    close(fd[1]);
-    ssize_t got = pid < 0 ? -1 : read(fd[0], &a, sizeof a);
-    int saved = errno;
-    close(fd[0]);
-    if (pid > 0)
-        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-            ;
-    if (got != (ssize_t)sizeof a) {
-        snprintf(err, errlen, "cannot count the GPUs: %s", got < 0 ? strerror(saved) : "the CUDA probe died");
-        return -1;
-    }
-    a.why[sizeof a.why - 1] = '\0';
-    if (a.why[0]) {
-        snprintf(err, errlen, "%s", a.why);
-        return -1;
-    }
-    return a.count;
-}
-
-int kb_resolve_devices(kb_options *o, char *err, size_t errlen)
-{
-    int count = count_devices(err, errlen);
-    if (count < 0)
-        return -1;
-    if (o->ndevices < 0) {
-        o->ndevices = count < KB_MAX_RANKS ? count : KB_MAX_RANKS;
-        for (int i = 0; i < o->ndevices; ++i)
-            o->devices[i] = i;
-    }
-    for (int i = 0; i < o->ndevices; ++i)
-        if (o->devices[i] >= count) {
-            snprintf(err, errlen, "no CUDA device %d: this machine has %d", o->devices[i], count);
-            return -1;
-        }
-    return 0;
-}
-
-/* ---- dealing the rows ---- */
-
-enum { ACROSS = -1, EVERY = -2 }; /* a job's worker: this process after the workers; all of them */
-
-typedef struct {
-    int first, n;
-    double cost;
-    int pinned;       /* has rows across GPUs: the rest stay with the first GPU's worker */
-} group;
-
-typedef struct {
-    const kb_job *jobs;
-    int njobs, ndev;
-    const int *dev;   /* each worker's GPU */
-    int *worker;      /* per job: its worker, ACROSS or EVERY (--replicate) */
-    int *first;       /* per job: its first output row (EVERY: one a worker, in worker order) */
-    int *row_job, *row_worker; /* per output row; row_worker: dealt, then who ran it */
-    int nrows, replicate;
-    group *groups;    /* in sweep order */
-    int ngroups, *group_of; /* per job */
-    int *order[KB_MAX_RANKS], norder[KB_MAX_RANKS]; /* the groups dealt to each worker, dearest first */
-} plan;
-
-/* A group is the consecutive jobs of one op and shape, so that a row's
- * baseline runs on its GPU: the sweep puts each shape's baselines first,
- * but a case (kb_case_same) is narrower, one dtype and set of quirks, and
- * cuDNN's softmax baseline has a case of its own.  (A group's rows across
- * GPUs run in this process, its others on the first GPU's worker: deal.) */
-static int same_group(const kb_job *a, const kb_job *b)
-{
-    return a->op == b->op && !memcmp(&a->shape, &b->shape, sizeof a->shape);
-}
-
-/* A group's cost in rough seconds, only ever compared with another's:
- * ROW_S a row (setup, checks), and for a timed row SAMPLES launches at its
- * roofline time, max(flops / FLOP_S, bytes / BYTE_S), each after an L2
- * flush of FLUSH_S, at most --max-time, a third more for the warm-up and
- * NVML readings; and once a group its tensors' allocation and upload and
- * the inputs not made in time, some 0.5 s a GB of its first row's bytes.
- * Fitted to an H200's --quick sweep: the timed launches are the bulk of the
- * large groups, the upload of the small ones. */
-#define ROW_S 0.01
-#define SAMPLES 20
-#define FLOP_S 5e13
-#define BYTE_S 2e12
-#define FLUSH_S 5e-5
-#define TIMING_OVERHEAD 1.3
-#define UPLOAD_BYTES_S 2e9
-static double group_cost(const kb_options *o, const kb_job *g, int n)
-{
-    double s = kb_op_bytes(g->op, &g->shape, g->variant->dtype) / UPLOAD_BYTES_S;
-    for (int i = 0; i < n; ++i) {
-        const kb_job *j = &g[i];
-        double launch = fmax(j->op->flops(&j->shape) / FLOP_S, kb_op_bytes(j->op, &j->shape, j->variant->dtype) / BYTE_S);
-        s += ROW_S + (o->check_only ? 0 : TIMING_OVERHEAD * fmin(o->row_cap_s, SAMPLES * (launch + FLUSH_S)));
-    }
-    return s;
-}
-
-/* Groups in sweep order into p->groups, and each job's group. */
-static void find_groups(const kb_options *o, plan *p)
-{
-    p->groups = alloc(p->njobs, sizeof *p->groups);
-    p->group_of = alloc(p->njobs, sizeof *p->group_of);
-    for (int i = 0; i < p->njobs; ++i) {
-        if (i == 0 || !same_group(&p->jobs[i - 1], &p->jobs[i]))
-            p->groups[p->ngroups++] = (group){i, 0, 0};
-        p->groups[p->ngroups - 1].n++;
-        p->group_of[i] = p->ngroups - 1;
-    }
-    for (int k = 0; k < p->ngroups; ++k)
-        p->groups[k].cost = group_cost(o, &p->jobs[p->groups[k].first], p->groups[k].n);
-}
-
-/* Group indices, dearest first; equal costs in sweep order, so a deal is reproducible. */
-static const group *sort_groups;
-static int by_cost(const void *pa, const void *pb)
-{
-    const group *a = &sort_groups[*(const int *)pa], *b = &sort_groups[*(const int *)pb];
-    if (a->cost != b->cost)
-        return a->cost < b->cost ? 1 : -1;
-    return a->first - b->first;
-}
-
-static int has_across(const kb_job *jobs, const group *g)
-{
-    for (int i = g->first; i < g->first + g->n; ++i)
-        if (kb_job_multi_device(&jobs[i]))
-            return 1;
-    return 0;
-}
-
-/* Longest processing time first: each group, dearest first, to the worker
- * with the least work so far, which runs its groups in that order.  The
- * deal is only a start: a worker that runs out takes the cheapest groups
- * not yet begun from the worker with the most left (next_stolen), since the
- * costs are guesses.  Each worker knows its list, so it can make its next
- * inputs while it times (kb_run_plan). */
-static void deal(const kb_options *o, plan *p)
-{
-    find_groups(o, p);
-    int *sorted = alloc(p->ngroups, sizeof *sorted);
-    double load[KB_MAX_RANKS] = {0};
-    for (int k = 0; k < p->ngroups; ++k)
-        sorted[k] = k;
-    sort_groups = p->groups;
-    qsort(sorted, (size_t)p->ngroups, sizeof *sorted, by_cost);
-    for (int w = 0; w < p->ndev; ++w)
-        p->order[w] = alloc(p->ngroups, sizeof(int));
-    for (int s = 0; s < p->ngroups; ++s) {
-        group *g = &p->groups[sorted[s]];
-        /* A group with rows across GPUs: those run here after the workers,
-         * the rest (their baseline among them) on the worker of the first
-         * GPU, the one their speedups are over, and no other takes them. */
-        g->pinned = has_across(p->jobs, g);
-        int w = o->replicate ? EVERY : 0, dealt = 0;
-        if (w == 0 && !g->pinned)
-            for (int i = 1; i < p->ndev; ++i)
-                if (load[i] < load[w])
-                    w = i;
-        for (int i = g->first; i < g->first + g->n; ++i) {
-            p->worker[i] = kb_job_multi_device(&p->jobs[i]) ? ACROSS : w;
-            dealt += p->worker[i] == w;
-        }
-        if (w >= 0 && dealt) {
-            load[w] += g->cost;
-            p->order[w][p->norder[w]++] = sorted[s];
-        }
-    }
-    free(sorted);
-}
-
-static void make_plan(const kb_options *o, const kb_job *jobs, int n, plan *p)
-{
-    *p = (plan){jobs, n, o->ndevices, o->devices, alloc(n, sizeof(int)), alloc(n, sizeof(int)),
-                NULL, NULL, 0, o->replicate};
-    deal(o, p);
-    for (int j = 0; j < n; ++j) {
-        p->first[j] = p->nrows;
-        p->nrows += p->worker[j] == EVERY ? p->ndev : 1;
-    }
-    p->row_job = alloc(p->nrows, sizeof(int));
-    p->row_worker = alloc(p->nrows, sizeof(int));
-    for (int j = 0; j < n; ++j)
-        for (int k = 0; k < (p->worker[j] == EVERY ? p->ndev : 1); ++k) {
-            p->row_job[p->first[j] + k] = j;
-            p->row_worker[p->first[j] + k] = p->worker[j] == EVERY ? k : p->worker[j];
-        }
-}
-
-static void free_plan(plan *p)
-{
-    for (int w = 0; w < p->ndev; ++w)
-        free(p->order[w]);
-    free(p->groups);
-    free(p->group_of);
-    free(p->worker);
-    free(p->first);
-    free(p->row_job);
-    free(p->row_worker);
-}
-
-/* ---- memory shared with the workers ----
- * Made before the forks, so it lies at the same address in every process
- * and the op and variant pointers in a row (one binary) stay valid.  A
- * worker fills a row, then sets its done flag with release order; this
- * process reads the flag with acquire order before the row. */
-typedef struct {
-    int ready;          /* info, ceil and meta are set */
-    int finished;       /* its rows are done; it is only closing its GPU */
-    char why[256];      /* why the GPU could not be used, when it could not */
-    kb_device_info info;
-    kb_ceilings ceil;   /* measured with --ceilings, else the datasheet's */
-    kb_meta_set meta;   /* kb_collect_meta of this GPU */
-} worker_slot;
-
-typedef struct {
-    int done;
-    int by;             /* the worker that ran it */
-    kb_result row;
-} shared_row;
-
-/* After the rows, one claim per group: 0 while no worker has begun it,
- * then 1 + the worker that took it, set once by compare-and-swap. */
-typedef struct {
-    worker_slot worker[KB_MAX_RANKS];
-    shared_row rows[];
-} shared_state;
-
-static int *claims(shared_state *sh, const plan *p) { return (int *)&sh->rows[p->nrows]; }
-
-static int claimed(shared_state *sh, const plan *p, int k)
-{
-    return __atomic_load_n(&claims(sh, p)[k], __ATOMIC_ACQUIRE);
-}
-
-static int claim(shared_state *sh, const plan *p, int k, int w)
-{
-    int none = 0;
-    return __atomic_compare_exchange_n(&claims(sh, p)[k], &none, w + 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
-}
-
-/* ---- a worker ---- */
-
-/* kb_run_phases' lines, each after "<prefix>: ", so that the workers' lines
- * tell apart. */
-static void print_phases(const char *prefix, double total_s, double csv_s)
-{
-    char *text = NULL, *save = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    if (!f)
-        return;
-    kb_run_phases(f, total_s, csv_s);
-    if (fclose(f) == 0)
-        for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
-            printf("%s: %s\n", prefix, line);
-    free(text);
-}
-
-/* Group k's jobs that a worker runs (not those across GPUs), appended at
- * list + m with their output rows (for worker w); the new count. */
-static int group_jobs(const plan *p, int k, int w, kb_job *list, int *at, int m)
-{
-    const group *g = &p->groups[k];
-    for (int j = g->first; j < g->first + g->n; ++j)
-        if (p->worker[j] != ACROSS) {
-            list[m] = p->jobs[j];
-            at[m++] = p->first[j] + (p->worker[j] == EVERY ? w : 0);
-        }
-    return m;
-}
-
-/* The jobs worker w starts with: its groups, dearest first, or with
- * --replicate every job in sweep order. */
-static int jobs_of(const plan *p, int w, kb_job *mine, int *at)
-{
-    int m = 0;
-    for (int k = 0; p->replicate && k < p->ngroups; ++k)
-        m = group_jobs(p, k, w, mine, at, m);
-    for (int i = 0; i < p->norder[w]; ++i)
-        m = group_jobs(p, p->order[w][i], w, mine, at, m);
-    return m;
-}
-
-/* A group for worker w, out of work, to take: the last one not yet begun
- * (the cheapest) of the worker with the most guessed work left; -1 when
- * every group is begun. */
-static int next_stolen(const plan *p, shared_state *sh, int w)
-{
-    for (;;) {
-        int victim = -1;
-        double most = 0;
-        for (int v = 0; v < p->ndev; ++v) {
-            double left = 0;
-            for (int i = 0; v != w && i < p->norder[v]; ++i)
-                if (!p->groups[p->order[v][i]].pinned && !claimed(sh, p, p->order[v][i]))
-                    left += p->groups[p->order[v][i]].cost;
-            if (left > most) {
-                most = left;
-                victim = v;
-            }
-        }
-        if (victim < 0)
-            return -1;
-        for (int i = p->norder[victim] - 1; i >= 0; --i)
-            if (!p->groups[p->order[victim][i]].pinned && !claimed(sh, p, p->order[victim][i]) &&
-                claim(sh, p, p->order[victim][i], w))
-                return p->order[victim][i];
-    }
-}
-
-typedef struct {
-    const kb_options *o;
-    const plan *p;
-    shared_state *sh;
-    int w;
-    void *flush;
-    size_t flush_bytes;
-    kb_result *rows; /* this worker's rows so far, for the speedups */
-    int nrows, fails;
-} worker_state;
-
-/* Run list[0..n) into the shared rows at[]. */
-static void run_list(worker_state *s, const kb_job *list, const int *at, int n)
-{
-    for (int i = 0; i < n; ++i) {
-        kb_result *r = &s->rows[s->nrows];
-        kb_run_job(&list[i], s->o, s->flush, s->flush_bytes, r);
-        kb_fill_speedup(s->rows, ++s->nrows);
-        s->fails += r->status == KB_FAIL;
-        kb_table_row(stdout, r, at[i] + 1, s->p->nrows);
-        s->sh->rows[at[i]].row = *r;
-        s->sh->rows[at[i]].by = s->w;
-        __atomic_store_n(&s->sh->rows[at[i]].done, 1, __ATOMIC_RELEASE);
-    }
-}
-
-/* Where a worker is in its jobs: the next of its own, how many are its own,
- * and the end of those taken from other workers, appended after them. */
-typedef struct {
-    int pos, own, end;
-} cursor;
-
-/* The group worker w runs next, claimed now, one group before it runs, so
- * that the plan's thread makes its case meanwhile: its own next group not
- * claimed by another, else the cheapest not begun of the worker with the
- * most left, appended to mine and to the plan.  Its jobs are mine[*i..*i +
- * *n); -1 when there is none. */
-static int next_group(worker_state *s, kb_job *mine, int *at, cursor *c, int *i, int *n)
-{
-    const plan *p = s->p;
-    while (c->pos < c->own) {
-        const int k = p->group_of[p->row_job[at[c->pos]]];
-        for (*i = c->pos, *n = 0; c->pos < c->own && p->group_of[p->row_job[at[c->pos]]] == k; ++c->pos)
-            ++*n;
-        if (p->replicate || claim(s->sh, p, k, s->w))
-            return k;
-    }
-    const int k = p->replicate ? -1 : next_stolen(p, s->sh, s->w);
-    if (k < 0)
-        return -1;
-    *i = c->end;
-    c->end = group_jobs(p, k, s->w, mine, at, c->end);
-    *n = c->end - *i;
-    kb_case_plan_extend(c->end);
-    return k;
-}
-
-/* The worker's own groups (one another worker took is passed over), then
- * groups taken from the others until none is left, each claimed by
- * next_group.  Speedups here, against the rows this worker ran; the roofline
- * figures are the parent's, which sees the copy rows of this GPU as they come. */
-static int run_dealt(const kb_options *o, const plan *p, int w, shared_state *sh, void *flush, size_t flush_bytes,
-                     kb_job *mine, int *at, int m)
-{
-    int taken = 0;
-    worker_state s = {o, p, sh, w, flush, flush_bytes, alloc(p->njobs, sizeof(kb_result)), 0, 0};
-    const kb_device_info *d = &sh->worker[w].info;
-    char prefix[32];
-    snprintf(prefix, sizeof prefix, "GPU %d", p->dev[w]);
-    printf("%s: %s (sm_%d%d, %d SMs, %s), %d rows dealt\n", prefix, d->name, d->cc_major, d->cc_minor,
-           d->sm_count, d->pci_bus_id, m);
-    int cores = omp_get_num_procs() / (p->ndev > 0 ? p->ndev : 1);
-    omp_set_num_threads(cores > 0 ? cores : 1);
-    const double t0 = omp_get_wtime();
-    cursor c = {0, m, m};
-    int i, n, k = next_group(&s, mine, at, &c, &i, &n);
-    while (k >= 0) {
-        int i2, n2, k2 = next_group(&s, mine, at, &c, &i2, &n2);
-        run_list(&s, mine + i, at + i, n);
-        if (i >= c.own)
-            taken += n;
-        k = k2, i = i2, n = n2;
-    }
-    kb_run_release();
-    if (taken)
-        printf("%s: took %d rows from other GPUs\n", prefix, taken);
-    print_phases(prefix, omp_get_wtime() - t0, 0);
-    free(s.rows);
-    return s.fails ? KB_EXIT_FAIL : 0;
-}
-
-/* GPU dev opened, with its L2 flush buffer; NULL with why set when either fails. */
-static void *open_gpu(int dev, kb_device_info *info, size_t *flush_bytes, char *why, size_t len)
-{
-    void *flush = NULL;
-    if (kb_gpu_open(dev, info, why, len) == 0 && !(flush = kb_alloc_flush(info, flush_bytes)))
-        snprintf(why, len, "out of device memory for the L2 flush buffer");
-    return flush;
-}
-
-static int worker_run(const kb_options *o, const plan *p, int w, shared_state *sh)
-{
-    worker_slot *me = &sh->worker[w];
-    int dev = p->dev[w];
-    size_t flush_bytes = 0;
-    kb_job *mine = alloc(p->njobs, sizeof *mine);
-    int *at = alloc(p->njobs, sizeof *at), m = jobs_of(p, w, mine, at);
-    /* The first cases' inputs and references are made while the GPU opens
-     * (a second or so: its context, the kernels, NVML); the workers share
-     * the host, so each takes its share of the cores for them. */
-    kb_case_share_host(p->ndev);
-    kb_run_plan(mine, m);
-    void *flush = open_gpu(dev, &me->info, &flush_bytes, me->why, sizeof me->why);
-    if (!flush) {
-        fprintf(stderr, "kbench: GPU %d: %s\n", dev, me->why);
-        return KB_EXIT_FAIL;
-    }
-    kb_set_run_devices(&dev, 1);
-    if (o->ceilings) {
-        printf("GPU %d: measuring ceilings...\n", dev);
-        kb_measure_ceilings(&me->info, flush, flush_bytes, &me->ceil);
-    } else
-        kb_datasheet_ceilings(&me->info, &me->ceil);
-    kb_collect_meta(&me->info, o, &me->meta);
-    __atomic_store_n(&me->ready, 1, __ATOMIC_RELEASE);
-    int rc = run_dealt(o, p, w, sh, flush, flush_bytes, mine, at, m);
-    __atomic_store_n(&me->finished, 1, __ATOMIC_RELEASE);
-    free(mine);
-    free(at);
-    cudaError_t e = cudaFree(flush);
-    if (e != cudaSuccess) {
-        fprintf(stderr, "kbench: GPU %d: %s\n", dev, cudaGetErrorString(e));
-        rc = KB_EXIT_FAIL;
-    }
-    return rc;
-}
-
-/* The child's whole life: it ends here, never returning into the parent's code. */
-static void worker_main(const kb_options *o, const plan *p, int w, shared_state *sh, pid_t parent)
-{
-    /* A worker outliving its parent would hold its GPU for nothing. */
-    if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != parent)
-        _exit(KB_EXIT_FAIL);
-    /* Whole lines, so that the workers' table rows do not tear. */
-    setvbuf(stdout, NULL, _IOLBF, 0);
-    int rc = worker_run(o, p, w, sh);
-    fflush(stdout);
-    fflush(stderr);
-    _exit(rc);
-}
-
-/* ---- the parent ---- */
 
 /* The rows across GPUs, and what they need open before their first case. */
 typedef struct {
@@ -749,7 +243,7 @@ static void start_workers(gather *g)
     for (int w = 0; w < g->p.ndev; ++w) {
         g->pid[w] = fork();
         if (g->pid[w] == 0)
-            worker_main(g->o, &g->p, w, g->sh, parent);
+            kb_worker_main(g->o, &g->p, w, g->sh, parent);
         if (g->pid[w] < 0) {
             snprintf(g->sh->worker[w].why, sizeof g->sh->worker[w].why, "cannot start its worker: %s",
                      strerror(errno));
@@ -791,7 +285,7 @@ static void *open_across(void *arg)
     gather *g = arg;
     across_setup *a = &g->ac;
     kb_device_info d;
-    if (!(a->flush = open_gpu(g->p.dev[0], &d, &a->flush_bytes, a->why, sizeof a->why)))
+    if (!(a->flush = kb_gpu_open_flush(g->p.dev[0], &d, &a->flush_bytes, a->why, sizeof a->why)))
         return NULL;
     kb_set_run_devices(g->p.dev, g->p.ndev);
     unsigned needs = 0;
@@ -830,7 +324,7 @@ static void start_across(gather *g)
     for (int w = 0; w < g->p.ndev; ++w)
         if (!g->exited[w] && !ready(g, w))
             return;
-    a->list = alloc(g->p.njobs, sizeof *a->list);
+    a->list = kb_zalloc(g->p.njobs, sizeof *a->list);
     for (int j = 0; j < g->p.njobs; ++j)
         if (g->p.worker[j] == ACROSS && !kb_job_too_few_gpus(&g->p.jobs[j], g->p.ndev, few, sizeof few))
             a->list[a->m++] = g->p.jobs[j];
@@ -956,14 +450,14 @@ static int any_failed(const gather *g)
 
 static gather *gather_new(const kb_options *o, const kb_job *jobs, int n, const char *csv)
 {
-    gather *g = alloc(1, sizeof *g);
+    gather *g = kb_zalloc(1, sizeof *g);
     g->o = o;
     g->csv = csv;
     g->meta_from = -1;
-    make_plan(o, jobs, n, &g->p);
-    g->rows = alloc(g->p.nrows, sizeof *g->rows);
-    g->scratch = alloc(g->p.nrows, sizeof *g->scratch);
-    g->done = alloc(g->p.nrows, 1);
+    kb_plan_make(o, jobs, n, &g->p);
+    g->rows = kb_zalloc(g->p.nrows, sizeof *g->rows);
+    g->scratch = kb_zalloc(g->p.nrows, sizeof *g->scratch);
+    g->done = kb_zalloc(g->p.nrows, 1);
     for (int w = 0; w < g->p.ndev; ++w)
         snprintf(g->gpu_text[w], sizeof g->gpu_text[w], "%d", g->p.dev[w]);
     for (int w = 0; w < g->p.ndev; ++w) {
@@ -985,7 +479,7 @@ static void gather_free(gather *g)
     free(g->ac.list);
     if (g->sh != MAP_FAILED)
         munmap(g->sh, g->sh_bytes);
-    free_plan(&g->p);
+    kb_plan_free(&g->p);
     free(g->rows);
     free(g->scratch);
     free(g->done);
@@ -1030,7 +524,7 @@ int kb_run_on_devices(const kb_options *o, const kb_job *jobs, int n, const char
     }
     summarize(g, t1 - t0, t2 - t1, omp_get_wtime() - t0);
     if (across)
-        print_phases("rows across GPUs", t2 - t1, 0);
+        kb_print_phases("rows across GPUs", t2 - t1, 0);
     rc = any_failed(g) || g->lost ? KB_EXIT_FAIL : 0;
     gather_free(g);
     return rc;

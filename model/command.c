@@ -12,10 +12,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cuda_runtime_api.h>
+#include "formats/npy.h"
 #include "harness/harness.h"
 #include "model/command_internal.h"
 #include "model/generate.h"
-#include "model/npy.h"
 #include "model/stages.h"
 
 /* Double-precision FLOPs of reference work per check, when --check-seqs is

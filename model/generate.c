@@ -12,12 +12,12 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "formats/npy.h"
 #include "harness/harness.h"
 #include "ops/kbench.h"
 #include "model/generate.h"
 #include "model/llama_gguf.h"
 #include "model/llama_gpu.h"
-#include "model/npy.h"
 #include "model/transformer.h"
 
 #define MAX_SEQ (1 << 20) /* the longest prompt, and the most tokens generated */

@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include "harness/timing.h"
-#include "model/bpe.h"
+#include "tokenizer/bpe.h"
 #include "model/llama.h"
 
 #ifdef __cplusplus

@@ -17,7 +17,7 @@
 #include "harness/harness.h"
 #include "model/generate.h"
 #include "model/llama_gpu.h"
-#include "model/npy.h"
+#include "formats/npy.h"
 #include "model/stages.h"
 #include "kernels/cuda_util.h"
 

@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "formats/fileio.h"
 #include "harness/harness.h"
-#include "model/fileio.h"
 #include "model/llama_gguf.h"
 
 /* ---- the config ------------------------------------------------------------------------- */

@@ -22,7 +22,7 @@
 #define KBENCH_MODEL_LLAMA_GGUF_H
 
 #include <stddef.h>
-#include "model/gguf.h"
+#include "formats/gguf.h"
 #include "model/llama.h"
 
 #ifdef __cplusplus

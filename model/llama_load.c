@@ -8,12 +8,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "formats/fileio.h"
+#include "formats/json_flat.h"
+#include "formats/safetensors.h"
 #include "harness/harness.h"
 #include "ops/kbench.h"
-#include "model/fileio.h"
-#include "model/json_flat.h"
 #include "model/llama.h"
-#include "model/safetensors.h"
 #include "model/transformer.h"
 
 /* ---- sizes --------------------------------------------------------------------------- */

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "model/fileio.h"
+#include "formats/fileio.h"
 #include "model/llama.h"
 
 static const char *const dtype_names[] = {"F32", "BF16", "F16"};

@@ -8,8 +8,8 @@
 #include "harness/harness.h"
 #include "ops/posenc.h"
 #include "model/command_internal.h"
-#include "model/npy.h"
-#include "model/tokenizer.h"
+#include "formats/npy.h"
+#include "tokenizer/tokenizer.h"
 
 /* ---- FLOPs and bytes of one forward ---------------------------------------------- */
 

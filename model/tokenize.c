@@ -7,10 +7,10 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include "formats/fileio.h"
 #include "harness/harness.h"
-#include "model/bpe.h"
-#include "model/fileio.h"
 #include "model/generate.h"
+#include "tokenizer/bpe.h"
 
 void kb_tokenize_usage(FILE *f)
 {

@@ -3,7 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include "ops/kbench.h"
-#include "model/safetensors.h"
+#include "formats/safetensors.h"
 #include "model/transformer.h"
 
 /* One attention: in_proj 3d x d and 3d, out_proj d x d and d. */

@@ -5,9 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "formats/fileio.h"
+#include "formats/safetensors.h"
 #include "harness/harness.h"
-#include "model/fileio.h"
-#include "model/safetensors.h"
 #include "model/transformer.h"
 
 /* One weight: where its pointer lives in the model, its name, its shape. */

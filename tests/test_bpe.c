@@ -1,4 +1,4 @@
-/* The byte-level BPE tokenizer (model/bpe.h) on a handmade vocabulary:
+/* The byte-level BPE tokenizer (tokenizer/bpe.h) on a handmade vocabulary:
  * the 256 byte tokens (one left out, to be dropped), a few merges and
  * special tokens.  Merges are observed through the ids they produce, and
  * the pre-tokenizer through merges that only apply when its split puts two
@@ -7,8 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "model/bpe.h"
 #include "tests/check.h"
+#include "tokenizer/bpe.h"
 
 #define MISSING 0x04 /* the byte without a token */
 

@@ -1,4 +1,4 @@
-/* The GGUF reader and the Llama loader on top of it (model/gguf.h,
+/* The GGUF reader and the Llama loader on top of it (formats/gguf.h,
  * model/llama_gguf.h), on small files this test writes itself:
  *
  *   - hand-computed Q8_0 and Q4_1 blocks and F16/BF16 values dequantize to
@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "model/gguf.h"
+#include "formats/gguf.h"
 #include "model/llama_gguf.h"
 #include "tests/check.h"
 

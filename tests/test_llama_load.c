@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "model/json_flat.h"
+#include "formats/json_flat.h"
 #include "model/llama.h"
 #include "tests/check.h"
 

@@ -6,11 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "model/npy.h"
-#include "model/safetensors.h"
-#include "model/tokenizer.h"
+#include "formats/npy.h"
+#include "formats/safetensors.h"
 #include "tests/check.h"
 #include "tests/make_safetensors.c"
+#include "tokenizer/tokenizer.h"
 
 /* np.save(f, (np.arange(6, dtype='<f4').reshape(2, 3) * 0.5 - 1)) from
  * NumPy 2.4.6, byte for byte. */

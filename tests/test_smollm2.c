@@ -14,9 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "model/bpe.h"
 #include "model/llama_gguf.h"
 #include "tests/check.h"
+#include "tokenizer/bpe.h"
 
 static int hex(int c) { return c <= '9' ? c - '0' : (c | 32) - 'a' + 10; }
 

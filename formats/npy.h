@@ -1,7 +1,7 @@
 /* NumPy .npy arrays of little-endian float32 in C order: what a model reads
  * as input and writes as output, so that NumPy and PyTorch can compare. */
-#ifndef KBENCH_MODEL_NPY_H
-#define KBENCH_MODEL_NPY_H
+#ifndef KBENCH_FORMATS_NPY_H
+#define KBENCH_FORMATS_NPY_H
 
 #include <stddef.h>
 #include <stdint.h>

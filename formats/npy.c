@@ -9,8 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 #include "harness/harness.h"
-#include "model/npy.h"
-#include "model/fileio.h"
+#include "formats/npy.h"
+#include "formats/fileio.h"
 
 /* Data is read and written as the host's floats, without byte swapping. */
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__

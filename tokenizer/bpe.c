@@ -1,4 +1,4 @@
-/* Byte-level BPE (model/bpe.h): the byte alphabet, a hand-written matcher
+/* Byte-level BPE (tokenizer/bpe.h): the byte alphabet, a hand-written matcher
  * for GPT-2's pre-tokenizer expression over UTF-8, and merges by rank
  * through a heap of candidate pairs. */
 #include <inttypes.h>
@@ -6,10 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "formats/fileio.h"
 #include "harness/harness.h"
-#include "model/bpe.h"
-#include "model/fileio.h"
-#include "model/unicode_classes.h"
+#include "tokenizer/bpe.h"
+#include "tokenizer/unicode_classes.h"
 
 #define NO_CP UINT32_MAX /* a byte that is no UTF-8 character */
 

@@ -8,7 +8,7 @@
  *    isolates every \p{N} character (tokenizers' Digits(individual_digits),
  *    llama.cpp's "smollm"); both then apply GPT-2's expression
  *      's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
- *    matched by hand (model/bpe.c), \s being Unicode White_Space.
+ *    matched by hand (tokenizer/bpe.c), \s being Unicode White_Space.
  * 3. Each word's bytes become the tokens of the byte alphabet (byte b is
  *    spelled as one code point: b itself for the printable ones, else
  *    256 + its index among the others); a byte the vocabulary lacks is
@@ -20,12 +20,12 @@
  * Decoding maps each token's spelling back to bytes (special tokens are
  * their own text), so decode(encode(x)) == x for any bytes x that hold no
  * dropped byte. */
-#ifndef KBENCH_MODEL_BPE_H
-#define KBENCH_MODEL_BPE_H
+#ifndef KBENCH_TOKENIZER_BPE_H
+#define KBENCH_TOKENIZER_BPE_H
 
 #include <stddef.h>
 #include <stdint.h>
-#include "model/gguf.h"
+#include "formats/gguf.h"
 
 #ifdef __cplusplus
 extern "C" {

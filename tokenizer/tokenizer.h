@@ -1,8 +1,8 @@
 /* A whitespace tokenizer: text splits on spaces, tabs and newlines, and each
  * token maps to its id in a vocabulary, matched exactly (case-sensitive);
  * tokens not in it map to "<unk>", which every vocabulary must hold. */
-#ifndef KBENCH_MODEL_TOKENIZER_H
-#define KBENCH_MODEL_TOKENIZER_H
+#ifndef KBENCH_TOKENIZER_TOKENIZER_H
+#define KBENCH_TOKENIZER_TOKENIZER_H
 
 #include <stddef.h>
 

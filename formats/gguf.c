@@ -1,4 +1,4 @@
-/* The GGUF reader (model/gguf.h).  One cursor walks the mapped file; each
+/* The GGUF reader (formats/gguf.h).  One cursor walks the mapped file; each
  * read first checks that the bytes are there, and every count is bounded by
  * the bytes left before anything is allocated for it, so a hostile file
  * costs at most a few times its own size. */
@@ -10,11 +10,11 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "formats/fileio.h"
+#include "formats/gguf.h"
 #include "harness/harness.h"
-#include "model/fileio.h"
-#include "model/gguf.h"
-#include "model/llama.h"
-#include "model/transformer.h"
+#include "model/llama.h"       /* kb_f16_to_f32, kb_bf16_to_f32 */
+#include "model/transformer.h" /* kb_size_muladd */
 
 #define HEADER_BYTES 24     /* magic, version, tensor count, key/value count */
 #define MAX_KEY 65535       /* the spec's limit on a key's length */

@@ -6,8 +6,8 @@
  * the data section, none overlapping another), so later lookups only have
  * to check that the tensor is the one the model expects.  Every failure
  * writes one line, naming the file and the tensor, into err. */
-#ifndef KBENCH_MODEL_SAFETENSORS_H
-#define KBENCH_MODEL_SAFETENSORS_H
+#ifndef KBENCH_FORMATS_SAFETENSORS_H
+#define KBENCH_FORMATS_SAFETENSORS_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,4 +1,4 @@
-/* The flat JSON reader of model/json_flat.h: a recursive-descent parser
+/* The flat JSON reader of formats/json_flat.h: a recursive-descent parser
  * over a bounded text, whose nested values are only checked and spanned. */
 #include <errno.h>
 #include <math.h>
@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "formats/json_flat.h"
 #include "harness/harness.h"
-#include "model/json_flat.h"
 
 typedef struct {
     const char *what, *text;

@@ -6,9 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "formats/fileio.h"
 #include "harness/harness.h"
-#include "model/fileio.h"
-#include "model/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 /* Far above any real vocabulary (a few MiB at most), so a wrong path
  * (a disk image, a model) is refused before it is read whole. */

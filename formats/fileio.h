@@ -1,6 +1,7 @@
-/* Small file helpers shared by the model's readers. */
-#ifndef KBENCH_MODEL_FILEIO_H
-#define KBENCH_MODEL_FILEIO_H
+/* Small file helpers shared by the file-format readers and writers, the
+ * tokenizers and the model code that opens files. */
+#ifndef KBENCH_FORMATS_FILEIO_H
+#define KBENCH_FORMATS_FILEIO_H
 
 #include <stdarg.h>
 #include <stdint.h>

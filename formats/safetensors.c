@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "harness/harness.h"
-#include "model/safetensors.h"
-#include "model/fileio.h"
+#include "formats/safetensors.h"
+#include "formats/fileio.h"
 
 /* Tensor data is handed out in place, without byte swapping. */
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__

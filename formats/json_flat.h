@@ -5,8 +5,8 @@
  * that is not RFC 8259 JSON is refused: trailing commas, comments, NaN,
  * leading zeros, control characters in strings, a key given twice, text
  * after the object.  Every failure is one line naming the file and byte. */
-#ifndef KBENCH_MODEL_JSON_FLAT_H
-#define KBENCH_MODEL_JSON_FLAT_H
+#ifndef KBENCH_FORMATS_JSON_FLAT_H
+#define KBENCH_FORMATS_JSON_FLAT_H
 
 #include <stddef.h>
 #include <stdint.h>

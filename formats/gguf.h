@@ -18,8 +18,8 @@
  * bytes (from its type's block size) aligned, inside the file and
  * overlapping no other.  Later lookups then only check what a caller wants.
  * Every failure is one line in err naming the file. */
-#ifndef KBENCH_MODEL_GGUF_H
-#define KBENCH_MODEL_GGUF_H
+#ifndef KBENCH_FORMATS_GGUF_H
+#define KBENCH_FORMATS_GGUF_H
 
 #include <stddef.h>
 #include <stdint.h>
