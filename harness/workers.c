@@ -26,7 +26,9 @@
 #include "harness/case.h"
 #include "harness/workers.h"
 #include "kernels/lt_gemm.h"
+#ifdef KB_HAVE_NCCL
 #include "kernels/nccl_comm.h"
+#endif
 
 #define POLL_S 0.05        /* how often finished rows and workers are looked for */
 #define BUSY_S 0.5         /* a GPU whose worker ran rows this recently is still at its working clocks */
@@ -302,9 +304,11 @@ static void *open_across(void *arg)
         if (cudaSetDevice(g->p.dev[w]) == cudaSuccess)
             kb_lt_warm();
     kb_enable_peers();
+#ifdef KB_HAVE_NCCL /* a build without NCCL has no variant that needs it */
     ncclComm_t *comms;
     if (needs & KB_NEEDS_NCCL)
         kb_nccl_comms(&comms);
+#endif
     cudaGetLastError();
     /* Their first cases are made while the workers finish, on this
      * process's share of the cores. */
