@@ -128,6 +128,9 @@ static inline float kb_uniform_at(uint64_t seed, int64_t i)
  * (any floating type, rounded as kb_store_floats rounds), made on the
  * current GPU into device memory x (inputs_device.cu); complete on return. */
 cudaError_t kb_device_fill_uniform(void *x, kb_dtype t, int64_t n, int64_t first, uint64_t seed);
+/* kb_store_floats on the GPU, with the hardware's conversions (device
+ * pointers); complete on return.  The GPU suite checks the two agree. */
+cudaError_t kb_device_store_floats(kb_dtype t, const float *src, void *dst, int64_t n);
 
 /* ---- stats.c ---- */
 typedef struct {

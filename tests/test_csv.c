@@ -27,7 +27,7 @@ static kb_result passed_row(void)
 {
     kb_result r = {0};
     r.op = &kb_op_matmul;
-    r.variant = kb_op_matmul.variants[0];
+    r.variant = &kb_op_matmul.variants[0][0];
     r.shape = (kb_shape){3, {128, 64, 32}, 0};
     r.flops = 2.0 * 128 * 64 * 32;
     r.bytes = 4.0 * (128 * 32 + 32 * 64 + 128 * 64);

@@ -1,7 +1,11 @@
 /* The check on the device (kb_device_compare_rows) gives the verdict of the
  * host's kb_compare_rows on the same rows: the bad count, the worst error
  * and its tolerance, the relative L2 error and pass/fail, for f32 and bf16
- * outputs with planted errors, a NaN and an Inf.  Exits 77 without a GPU. */
+ * outputs with planted errors, a NaN and an Inf.  And the host's rounding of
+ * floats to every floating type of the table (kb_store_floats) gives the
+ * GPU's bits (kb_device_store_floats), on floats of every exponent, the
+ * ties between two neighbours of each type among them, and the specials.
+ * Exits 77 without a GPU. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +49,64 @@ static void agree(const void *out, kb_dtype t, const int64_t *rows, const double
     cudaFree(dref);
 }
 
+/* Floats of every exponent, both signs, and the top 15 bits of their
+ * fraction: every tie (and its neighbours) of bf16, f16 and fp8 is there,
+ * since their fractions keep at most 10 bits.  Then infinity, NaN, zeros. */
+static int64_t conversion_inputs(float *x)
+{
+    int64_t n = 0;
+    for (uint32_t k = 0; k < (1u << 24); ++k) {
+        uint32_t bits = k << 8;
+        float v;
+        memcpy(&v, &bits, sizeof v);
+        if (!isnan(v))
+            x[n++] = v;
+    }
+    const float special[] = {INFINITY, -INFINITY, NAN, 0.0f, -0.0f};
+    for (size_t i = 0; i < sizeof special / sizeof special[0]; ++i)
+        x[n++] = special[i];
+    return n;
+}
+
+/* The host's and the GPU's rounding agree bit for bit; NaN need only stay NaN. */
+static void conversions_agree(void)
+{
+    enum { MAX = (1 << 24) + 8 };
+    float *x = malloc(MAX * sizeof *x), *dx;
+    uint32_t *host = malloc(MAX * sizeof *host), *dev = malloc(MAX * sizeof *dev);
+    const int64_t n = conversion_inputs(x);
+    void *dout;
+    CHECK(cudaMalloc((void **)&dx, n * sizeof *dx) == cudaSuccess && cudaMalloc(&dout, n * 4) == cudaSuccess);
+    cudaMemcpy(dx, x, n * sizeof *dx, cudaMemcpyHostToDevice);
+    for (int t = 0; t < KB_DTYPE_COUNT; ++t) {
+        if (t == KB_I32)
+            continue;
+        const size_t es = kb_dtype_size((kb_dtype)t);
+        kb_store_floats((kb_dtype)t, x, host, n);
+        CHECK(kb_device_store_floats((kb_dtype)t, dx, dout, n) == cudaSuccess);
+        cudaMemcpy(dev, dout, n * es, cudaMemcpyDeviceToHost);
+        int64_t differ = 0, first = -1;
+        for (int64_t i = 0; i < n; ++i) {
+            const double h = kb_tensor_value(host, i, (kb_dtype)t), d = kb_tensor_value(dev, i, (kb_dtype)t);
+            const int same = memcmp((char *)host + i * es, (char *)dev + i * es, es) == 0 || (isnan(h) && isnan(d));
+            differ += !same;
+            if (!same && first < 0)
+                first = i;
+        }
+        printf("%s: %lld of %lld conversions differ%s", kb_dtype_name((kb_dtype)t), (long long)differ, (long long)n,
+               first < 0 ? "\n" : "");
+        if (first >= 0)
+            printf(", the first %a: host %g, GPU %g\n", x[first], kb_tensor_value(host, first, (kb_dtype)t),
+                   kb_tensor_value(dev, first, (kb_dtype)t));
+        CHECK(differ == 0);
+    }
+    cudaFree(dx);
+    cudaFree(dout);
+    free(x);
+    free(host);
+    free(dev);
+}
+
 int main(void)
 {
     kb_device_info d;
@@ -84,5 +146,6 @@ int main(void)
     free(f);
     free(b);
     free(ref);
+    conversions_agree();
     return CHECK_DONE();
 }

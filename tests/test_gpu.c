@@ -16,6 +16,8 @@
 
 extern const kb_variant broken_matmul_unwritten, broken_matmul_drop_term, broken_matmul_degrades,
     broken_matmul_drop_tile_bf16, broken_allreduce_local;
+extern const kb_op kb_op_probe; /* tests/probe_op.cu */
+extern const kb_variant probe_correct[], probe_assigns[], probe_no_mean[], probe_short_sum[];
 
 static kb_options options(int check_only)
 {
@@ -24,6 +26,18 @@ static kb_options options(int check_only)
     o.check_only = check_only;
     o.row_cap_s = 0.05;
     return o;
+}
+
+/* Every form of the op's variants into v[], in table order; their count. */
+enum { MAX_FORMS = 128 };
+static int forms(const kb_op *op, const kb_variant **v)
+{
+    int n = 0;
+    KB_FOR_EACH_VARIANT(op, f)
+        if (n < MAX_FORMS)
+            v[n++] = f;
+    CHECK(n < MAX_FORMS);
+    return n;
 }
 
 static void *flush;
@@ -45,25 +59,24 @@ static void every_variant(const kb_op *op)
 {
     kb_shape *shapes;
     char err[256], name[128];
-    int ns = kb_parse_shape_list(op, op->test_sizes, &shapes, err, sizeof err), nv = 0;
+    const kb_variant *v[MAX_FORMS];
+    int ns = kb_parse_shape_list(op, op->test_sizes, &shapes, err, sizeof err), nv = forms(op, v);
     CHECK(ns > 0);
     for (int i = 0; i < ns && op->distributed; ++i)
         shapes[i].ranks = ngpus;
-    while (op->variants[nv])
-        ++nv;
     kb_job *jobs = malloc((size_t)ns * nv * sizeof *jobs);
     int *passed = calloc((size_t)nv, sizeof *passed);
     for (int i = 0; i < ns; ++i)
         for (int j = 0; j < nv; ++j)
-            jobs[i * nv + j] = (kb_job){op, op->variants[j], shapes[i]};
+            jobs[i * nv + j] = (kb_job){op, v[j], shapes[i]};
     kb_options o = options(1);
     kb_run_plan(jobs, ns * nv);
     for (int k = 0; k < ns * nv; ++k) {
         kb_result r;
         kb_run_job(&jobs[k], &o, flush, flush_bytes, &r);
         kb_format_shape(op, &jobs[k].shape, name, sizeof name);
-        printf("%-8s %-18s %-16s %s max_err %.2e rel_l2 %.2e rows %lld/%lld %s\n", op->name,
-               jobs[k].variant->name, name, kb_status_name(r.status), r.check.max_abs_err, r.check.rel_l2_err,
+        printf("%-8s %-18s %-5s %-16s %s max_err %.2e rel_l2 %.2e rows %lld/%lld %s\n", op->name,
+               jobs[k].variant->name, kb_dtype_name(jobs[k].variant->dtype), name, kb_status_name(r.status), r.check.max_abs_err, r.check.rel_l2_err,
                (long long)r.rows_checked, (long long)r.rows_total, r.reason);
         CHECK(r.status != KB_FAIL);
         passed[k % nv] += r.status == KB_PASS;
@@ -71,7 +84,7 @@ static void every_variant(const kb_op *op)
     kb_run_release();
     /* A variant that skips everything proves nothing, unless it needs more GPUs than there are. */
     for (int j = 0; j < nv; ++j) {
-        kb_job one = {op, op->variants[j], shapes[0]};
+        kb_job one = {op, v[j], shapes[0]};
         CHECK(passed[j] > 0 || (kb_job_multi_device(&one) && ngpus < 2));
     }
     free(passed);
@@ -134,28 +147,54 @@ static void attention_under_moving_maxima(const kb_device_info *dev)
         sizeof err);
     CHECK(ns == 5);
     kb_options o = options(1);
-    for (int j = 0; grow.variants[j]; ++j) {
+    const kb_variant *v[MAX_FORMS];
+    for (int j = 0, nv = forms(&grow, v); j < nv; ++j) {
         int passed = 0;
         for (int i = 0; i < ns; ++i) {
-            kb_job job = {&grow, grow.variants[j], shapes[i]};
+            kb_job job = {&grow, v[j], shapes[i]};
             kb_result r;
             kb_run_job(&job, &o, flush, flush_bytes, &r);
             kb_format_shape(&grow, &shapes[i], name, sizeof name);
-            printf("growing keys %-18s %-18s %s max_err %.2e %s\n", grow.variants[j]->name, name,
+            printf("growing keys %-18s %-5s %-18s %s max_err %.2e %s\n", v[j]->name, kb_dtype_name(v[j]->dtype), name,
                    kb_status_name(r.status), r.check.max_abs_err, r.reason);
             CHECK(r.status != KB_FAIL);
             passed += r.status == KB_PASS;
         }
-        CHECK(passed > 0 || grow.variants[j]->min_cc > 10 * dev->cc_major + dev->cc_minor);
+        CHECK(passed > 0 || v[j]->min_cc > 10 * dev->cc_major + dev->cc_minor);
     }
     kb_run_release();
     free(shapes);
 }
 
+/* The contract a backward op needs (tests/probe_op.cu): an inout restored
+ * before every launch, timed as well, an input derived by prepare, and a
+ * second output with rows of its own.  The correct variant passes after
+ * timing (acc accumulated once per sample, not once per launch); each broken
+ * one fails, its reason naming the tensor. */
+static void contract_probe(void)
+{
+    kb_shape s = {2, {300, 1000}, 0};
+    kb_result r = run(&kb_op_probe, probe_correct, &s, 0);
+    printf("probe correct: %s %s, rows %lld/%lld\n", kb_status_name(r.status), r.reason,
+           (long long)r.rows_checked, (long long)r.rows_total);
+    CHECK(r.status == KB_PASS && r.timed && r.time_ms.n >= 20);
+    CHECK(r.rows_total == 300 + 1000 && r.rows_checked == r.rows_total);
+    const struct {
+        const kb_variant *v;
+        const char *tensor;
+    } broken[] = {{probe_assigns, "acc"}, {probe_no_mean, "acc"}, {probe_short_sum, "colsum"}};
+    for (size_t i = 0; i < sizeof broken / sizeof broken[0]; ++i) {
+        r = run(&kb_op_probe, broken[i].v, &s, 1);
+        printf("probe %s: %s %s\n", broken[i].v->name, kb_status_name(r.status), r.reason);
+        CHECK(r.status == KB_FAIL && strstr(r.reason, "before timing") && strstr(r.reason, broken[i].tensor));
+    }
+    kb_run_release();
+}
+
 static void timing_is_recorded(void)
 {
     kb_shape s = {3, {256, 256, 256}, 0};
-    kb_result r = run(&kb_op_matmul, kb_op_matmul.variants[0], &s, 0);
+    kb_result r = run(&kb_op_matmul, &kb_op_matmul.variants[0][0], &s, 0);
     CHECK(r.status == KB_PASS && r.timed);
     CHECK(r.time_ms.n >= 3 && r.time_ms.min > 0);
     CHECK(r.time_ms.min <= r.time_ms.median && r.time_ms.median <= r.time_ms.max);
@@ -240,7 +279,7 @@ static void timing_engine(void)
 static void ceilings_clock_inside(const kb_device_info *dev)
 {
     kb_ceilings c;
-    kb_job plan = {&kb_op_copy, kb_op_copy.variants[0], {1, {4096}, 0}};
+    kb_job plan = {&kb_op_copy, &kb_op_copy.variants[0][0], {1, {4096}, 0}};
     kb_run_plan(&plan, 1);
     kb_measure_ceilings(dev, flush, flush_bytes, &c);
     CHECK(kb_case_planned());
@@ -275,6 +314,7 @@ int main(void)
     for (int i = 0; kb_ops[i]; ++i)
         every_variant(kb_ops[i]);
     broken_variants_fail();
+    contract_probe();
     attention_under_moving_maxima(&dev);
     timing_is_recorded();
     timing_engine();
