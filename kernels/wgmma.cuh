@@ -106,7 +106,7 @@ template <int N, KbWgmmaType A, KbWgmmaB BMajor, KbWgmmaType B>
 __device__ constexpr void kb_wgmma_check()
 {
     static_assert(N == 64 || N == 128 || N == 192 || N == 256,
-                  "kb_wgmma: N of 64, 128, 192 or 256 (another needs its operand numbers below)");
+                  "kb_wgmma: N of 64, 128, 192 or 256 (another needs its line in KB_WGMMA_BY_N)");
     static_assert(kb_wgmma_8bit(A) ? kb_wgmma_8bit(B) : A == B, "kb_wgmma: bf16 x bf16, f16 x f16 or fp8 x fp8");
     static_assert(!kb_wgmma_8bit(A) || BMajor == KbWgmmaB::k_major, "kb_wgmma: 8-bit B is K-major only");
 }
@@ -172,14 +172,25 @@ __device__ constexpr void kb_wgmma_check()
     else                                                                                                               \
         KB_WGMMA_ASM("m64n" #N "k32.f32.e5m2.e5m2", REGS, ACC, D, A_OP, B_OP, P_OP, "1, 1", __VA_ARGS__)
 
+/* The operands after the accumulator's R = N / 2 registers, %R.., for each
+ * N: FORM(N, R, the next six). */
+#define KB_WGMMA_BY_N(FORM)                                                                                            \
+    if constexpr (N == 64)                                                                                             \
+        FORM(64, 32, "%32", "%33", "%34", "%35", "%36", "%37");                                                        \
+    else if constexpr (N == 128)                                                                                       \
+        FORM(128, 64, "%64", "%65", "%66", "%67", "%68", "%69");                                                       \
+    else if constexpr (N == 192)                                                                                       \
+        FORM(192, 96, "%96", "%97", "%98", "%99", "%100", "%101");                                                     \
+    else                                                                                                               \
+        FORM(256, 128, "%128", "%129", "%130", "%131", "%132", "%133")
+
 /* In kb_wgmma_ss, A from shared memory: operands d, desc_a, desc_b, accumulate. */
-#define KB_WGMMA_SS(N, R, A_OP, B_OP, P_OP)                                                                            \
-    KB_WGMMA_FORMS(N, "0, ", KB_WGMMA_D##R, KB_WGMMA_ACC##R, d, A_OP, B_OP, P_OP, "l"(desc_a), "l"(desc_b),           \
-                   "r"(accumulate))
+#define KB_WGMMA_SS(N, R, X0, X1, X2, X3, X4, X5)                                                                      \
+    KB_WGMMA_FORMS(N, "0, ", KB_WGMMA_D##R, KB_WGMMA_ACC##R, d, X0, X1, X2, "l"(desc_a), "l"(desc_b), "r"(accumulate))
 /* In kb_wgmma_rs, A from registers: operands d, a[0..3], desc_b, accumulate. */
-#define KB_WGMMA_RS(N, R, A_OP, B_OP, P_OP)                                                                            \
-    KB_WGMMA_FORMS(N, "", KB_WGMMA_D##R, KB_WGMMA_ACC##R, d, A_OP, B_OP, P_OP, "r"(a[0]), "r"(a[1]), "r"(a[2]),       \
-                   "r"(a[3]), "l"(desc_b), "r"(accumulate))
+#define KB_WGMMA_RS(N, R, X0, X1, X2, X3, X4, X5)                                                                      \
+    KB_WGMMA_FORMS(N, "", KB_WGMMA_D##R, KB_WGMMA_ACC##R, d, "{" X0 ", " X1 ", " X2 ", " X3 "}", X4, X5, "r"(a[0]),   \
+                   "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(accumulate))
 
 /* d = A (64 x K, K-major, by descriptor) * B (K x N, by descriptor) +
  * (accumulate ? d : 0), K = 16 (16-bit types) or 32 (8-bit). */
@@ -187,14 +198,7 @@ template <int N, KbWgmmaType A, KbWgmmaB BMajor = KbWgmmaB::k_major, KbWgmmaType
 __device__ __forceinline__ void kb_wgmma_ss(float (&d)[N / 2], uint64_t desc_a, uint64_t desc_b, int accumulate)
 {
     kb_wgmma_check<N, A, BMajor, B>();
-    if constexpr (N == 64)
-        KB_WGMMA_SS(64, 32, "%32", "%33", "%34");
-    else if constexpr (N == 128)
-        KB_WGMMA_SS(128, 64, "%64", "%65", "%66");
-    else if constexpr (N == 192)
-        KB_WGMMA_SS(192, 96, "%96", "%97", "%98");
-    else
-        KB_WGMMA_SS(256, 128, "%128", "%129", "%130");
+    KB_WGMMA_BY_N(KB_WGMMA_SS);
 }
 
 /* d = A (64 x K in registers, a[0..3]: the fragments of an m16n8
@@ -204,18 +208,12 @@ template <int N, KbWgmmaType A, KbWgmmaB BMajor = KbWgmmaB::k_major, KbWgmmaType
 __device__ __forceinline__ void kb_wgmma_rs(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t desc_b, int accumulate)
 {
     kb_wgmma_check<N, A, BMajor, B>();
-    if constexpr (N == 64)
-        KB_WGMMA_RS(64, 32, "{%32, %33, %34, %35}", "%36", "%37");
-    else if constexpr (N == 128)
-        KB_WGMMA_RS(128, 64, "{%64, %65, %66, %67}", "%68", "%69");
-    else if constexpr (N == 192)
-        KB_WGMMA_RS(192, 96, "{%96, %97, %98, %99}", "%100", "%101");
-    else
-        KB_WGMMA_RS(256, 128, "{%128, %129, %130, %131}", "%132", "%133");
+    KB_WGMMA_BY_N(KB_WGMMA_RS);
 }
 
 #undef KB_WGMMA_RS
 #undef KB_WGMMA_SS
+#undef KB_WGMMA_BY_N
 #undef KB_WGMMA_FORMS
 #undef KB_WGMMA_ASM
 #undef KB_WGMMA_ACC128
