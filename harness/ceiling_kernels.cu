@@ -7,7 +7,8 @@
 #include <stdlib.h>
 #include "harness/harness.h"
 #include "kernels/cuda_util.h"
-#include "kernels/tensor_map.h"
+#include "kernels/tma_host.h"
+#include "kernels/wgmma.cuh"
 #include "variants/matmul/bf16_common.cuh"
 
 #define FMA_CHAINS 8       /* independent chains per thread: hides FMA latency */
@@ -210,30 +211,30 @@ __global__ void __launch_bounds__(128 * WGMMA_WARPGROUPS, 1) wgmma_peak_kernel(f
         __nv_bfloat162 v = {lo, hi};
         reinterpret_cast<__nv_bfloat162 *>(p)[i] = v;
     }
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); /* the stores -> the MMAs' reads */
+    kb_fence_proxy_async(); /* the stores -> the MMAs' reads */
     __syncthreads();
     stamp_clocks(0);
     uint64_t da[4], db[4];
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
-        da[j] = wgmma_desc(a_s + j * 32, 16, 1024);
-        db[j] = wgmma_desc(b_s + j * 2048, 64 * 128, 1024);
+        da[j] = kb_wgmma_desc(a_s + j * 32, 16, 1024);
+        db[j] = kb_wgmma_desc(b_s + j * 2048, 64 * 128, 1024);
     }
     float d[128];
 #pragma unroll
     for (int i = 0; i < 128; ++i)
         d[i] = 0.0f;
     for (int it = 0; it < WGMMA_ITERS; ++it) {
-        fence_acc(d);
-        wgmma_fence();
+        kb_fence_regs(d);
+        kb_wgmma_fence();
 #pragma unroll
         for (int j = 0; j < 4; ++j)
-            wgmma_m64n256k16(d, da[j], db[j], 1);
-        wgmma_commit();
-        wgmma_wait<1>();
+            kb_wgmma_ss<256, KbWgmmaType::bf16, KbWgmmaB::n_major>(d, da[j], db[j], 1);
+        kb_wgmma_commit();
+        kb_wgmma_wait<1>();
     }
-    wgmma_wait<0>();
-    fence_acc(d);
+    kb_wgmma_wait<0>();
+    kb_fence_regs(d);
     float sum = 0.0f;
 #pragma unroll
     for (int i = 0; i < 128; ++i)

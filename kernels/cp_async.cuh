@@ -2,12 +2,19 @@
  * registers, so a block can have a whole tile in flight while it computes on
  * another.  Shared by the SGEMM pipeline (gemm_pipeline.cuh), the fused
  * attention kernels and the long-row pipeline (persistent_row.cuh), which
- * also uses the bulk copies at the end.  A thread's copies are visible to itself after
+ * also uses the bulk copies at the end; their mbarriers also count the
+ * tensor copies of tma.cuh.  A thread's copies are visible to itself after
  * kb_cp_async_wait; to the block after that and a __syncthreads. */
 #ifndef KBENCH_CP_ASYNC_CUH
 #define KBENCH_CP_ASYNC_CUH
 
 #include <stdint.h>
+
+/* A shared-memory pointer as the 32-bit address of PTX's shared window,
+ * as kb_mbar_arrive and tma.cuh's wrappers take theirs: through this
+ * function, not cast inline on the typed pointer, which gives NVVM other
+ * IR (wgmma_tma_store's producer loop came out unrolled differently). */
+__device__ __forceinline__ uint32_t kb_smem_u32(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
 
 /* Copy 16 bytes global -> shared; src_bytes (0 or 16) are read, the rest of
  * the destination is zero-filled.  .cg: cached in L2 only. */
@@ -27,6 +34,15 @@ __device__ __forceinline__ uint64_t kb_l2_evict_first_policy()
 {
     uint64_t policy;
     asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
+    return policy;
+}
+
+/* The opposite: lines to keep, for data that many blocks read again (a
+ * GEMM's operand shared by a whole round of tiles). */
+__device__ __forceinline__ uint64_t kb_l2_evict_last_policy()
+{
+    uint64_t policy;
+    asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\n" : "=l"(policy));
     return policy;
 }
 
@@ -87,6 +103,13 @@ __device__ __forceinline__ void kb_mbar_arrive_expect(unsigned long long *bar, u
                      (unsigned)__cvta_generic_to_shared(bar)),
                  "r"(bytes)
                  : "memory");
+}
+
+/* This thread's plain arrival (release: its earlier reads and its
+ * warpgroup's completed MMAs come before the phase completes). */
+__device__ __forceinline__ void kb_mbar_arrive(unsigned long long *bar)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(kb_smem_u32(bar)) : "memory");
 }
 
 /* Wait until the phase of parity `parity` has completed. */

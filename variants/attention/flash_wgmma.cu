@@ -71,8 +71,9 @@
 #include <cuda_bf16.h>
 #include "ops/attention.h"
 #include "kernels/cuda_util.h"
-#include "kernels/tensor_map.h"
-#include "kernels/cp_async.cuh"
+#include "kernels/tma_host.h"
+#include "kernels/tma.cuh"
+#include "kernels/wgmma.cuh"
 #include "variants/attention/attention_common.cuh"
 
 namespace {
@@ -141,158 +142,13 @@ template <int D> constexpr bool kRegsFit =
     kProducerRegs<D> * 128 + kConsumerRegs<D> * 128 * kConsumers<D> <= 65536 / kThreads<D> / 8 * 8 * kThreads<D>;
 static_assert(kRegsFit<64> && kRegsFit<128> && kRegsFit<256>, "the block's registers");
 
-/* d = Q (64x16, K-major) * K^T (16x128: 128 rows of K, K-major) +
- * (accumulate ? d : 0), both by 128-byte-swizzled descriptors. */
-__device__ __forceinline__ void wgmma_m64n128k16_ss(float (&d)[64], uint64_t desc_a, uint64_t desc_b, int accumulate)
-{
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
-                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
-                 "}, %64, %65, p, 1, 1, 0, 0;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-                   "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-                   "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-                   "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-                   "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-                 : "l"(desc_a), "l"(desc_b), "r"(accumulate));
-}
-
-/* d = Q (64x16, K-major) * K^T (16x64: 64 rows of K, K-major) +
- * (accumulate ? d : 0), both by 128-byte-swizzled descriptors: S at D = 256. */
-__device__ __forceinline__ void wgmma_m64n64k16_ss(float (&d)[32], uint64_t desc_a, uint64_t desc_b, int accumulate)
-{
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
-                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
-                 "}, %32, %33, p, 1, 1, 0, 0;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-                 : "l"(desc_a), "l"(desc_b), "r"(accumulate));
-}
-
-/* d = P (64x16 in registers: a k16 slice of an accumulator as bf16 pairs)
- * * V (16x64, N-major, by descriptor) + (accumulate ? d : 0). */
-__device__ __forceinline__ void wgmma_m64n64k16_rs(float (&d)[32], const uint32_t (&a)[4], uint64_t desc_b,
-                                                  int accumulate)
-{
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
-                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
-                 "}, {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(accumulate));
-}
-
-/* d = P (64x16 in registers: a k16 slice of an accumulator as bf16 pairs)
- * * V (16x128, N-major, by descriptor) + (accumulate ? d : 0). */
-__device__ __forceinline__ void wgmma_m64n128k16_rs(float (&d)[64], const uint32_t (&a)[4], uint64_t desc_b,
-                                                  int accumulate)
-{
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
-                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
-                 "}, {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-                   "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-                   "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-                   "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-                   "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(accumulate));
-}
-
-/* d = P (64x16 in registers: a k16 slice of an accumulator as bf16 pairs)
- * * V (16x256, N-major, by descriptor) + (accumulate ? d : 0). */
-__device__ __forceinline__ void wgmma_m64n256k16_rs(float (&d)[128], const uint32_t (&a)[4], uint64_t desc_b,
-                                                   int accumulate)
-{
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {"
-                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, "
-                 "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, "
-                 "%42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, "
-                 "%62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, "
-                 "%82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, "
-                 "%101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, "
-                 "%117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
-                 "}, {%128, %129, %130, %131}, %132, p, 1, 1, 1;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]),
-                   "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]),
-                   "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]),
-                   "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
-                   "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]),
-                   "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]),
-                   "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]),
-                   "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
-                   "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]),
-                   "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]),
-                   "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]),
-                   "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]),
-                   "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]),
-                   "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]),
-                   "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]),
-                   "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
-                   "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]),
-                   "+f"(d[127])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(accumulate));
-}
-
-/* One k16 step of S = Q K^T over a tile of kBC keys, and one of O += P V. */
-template <int D>
-__device__ __forceinline__ void wgmma_s(float (&sc)[kBC<D> / 2], uint64_t desc_a, uint64_t desc_b, int accumulate)
-{
-    if constexpr (kBC<D> == 64)
-        wgmma_m64n64k16_ss(sc, desc_a, desc_b, accumulate);
-    else
-        wgmma_m64n128k16_ss(sc, desc_a, desc_b, accumulate);
-}
-template <int D>
-__device__ __forceinline__ void wgmma_pv(float (&o)[D / 2], const uint32_t (&a)[4], uint64_t desc_b)
-{
-    if constexpr (D == 256)
-        wgmma_m64n256k16_rs(o, a, desc_b, 1);
-    else if constexpr (D == 128)
-        wgmma_m64n128k16_rs(o, a, desc_b, 1);
-    else
-        wgmma_m64n64k16_rs(o, a, desc_b, 1);
-}
-
-/* The box of `map` at (x, y, z) into shared dst, counted on bar. */
-__device__ __forceinline__ void tma_load_3d(uint32_t dst, const CUtensorMap *map, int x, int y, int z,
-                                            unsigned long long *bar)
-{
-    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes"
-                 " [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(dst),
-                 "l"((uint64_t)map), "r"(x), "r"(y), "r"(z), "r"(bf16_smem_addr(bar))
-                 : "memory");
-}
-
 /* All D / 64 panels of a tile of Rows rows (the box of map): rows y.. of head z. */
 template <int D, int Rows>
 __device__ __forceinline__ void load_tile(uint32_t dst, const CUtensorMap *map, int y, int z, unsigned long long *bar)
 {
 #pragma unroll
     for (int p = 0; p < D / 64; ++p)
-        tma_load_3d(dst + p * kPanelBytes<Rows>, map, p * 64, y, z, bar);
+        kb_tma_load_3d(dst + p * kPanelBytes<Rows>, map, p * 64, y, z, bar);
 }
 
 /* Ping-pong: consumer cw waits for its turn at the tensor cores (barrier
@@ -310,15 +166,6 @@ __device__ __forceinline__ void sched_signal(int to)
 /* 0, computed from x: as an address offset it makes an instruction wait for x. */
 __device__ __forceinline__ int zero_from(float x) { return __float2int_rz(x * 0.f); }
 
-/* Keep the compiler from reusing registers that an MMA in flight still reads. */
-template <int N>
-__device__ __forceinline__ void fence_regs(uint32_t (&r)[N])
-{
-#pragma unroll
-    for (int i = 0; i < N; ++i)
-        asm volatile("" : "+r"(r[i])::"memory");
-}
-
 /* S = Q K^T for this consumer's 64 rows and a tile of kBC keys, issued:
  * k16 step j is 32 bytes into the swizzle lines of panel j / 4, whose
  * stride is 128 rows in Q and kBC rows in K.  The caller fences the
@@ -330,14 +177,14 @@ __device__ __forceinline__ void issue_s(float (&sc)[kBC<D> / 2], uint32_t q_wg, 
 {
     /* Step j's descriptors are the first ones plus its byte offset / 16:
      * the 14-bit address field never carries (shared memory < 256 KiB). */
-    const uint64_t dq = wgmma_desc(q_wg, 16, 1024), dk = wgmma_desc(k_t, 16, 1024);
+    const uint64_t dq = kb_wgmma_desc(q_wg, 16, 1024), dk = kb_wgmma_desc(k_t, 16, 1024);
 #pragma unroll
     for (int j = 0; j < D / 16; ++j) {
         const uint32_t col = (j % 4) * 32;
-        wgmma_s<D>(sc, dq + (((j / 4) * kPanelBytes<kBR<D>> + col) >> 4),
-                   dk + (((j / 4) * kPanelBytes<kBC<D>> + col) >> 4), j > 0);
+        kb_wgmma_ss<kBC<D>, KbWgmmaType::bf16>(sc, dq + (((j / 4) * kPanelBytes<kBR<D>> + col) >> 4),
+                                               dk + (((j / 4) * kPanelBytes<kBC<D>> + col) >> 4), j > 0);
     }
-    wgmma_commit();
+    kb_wgmma_commit();
 }
 
 /* O += P V, issued: the k16 slice kk of P is columns 16kk.. = 8-column
@@ -347,13 +194,13 @@ __device__ __forceinline__ void issue_s(float (&sc)[kBC<D> / 2], uint32_t q_wg, 
 template <int D>
 __device__ __forceinline__ void issue_pv(float (&acc)[D / 2], const uint32_t (&p)[kBC<D> / 4], uint32_t v_t)
 {
-    const uint64_t dv = wgmma_desc(v_t, kPanelBytes<kBC<D>>, 1024);
+    const uint64_t dv = kb_wgmma_desc(v_t, kPanelBytes<kBC<D>>, 1024);
 #pragma unroll
     for (int kk = 0; kk < kBC<D> / 16; ++kk) {
         const uint32_t a[4] = {p[4 * kk], p[4 * kk + 1], p[4 * kk + 2], p[4 * kk + 3]};
-        wgmma_pv<D>(acc, a, dv + (kk * 16 * 128 >> 4));
+        kb_wgmma_rs<D, KbWgmmaType::bf16, KbWgmmaB::n_major>(acc, a, dv + (kk * 16 * 128 >> 4), 1);
     }
-    wgmma_commit();
+    kb_wgmma_commit();
 }
 
 /* -inf for keys past Tk and, causal, above the diagonal, on the tiles that
@@ -718,7 +565,7 @@ __global__ void __launch_bounds__(kThreads<D>, 1)
      * arithmetic off the uniform datapath), the stages' phases at `par`;
      * the consumers' turns run on from tile to tile. */
     if (wg == 0) {
-        bf16_setmaxnreg_dec<kProducerRegs<D>>();
+        kb_setmaxnreg_dec<kProducerRegs<D>>();
         int k = 0;        /* Q's loads */
         uint32_t par = 0; /* each stage's parity at a tile's start (odd_stages) */
         auto produce = [&](int64_t id, int lo, int hi) {
@@ -767,7 +614,7 @@ __global__ void __launch_bounds__(kThreads<D>, 1)
         return;
     }
 
-    bf16_setmaxnreg_inc<kConsumerRegs<D>>();
+    kb_setmaxnreg_inc<kConsumerRegs<D>>();
     const int cw = wg - 1, next = cw + 1 == NC ? 0 : cw + 1, lane = tid % 32, w = (tid % 128) / 32, t4 = lane % 4;
     const int diag = Tk - Tq;                           /* key j is masked for row i when j > i + diag */
     const uint32_t q_wg = q_s + cw * 64 * 128;          /* this consumer's 64 rows in each panel of Q */
@@ -807,17 +654,17 @@ __global__ void __launch_bounds__(kThreads<D>, 1)
             float sc[BC / 2];
             kb_mbar_wait(&k_full[0], par & 1);
             sched_wait(cw);
-            fence_acc(sc);
-            wgmma_fence();
+            kb_fence_regs(sc);
+            kb_wgmma_fence();
             issue_s<D>(sc, q_wg, k_s);
             sched_signal(next);
-            wgmma_wait<0>();
-            fence_acc(sc);
+            kb_wgmma_wait<0>();
+            kb_fence_regs(sc);
             if (lane == 0) {
                 if (kEarlyK<D>)
-                    bf16_mbar_arrive(&k_empty[0]);
+                    kb_mbar_arrive(&k_empty[0]);
                 if (n_tiles == 1)
-                    bf16_mbar_arrive(&q_empty); /* Q is read: the next tile's may load */
+                    kb_mbar_arrive(&q_empty); /* Q is read: the next tile's may load */
             }
             mask_tile<BC>(sc, lo * BC, Tk, causal, r0, r1, wrow, diag, t4);
             softmax<BC>(sc, sl2, m0, m1, l0, l1, alpha0, alpha1);
@@ -834,30 +681,30 @@ __global__ void __launch_bounds__(kThreads<D>, 1)
             kb_mbar_wait(&k_full[s], phase ^ (par >> s & 1));
             kb_mbar_wait(&v_full[ps], pphase ^ (par >> ps & 1));
             sched_wait(cw);
-            fence_acc(sc);
-            fence_acc(acc);
-            fence_regs(p);
-            wgmma_fence();
+            kb_fence_regs(sc);
+            kb_fence_regs(acc);
+            kb_fence_regs(p);
+            kb_wgmma_fence();
             issue_s<D>(sc, q_wg, k_s + s * kKV);
             issue_pv<D>(acc, p, v_s + ps * kKV);
             sched_signal(next);
-            wgmma_wait<1>(); /* S is done: its K may go (kEarlyK); the P V before may still run */
-            fence_acc(sc);
+            kb_wgmma_wait<1>(); /* S is done: its K may go (kEarlyK); the P V before may still run */
+            kb_fence_regs(sc);
             if (lane == 0) {
                 if (kEarlyK<D>)
-                    bf16_mbar_arrive(&k_empty[s]);
+                    kb_mbar_arrive(&k_empty[s]);
                 if (t == n_tiles - 1)
-                    bf16_mbar_arrive(&q_empty);
+                    kb_mbar_arrive(&q_empty);
             }
             mask_tile<BC>(sc, (lo + t) * BC, Tk, causal, r0, r1, wrow, diag, t4);
             softmax<BC>(sc, sl2, m0, m1, l0, l1, alpha0, alpha1);
             if (kSoftmaxUnderPV<D> && lane == 0)
-                bf16_mbar_arrive(&softmax_done + zero_from(l0 + l1));
-            wgmma_wait<0>(); /* the P V before is done: its V goes back, its P registers are free */
-            fence_acc(acc);
-            fence_regs(p);
+                kb_mbar_arrive(&softmax_done + zero_from(l0 + l1));
+            kb_wgmma_wait<0>(); /* the P V before is done: its V goes back, its P registers are free */
+            kb_fence_regs(acc);
+            kb_fence_regs(p);
             if (lane == 0)
-                bf16_mbar_arrive(&v_empty[ps]);
+                kb_mbar_arrive(&v_empty[ps]);
             to_bf16<BC>(sc, p);
             ps = s, pphase = phase;
             if (++s == S)
@@ -866,17 +713,17 @@ __global__ void __launch_bounds__(kThreads<D>, 1)
         rescale<D>(acc, alpha0, alpha1);
         kb_mbar_wait(&v_full[ps], pphase ^ (par >> ps & 1));
         sched_wait(cw);
-        fence_acc(acc);
-        fence_regs(p);
-        wgmma_fence();
+        kb_fence_regs(acc);
+        kb_fence_regs(p);
+        kb_wgmma_fence();
         issue_pv<D>(acc, p, v_s + ps * kKV);
         if (cw != NC - 1 || !last)
             sched_signal(next); /* the next one's turn */
-        wgmma_wait<0>();
-        fence_acc(acc);
-        fence_regs(p);
+        kb_wgmma_wait<0>();
+        kb_fence_regs(acc);
+        kb_fence_regs(p);
         if (lane == 0)
-            bf16_mbar_arrive(&v_empty[ps]);
+            kb_mbar_arrive(&v_empty[ps]);
         par ^= odd_stages<S>(n_tiles);
         if (kSplits<D> && parks) { /* the rest of a tile whose first key tiles are the block before's */
             park<D>(parked + blockIdx.x * kSlotFloats<D>, parked_flags + blockIdx.x * kSlotFlags, acc, m0, m1, l0,

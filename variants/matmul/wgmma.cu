@@ -38,7 +38,8 @@
 #include <stdint.h>
 #include "ops/matmul.h"
 #include "kernels/cuda_util.h"
-#include "kernels/tensor_map.h"
+#include "kernels/tma_host.h"
+#include "kernels/wgmma.cuh"
 #include "variants/matmul/bf16_common.cuh"
 
 namespace {
@@ -106,7 +107,7 @@ __global__ void __launch_bounds__(kThreads, 1) matmul_wgmma_kernel(int M, int N,
     for (int kt = 0; kt < k_tiles; ++kt) {
         const int s = kt % kStages;
         bf16_cp_async_wait<kAhead - 1>();
-        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); /* this thread's copies -> the MMAs */
+        kb_fence_proxy_async(); /* this thread's copies -> the MMAs */
         __syncthreads(); /* tile kt is in; both warpgroups' MMAs of tile kt - 2 are done */
         if (kt + kAhead < k_tiles)
             load_tile((kt + kAhead) % kStages, kt + kAhead);
@@ -118,18 +119,19 @@ __global__ void __launch_bounds__(kThreads, 1) matmul_wgmma_kernel(int M, int N,
          * bytes) down; leading offset one panel (64 columns), stride 1024
          * between groups of 8 rows. */
         const uint32_t a_base = a_s + s * kAStageBytes + wg * kWgM * 128, b_base = b_s + s * kBStageBytes;
-        fence_acc(d);
-        wgmma_fence();
+        kb_fence_regs(d);
+        kb_wgmma_fence();
 #pragma unroll
         for (int j = 0; j < kBK / 16; ++j)
-            wgmma_m64n256k16(d, wgmma_desc(a_base + j * 32, 16, 1024),
-                             wgmma_desc(b_base + j * 2048, kPanelBytes, 1024), kt > 0 || j > 0);
-        wgmma_commit();
-        wgmma_wait<1>();
-        fence_acc(d);
+            kb_wgmma_ss<kBN, KbWgmmaType::bf16, KbWgmmaB::n_major>(
+                d, kb_wgmma_desc(a_base + j * 32, 16, 1024), kb_wgmma_desc(b_base + j * 2048, kPanelBytes, 1024),
+                kt > 0 || j > 0);
+        kb_wgmma_commit();
+        kb_wgmma_wait<1>();
+        kb_fence_regs(d);
     }
-    wgmma_wait<0>();
-    fence_acc(d);
+    kb_wgmma_wait<0>();
+    kb_fence_regs(d);
 
     /* The accumulator as mma.sync's m16n8 tiles side by side: warp w of the
      * warpgroup holds rows 16w.., d[4j..4j+1] at (row g, columns 8j + 2t,
@@ -146,15 +148,6 @@ __global__ void __launch_bounds__(kThreads, 1) matmul_wgmma_kernel(int M, int N,
     (void)M, (void)N, (void)K, (void)pair, (void)A, (void)B, (void)C;
     __trap(); /* no wgmma on this arch: the variant SKIPs here */
 #endif
-}
-
-static bool aligned(const void *p, uintptr_t bytes) { return ((uintptr_t)p & (bytes - 1)) == 0; }
-
-/* wgmma exists on compute capability 9.0 only (sm_90a). */
-static const char *unsupported(const kb_shape *s)
-{
-    (void)s;
-    return kb_sm90a_unsupported();
 }
 
 /* Both instantiations use more than the default 48 KiB of shared memory:
@@ -177,8 +170,8 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
 {
     (void)ctx;
     const kb_matmul_args *a = (const kb_matmul_args *)args;
-    const bool vec = a->K % 8 == 0 && a->N % 8 == 0 && aligned(a->A16, 16) && aligned(a->B16, 16);
-    const bool pair = a->N % 2 == 0 && aligned(a->C16, 4);
+    const bool vec = a->K % 8 == 0 && a->N % 8 == 0 && kb_aligned(a->A16, 16) && kb_aligned(a->B16, 16);
+    const bool pair = kb_matmul_pair_stores(a);
     const dim3 grid(KB_CEIL_DIV(a->N, kBN), KB_CEIL_DIV(a->M, kBM));
     if (vec)
         matmul_wgmma_kernel<true><<<grid, kThreads, kSmemBytes, stream>>>(a->M, a->N, a->K, pair, a->A16, a->B16,
@@ -196,7 +189,7 @@ extern "C" const kb_variant matmul_wgmma[] = {
         .dtype = KB_BF16,
         .math = KB_MATH_BF16,
         .min_cc = 90,
-        .unsupported = unsupported,
+        .unsupported = kb_sm90a_only, /* wgmma exists on compute capability 9.0 only (sm_90a) */
         .setup = setup,
         .launch = launch,
     },

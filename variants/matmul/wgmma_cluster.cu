@@ -25,15 +25,13 @@
  * What is left: the epilogue still stalls the tensor cores (stmatrix + TMA
  * stores: wgmma_tma_store); the tile order could follow a Hilbert curve. */
 #include <stdint.h>
-#include <stdlib.h>
 #include <cuda.h>
 #include "ops/matmul.h"
 #include "kernels/cuda_util.h"
-#include "kernels/tensor_map.h"
-#include "kernels/cp_async.cuh"
+#include "kernels/tma_host.h"
+#include "kernels/tma.cuh"
+#include "kernels/wgmma.cuh"
 #include "variants/matmul/bf16_common.cuh"
-
-extern "C" const kb_variant matmul_wgmma; /* the fallback for unaligned rows */
 
 namespace {
 constexpr int kBM = 128, kBK = 64;                     /* block tile: 128 x BN x 64, BN 256 or 192 */
@@ -54,43 +52,6 @@ constexpr int kWgM = kBM / kConsumers;                 /* 64 rows per consumer: 
 constexpr int kGroupM = 8;                             /* cluster order: 8 pairs of block-rows a group */
 constexpr int kPanelBytes = kBK * 128;                 /* one 64-column panel of B */
 
-/* This block's rank in its cluster. */
-__device__ __forceinline__ int cluster_rank()
-{
-    uint32_t r;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-    return (int)r;
-}
-
-/* Every thread of the cluster's blocks arrives and waits (release/acquire). */
-__device__ __forceinline__ void cluster_sync()
-{
-    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-}
-
-/* An arrival on the mbarrier at bar's offset in block `rank` of the
- * cluster (CUTLASS's ClusterBarrier::arrive: the default .release.cta, as
- * the MMAs that read the stage have completed and the arrival publishes no
- * data; .release.cluster would add a GPU-wide MEMBAR to every arrival). */
-__device__ __forceinline__ void mbar_arrive_cluster(unsigned long long *bar, int rank)
-{
-    asm volatile("{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
-                 "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n" ::"r"(bf16_smem_addr(bar)),
-                 "r"(rank)
-                 : "memory");
-}
-
-/* The box of `map` at (x, y) into shared dst of every block in cta_mask,
- * its bytes counted on the mbarrier at bar's offset in each of them. */
-__device__ __forceinline__ void tma_load_2d_multicast(uint32_t dst, const CUtensorMap *map, int x, int y,
-                                                      unsigned long long *bar, uint16_t cta_mask)
-{
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
-                 " [%0], [%1, {%2, %3}], [%4], %5;\n"
-                 ::"r"(dst), "l"((uint64_t)map), "r"(x), "r"(y), "r"(bf16_smem_addr(bar)), "h"(cta_mask)
-                 : "memory");
-}
-
 #endif
 }
 
@@ -107,7 +68,7 @@ __global__ void __launch_bounds__(kThreads, 1) matmul_wgmma_cluster_kernel(const
     extern __shared__ __align__(128) unsigned char smem[];
     /* Pairs of block-rows by block-columns, one pair a cluster at a time. */
     const int pairs_m = KB_CEIL_DIV(M, kCluster * kBM), tiles_n = KB_CEIL_DIV(N, BN), pairs = pairs_m * tiles_n;
-    const int tid = threadIdx.x, wg = tid / 128, rank = cluster_rank();
+    const int tid = threadIdx.x, wg = tid / 128, rank = kb_cluster_rank();
     const int cluster = blockIdx.x / kCluster, clusters = gridDim.x / kCluster;
     /* The swizzle permutes by address bits 7-9: stages start 1024-aligned. */
     const uint32_t a_s = (bf16_smem_addr(smem) + 1023) & ~1023u, b_s = a_s + S * kAStageBytes;
@@ -121,13 +82,13 @@ __global__ void __launch_bounds__(kThreads, 1) matmul_wgmma_cluster_kernel(const
         }
         kb_mbar_init_fence();
     }
-    cluster_sync(); /* both blocks' mbarriers are initialised before any multicast or remote arrival */
+    kb_cluster_sync(); /* both blocks' mbarriers are initialised before any multicast or remote arrival */
 
     if (wg == 0) {
         /* The producer, as in wgmma_persistent; its empty waits now count
          * both blocks' consumers.  Its share of B: k-rows 32 rank.. of each
          * panel (maps_b's boxes are 64 x 32), to both blocks. */
-        bf16_setmaxnreg_dec<kProducerRegs>();
+        kb_setmaxnreg_dec<kProducerRegs>();
         if (tid == 0) {
             int s = 0, phase = 0;
             for (int job = cluster; job < pairs; job += clusters) { /* job: a pair of tiles */
@@ -137,12 +98,12 @@ __global__ void __launch_bounds__(kThreads, 1) matmul_wgmma_cluster_kernel(const
                 for (int kt = 0; kt < k_tiles; ++kt) {
                     kb_mbar_wait(&empty[s], phase ^ 1);
                     kb_mbar_arrive_expect(&full[s], kAStageBytes + kBBytes); /* all of B: both halves land here */
-                    tma_load_2d(a_s + s * kAStageBytes, &map_a, kt * kBK, m0, &full[s]);
+                    kb_tma_load_2d(a_s + s * kAStageBytes, &map_a, kt * kBK, m0, &full[s]);
 #pragma unroll
                     for (int p = 0; p < BN / 64; ++p)
-                        tma_load_2d_multicast(b_s + s * kBBytes + p * kPanelBytes + rank * (kBK / kCluster) * 128,
-                                              &map_b, n0 + p * 64, kt * kBK + rank * (kBK / kCluster), &full[s],
-                                              (1u << kCluster) - 1);
+                        kb_tma_load_2d_multicast(b_s + s * kBBytes + p * kPanelBytes + rank * (kBK / kCluster) * 128,
+                                                 &map_b, n0 + p * 64, kt * kBK + rank * (kBK / kCluster), &full[s],
+                                                 (1u << kCluster) - 1);
                     if (++s == S)
                         s = 0, phase ^= 1;
                 }
@@ -160,7 +121,7 @@ __global__ void __launch_bounds__(kThreads, 1) matmul_wgmma_cluster_kernel(const
 
     /* The consumers: the same tiles in the same order; each stage released
      * to both blocks' producers. */
-    bf16_setmaxnreg_inc<kConsumerRegs>();
+    kb_setmaxnreg_inc<kConsumerRegs>();
     const int ctid = tid - 128, cw = ctid / 128, lane = tid % 32;
     const int w = (ctid % 128) / 32, g = lane / 4, t = lane % 4;
     const uint32_t a_wg = a_s + cw * kWgM * 128; /* this consumer's 64 rows of A */
@@ -176,32 +137,28 @@ __global__ void __launch_bounds__(kThreads, 1) matmul_wgmma_cluster_kernel(const
 
             /* Descriptors as in wgmma; B's leading offset steps over BN / 64 panels. */
             const uint32_t a_base = a_wg + s * kAStageBytes, b_base = b_s + s * kBBytes;
-            fence_acc(d);
-            wgmma_fence();
+            kb_fence_regs(d);
+            kb_wgmma_fence();
 #pragma unroll
-            for (int j = 0; j < kBK / 16; ++j) {
-                const uint64_t da = wgmma_desc(a_base + j * 32, 16, 1024);
-                const uint64_t db = wgmma_desc(b_base + j * 2048, kPanelBytes, 1024);
-                if constexpr (BN == 256)
-                    wgmma_m64n256k16(d, da, db, kt > 0 || j > 0);
-                else
-                    bf16_wgmma_m64n192k16(d, da, db, kt > 0 || j > 0);
-            }
-            wgmma_commit();
-            wgmma_wait<1>(); /* tile kt - 1's MMAs are done: its stage goes back to the producer */
-            fence_acc(d);
+            for (int j = 0; j < kBK / 16; ++j)
+                kb_wgmma_ss<BN, KbWgmmaType::bf16, KbWgmmaB::n_major>(
+                    d, kb_wgmma_desc(a_base + j * 32, 16, 1024), kb_wgmma_desc(b_base + j * 2048, kPanelBytes, 1024),
+                    kt > 0 || j > 0);
+            kb_wgmma_commit();
+            kb_wgmma_wait<1>(); /* tile kt - 1's MMAs are done: its stage goes back to the producer */
+            kb_fence_regs(d);
             if (kt > 0 && lane == 0)
                 for (int r = 0; r < kCluster; ++r)
-                    mbar_arrive_cluster(&empty[prev], r);
+                    kb_mbar_arrive_cluster(&empty[prev], r);
             prev = s;
             if (++s == S)
                 s = 0, phase ^= 1;
         }
-        wgmma_wait<0>();
-        fence_acc(d);
+        kb_wgmma_wait<0>();
+        kb_fence_regs(d);
         if (lane == 0) /* the tile's last stage: the producers may refill it during the stores */
             for (int r = 0; r < kCluster; ++r)
-                mbar_arrive_cluster(&empty[prev], r);
+                kb_mbar_arrive_cluster(&empty[prev], r);
 
         /* The accumulator as in wgmma, warp w of consumer cw. */
         const int r = m0 + cw * kWgM + w * 16 + g;
@@ -220,128 +177,16 @@ __global__ void __launch_bounds__(kThreads, 1) matmul_wgmma_cluster_kernel(const
 
 /* ---- host side -------------------------------------------------------------- */
 
-typedef struct {
-    kb_encode_tiled_fn encode;
-    CUtensorMap map_a, map_b;
-    const void *a, *b; /* the pointers the maps describe */
-    int M, N, K;
-    int sms;
-    int clusters[2]; /* the persistent grid: clusters resident at once, 256- and 192-wide tiles */
-    void *fallback_ctx;
-} tma_ctx;
-
-static bool aligned(const void *p, uintptr_t bytes) { return ((uintptr_t)p & (bytes - 1)) == 0; }
-
-/* Tensor maps describe rows whose starts are 16-byte aligned. */
-static bool tma_ok(const kb_matmul_args *a)
-{
-    return a->K % 8 == 0 && a->N % 8 == 0 && aligned(a->A16, 16) && aligned(a->B16, 16);
-}
-
-/* wgmma exists on compute capability 9.0 only (sm_90a). */
-static const char *unsupported(const kb_shape *s)
-{
-    (void)s;
-    return kb_sm90a_unsupported();
-}
-
-/* A row-major outer x inner bf16 matrix, read in boxes of box_inner x
- * box_outer elements (box_inner * 2 = 128 bytes: one swizzle line),
- * 128-byte swizzled, zeros outside. */
-static const char *encode(const tma_ctx *c, CUtensorMap *map, const void *base, int inner, int outer, int box_inner,
-                          int box_outer)
-{
-    const cuuint64_t dims[2] = {(cuuint64_t)inner, (cuuint64_t)outer};
-    const cuuint64_t strides[1] = {(cuuint64_t)inner * 2}; /* bytes between rows */
-    const cuuint32_t box[2] = {(cuuint32_t)box_inner, (cuuint32_t)box_outer};
-    return kb_encode_bf16(c->encode, map, base, 2, dims, strides, box);
-}
-
-/* A: K x M (inner K), boxes of 64 x 128; B: N x K (inner N), boxes of 64
- * columns x 32 k-rows, a block's half of a panel. */
-static const char *make_maps(tma_ctx *c, const kb_matmul_args *a)
-{
-    const char *err = encode(c, &c->map_a, a->A16, a->K, a->M, kBK, kBM);
-    if (!err)
-        err = encode(c, &c->map_b, a->B16, a->N, a->K, 64, kBK / kCluster);
-    c->a = err ? NULL : a->A16;
-    c->b = err ? NULL : a->B16;
-    c->M = a->M, c->N = a->N, c->K = a->K;
-    return err;
-}
-
-static void teardown(void *ctx)
-{
-    tma_ctx *c = (tma_ctx *)ctx;
-    if (!c)
-        return;
-    if (matmul_wgmma.teardown)
-        matmul_wgmma.teardown(c->fallback_ctx);
-    free(c);
-}
-
-typedef void (*cluster_kernel)(const CUtensorMap, const CUtensorMap, int, int, int, bool, uint16_t *);
-
-/* Clusters of kCluster blocks along x, set at launch (a __cluster_dims__
- * attribute would not compile for the pre-Hopper archs of a mixed build). */
-static cudaLaunchConfig_t cluster_config(cudaLaunchAttribute *attr, int grid, int smem, cudaStream_t stream)
-{
-    attr->id = cudaLaunchAttributeClusterDimension;
-    attr->val.clusterDim.x = kCluster, attr->val.clusterDim.y = 1, attr->val.clusterDim.z = 1;
-    cudaLaunchConfig_t config = {};
-    config.gridDim = dim3(grid), config.blockDim = dim3(kThreads), config.dynamicSmemBytes = smem;
-    config.stream = stream, config.attrs = attr, config.numAttrs = 1;
-    return config;
-}
-
-/* How many clusters of this kernel the GPU holds at once: sms / kCluster
- * when every GPC has an even count of free SMs, fewer otherwise (then a grid
- * of sms / kCluster clusters would run a second, nearly empty round). */
-static const char *max_clusters(const tma_ctx *c, cluster_kernel k, int smem, int *n)
-{
-    cudaLaunchAttribute attr;
-    const cudaLaunchConfig_t config = cluster_config(&attr, c->sms / kCluster * kCluster, smem, NULL);
-    const char *err = kb_cuda_status(cudaOccupancyMaxActiveClusters(n, k, &config));
-    if (!err && *n < 1)
-        err = "no cluster of two 384-thread blocks with ~200 KiB of shared memory each fits on this GPU";
-    return err;
-}
-
-/* The driver's cuTensorMapEncodeTiled through the runtime, the SM count,
- * the shared-memory opt-in of both tile widths and of wgmma's kernel (the
- * fallback), and the maps. */
+/* A in boxes of 64 x 128 (kBK x kBM); B in boxes of 64 columns x 32
+ * k-rows, a block's half of a panel; clusters of kCluster blocks. */
 static const char *setup(const void *args, void **ctx)
 {
-    const kb_matmul_args *a = (const kb_matmul_args *)args;
-    tma_ctx *c = (tma_ctx *)calloc(1, sizeof *c);
-    if (!c)
-        return "out of host memory";
-    const char *err = kb_tensor_map_encoder(&c->encode);
-    int dev = 0;
-    if (!err)
-        err = kb_cuda_status(cudaGetDevice(&dev));
-    if (!err)
-        err = kb_cuda_status(cudaDeviceGetAttribute(&c->sms, cudaDevAttrMultiProcessorCount, dev));
-    if (!err)
-        err = kb_cuda_status(cudaFuncSetAttribute((const void *)matmul_wgmma_cluster_kernel<256>,
-                                                  cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes<256>));
-    if (!err)
-        err = kb_cuda_status(cudaFuncSetAttribute((const void *)matmul_wgmma_cluster_kernel<192>,
-                                                  cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes<192>));
-    if (!err)
-        err = max_clusters(c, matmul_wgmma_cluster_kernel<256>, kSmemBytes<256>, &c->clusters[0]);
-    if (!err)
-        err = max_clusters(c, matmul_wgmma_cluster_kernel<192>, kSmemBytes<192>, &c->clusters[1]);
-    if (!err && matmul_wgmma.setup)
-        err = matmul_wgmma.setup(args, &c->fallback_ctx);
-    if (!err && tma_ok(a))
-        err = make_maps(c, a);
-    if (err) {
-        teardown(c);
-        return err;
-    }
-    *ctx = c;
-    return NULL;
+    const kb_matmul_tma_rung rung = {.bm = kBM, .bk = kBK, .b_rows = kBK / kCluster,
+                                     .cluster = kCluster, .threads = kThreads,
+                                     .kernels = {(const void *)matmul_wgmma_cluster_kernel<256>,
+                                                 (const void *)matmul_wgmma_cluster_kernel<192>},
+                                     .smem = {kSmemBytes<256>, kSmemBytes<192>}};
+    return kb_matmul_tma_setup(args, &rung, ctx);
 }
 
 /* The tile width that covers C in fewer rounds of the clusters, a
@@ -358,24 +203,20 @@ static int pick_tile_n(int M, int N, int clusters)
 static const char *launch(const void *args, void *ctx, cudaStream_t stream)
 {
     const kb_matmul_args *a = (const kb_matmul_args *)args;
-    tma_ctx *c = (tma_ctx *)ctx;
-    if (!tma_ok(a))
-        return matmul_wgmma.launch(args, c->fallback_ctx, stream);
-    if (c->a != a->A16 || c->b != a->B16 || c->M != a->M || c->N != a->N || c->K != a->K) {
-        const char *err = make_maps(c, a); /* other tensors than setup saw: a few microseconds on the host */
-        if (err)
-            return err;
-    }
-    const bool pair = a->N % 2 == 0 && aligned(a->C16, 4);
+    kb_matmul_tma *c = (kb_matmul_tma *)ctx;
+    const char *err;
+    if (!kb_matmul_tma_begin(c, args, stream, &err))
+        return err;
     const int bn = pick_tile_n(a->M, a->N, c->clusters[0]);
     const int resident = c->clusters[bn == 256 ? 0 : 1];
     const long pairs = (long)KB_CEIL_DIV(a->M, kCluster * kBM) * KB_CEIL_DIV(a->N, bn);
     const int grid = kCluster * (int)(pairs < resident ? pairs : resident); /* whole clusters */
     cudaLaunchAttribute attr;
-    const cudaLaunchConfig_t config = cluster_config(&attr, grid, bn == 256 ? kSmemBytes<256> : kSmemBytes<192>, stream);
+    const cudaLaunchConfig_t config =
+        kb_cluster_config(&attr, grid, kThreads, kCluster, bn == 256 ? kSmemBytes<256> : kSmemBytes<192>, stream);
     const cudaError_t e =
         cudaLaunchKernelEx(&config, bn == 256 ? matmul_wgmma_cluster_kernel<256> : matmul_wgmma_cluster_kernel<192>,
-                           c->map_a, c->map_b, a->M, a->N, a->K, pair, a->C16);
+                           c->map_a, c->map_b, a->M, a->N, a->K, kb_matmul_pair_stores(a), a->C16);
     if (e != cudaSuccess)
         return cudaGetErrorString(e);
     KB_LAUNCHED();
@@ -388,9 +229,9 @@ extern "C" const kb_variant matmul_wgmma_cluster[] = {
         .dtype = KB_BF16,
         .math = KB_MATH_BF16,
         .min_cc = 90,
-        .unsupported = unsupported,
+        .unsupported = kb_sm90a_only,
         .setup = setup,
-        .teardown = teardown,
+        .teardown = kb_matmul_tma_teardown,
         .launch = launch,
     },
     KB_VARIANT_END,

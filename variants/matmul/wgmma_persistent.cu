@@ -27,15 +27,13 @@
  * store shortens it); a 2-CTA cluster with TMA multicast of the shared
  * operand would halve its L2 reads. */
 #include <stdint.h>
-#include <stdlib.h>
 #include <cuda.h>
 #include "ops/matmul.h"
 #include "kernels/cuda_util.h"
-#include "kernels/tensor_map.h"
-#include "kernels/cp_async.cuh"
+#include "kernels/tma_host.h"
+#include "kernels/tma.cuh"
+#include "kernels/wgmma.cuh"
 #include "variants/matmul/bf16_common.cuh"
-
-extern "C" const kb_variant matmul_wgmma; /* the fallback for unaligned rows */
 
 namespace {
 constexpr int kBM = 128, kBK = 64;                     /* block tile: 128 x BN x 64, BN 256 or 192 */
@@ -88,7 +86,7 @@ __global__ void __launch_bounds__(kThreads, 1) matmul_wgmma_persistent_kernel(co
     if (wg == 0) {
         /* The producer, as in wgmma_warpspec, its stage and phase running on
          * across this block's tiles. */
-        bf16_setmaxnreg_dec<kProducerRegs>();
+        kb_setmaxnreg_dec<kProducerRegs>();
         if (tid == 0) {
             int s = 0, phase = 0;
             for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
@@ -98,10 +96,10 @@ __global__ void __launch_bounds__(kThreads, 1) matmul_wgmma_persistent_kernel(co
                 for (int kt = 0; kt < k_tiles; ++kt) {
                     kb_mbar_wait(&empty[s], phase ^ 1);
                     kb_mbar_arrive_expect(&full[s], kAStageBytes + kBBytes);
-                    tma_load_2d(a_s + s * kAStageBytes, &map_a, kt * kBK, m0, &full[s]);
+                    kb_tma_load_2d(a_s + s * kAStageBytes, &map_a, kt * kBK, m0, &full[s]);
 #pragma unroll
                     for (int p = 0; p < BN / 64; ++p)
-                        tma_load_2d(b_s + s * kBBytes + p * kPanelBytes, &map_b, n0 + p * 64, kt * kBK, &full[s]);
+                        kb_tma_load_2d(b_s + s * kBBytes + p * kPanelBytes, &map_b, n0 + p * 64, kt * kBK, &full[s]);
                     if (++s == S)
                         s = 0, phase ^= 1;
                 }
@@ -111,7 +109,7 @@ __global__ void __launch_bounds__(kThreads, 1) matmul_wgmma_persistent_kernel(co
     }
 
     /* The consumers: the same tiles in the same order. */
-    bf16_setmaxnreg_inc<kConsumerRegs>();
+    kb_setmaxnreg_inc<kConsumerRegs>();
     const int ctid = tid - 128, cw = ctid / 128, lane = tid % 32;
     const int w = (ctid % 128) / 32, g = lane / 4, t = lane % 4;
     const uint32_t a_wg = a_s + cw * kWgM * 128; /* this consumer's 64 rows of A */
@@ -127,30 +125,26 @@ __global__ void __launch_bounds__(kThreads, 1) matmul_wgmma_persistent_kernel(co
 
             /* Descriptors as in wgmma; B's leading offset steps over BN / 64 panels. */
             const uint32_t a_base = a_wg + s * kAStageBytes, b_base = b_s + s * kBBytes;
-            fence_acc(d);
-            wgmma_fence();
+            kb_fence_regs(d);
+            kb_wgmma_fence();
 #pragma unroll
-            for (int j = 0; j < kBK / 16; ++j) {
-                const uint64_t da = wgmma_desc(a_base + j * 32, 16, 1024);
-                const uint64_t db = wgmma_desc(b_base + j * 2048, kPanelBytes, 1024);
-                if constexpr (BN == 256)
-                    wgmma_m64n256k16(d, da, db, kt > 0 || j > 0);
-                else
-                    bf16_wgmma_m64n192k16(d, da, db, kt > 0 || j > 0);
-            }
-            wgmma_commit();
-            wgmma_wait<1>(); /* tile kt - 1's MMAs are done: its stage goes back to the producer */
-            fence_acc(d);
+            for (int j = 0; j < kBK / 16; ++j)
+                kb_wgmma_ss<BN, KbWgmmaType::bf16, KbWgmmaB::n_major>(
+                    d, kb_wgmma_desc(a_base + j * 32, 16, 1024), kb_wgmma_desc(b_base + j * 2048, kPanelBytes, 1024),
+                    kt > 0 || j > 0);
+            kb_wgmma_commit();
+            kb_wgmma_wait<1>(); /* tile kt - 1's MMAs are done: its stage goes back to the producer */
+            kb_fence_regs(d);
             if (kt > 0 && lane == 0)
-                bf16_mbar_arrive(&empty[prev]);
+                kb_mbar_arrive(&empty[prev]);
             prev = s;
             if (++s == S)
                 s = 0, phase ^= 1;
         }
-        wgmma_wait<0>();
-        fence_acc(d);
+        kb_wgmma_wait<0>();
+        kb_fence_regs(d);
         if (lane == 0)
-            bf16_mbar_arrive(&empty[prev]); /* the tile's last stage: the producer may refill it during the stores */
+            kb_mbar_arrive(&empty[prev]); /* the tile's last stage: the producer may refill it during the stores */
 
         /* The accumulator as in wgmma, warp w of consumer cw. */
         const int r = m0 + cw * kWgM + w * 16 + g;
@@ -169,95 +163,14 @@ __global__ void __launch_bounds__(kThreads, 1) matmul_wgmma_persistent_kernel(co
 
 /* ---- host side -------------------------------------------------------------- */
 
-typedef struct {
-    kb_encode_tiled_fn encode;
-    CUtensorMap map_a, map_b;
-    const void *a, *b; /* the pointers the maps describe */
-    int M, N, K;
-    int sms; /* the persistent grid */
-    void *fallback_ctx;
-} tma_ctx;
-
-static bool aligned(const void *p, uintptr_t bytes) { return ((uintptr_t)p & (bytes - 1)) == 0; }
-
-/* Tensor maps describe rows whose starts are 16-byte aligned. */
-static bool tma_ok(const kb_matmul_args *a)
-{
-    return a->K % 8 == 0 && a->N % 8 == 0 && aligned(a->A16, 16) && aligned(a->B16, 16);
-}
-
-/* wgmma exists on compute capability 9.0 only (sm_90a). */
-static const char *unsupported(const kb_shape *s)
-{
-    (void)s;
-    return kb_sm90a_unsupported();
-}
-
-/* A row-major outer x inner bf16 matrix, read in boxes of box_inner x
- * box_outer elements (box_inner * 2 = 128 bytes: one swizzle line),
- * 128-byte swizzled, zeros outside. */
-static const char *encode(const tma_ctx *c, CUtensorMap *map, const void *base, int inner, int outer, int box_inner,
-                          int box_outer)
-{
-    const cuuint64_t dims[2] = {(cuuint64_t)inner, (cuuint64_t)outer};
-    const cuuint64_t strides[1] = {(cuuint64_t)inner * 2}; /* bytes between rows */
-    const cuuint32_t box[2] = {(cuuint32_t)box_inner, (cuuint32_t)box_outer};
-    return kb_encode_bf16(c->encode, map, base, 2, dims, strides, box);
-}
-
-/* A: K x M (inner K), boxes of 64 x 128; B: N x K (inner N), boxes of 64 x 64. */
-static const char *make_maps(tma_ctx *c, const kb_matmul_args *a)
-{
-    const char *err = encode(c, &c->map_a, a->A16, a->K, a->M, kBK, kBM);
-    if (!err)
-        err = encode(c, &c->map_b, a->B16, a->N, a->K, 64, kBK);
-    c->a = err ? NULL : a->A16;
-    c->b = err ? NULL : a->B16;
-    c->M = a->M, c->N = a->N, c->K = a->K;
-    return err;
-}
-
-static void teardown(void *ctx)
-{
-    tma_ctx *c = (tma_ctx *)ctx;
-    if (!c)
-        return;
-    if (matmul_wgmma.teardown)
-        matmul_wgmma.teardown(c->fallback_ctx);
-    free(c);
-}
-
-/* The driver's cuTensorMapEncodeTiled through the runtime, the SM count,
- * the shared-memory opt-in of both tile widths and of wgmma's kernel (the
- * fallback), and the maps. */
+/* wgmma_tma's maps: A in boxes of 64 x 128 (kBK x kBM), B in 64 x 64 panels. */
 static const char *setup(const void *args, void **ctx)
 {
-    const kb_matmul_args *a = (const kb_matmul_args *)args;
-    tma_ctx *c = (tma_ctx *)calloc(1, sizeof *c);
-    if (!c)
-        return "out of host memory";
-    const char *err = kb_tensor_map_encoder(&c->encode);
-    int dev = 0;
-    if (!err)
-        err = kb_cuda_status(cudaGetDevice(&dev));
-    if (!err)
-        err = kb_cuda_status(cudaDeviceGetAttribute(&c->sms, cudaDevAttrMultiProcessorCount, dev));
-    if (!err)
-        err = kb_cuda_status(cudaFuncSetAttribute((const void *)matmul_wgmma_persistent_kernel<256>,
-                                                  cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes<256>));
-    if (!err)
-        err = kb_cuda_status(cudaFuncSetAttribute((const void *)matmul_wgmma_persistent_kernel<192>,
-                                                  cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes<192>));
-    if (!err && matmul_wgmma.setup)
-        err = matmul_wgmma.setup(args, &c->fallback_ctx);
-    if (!err && tma_ok(a))
-        err = make_maps(c, a);
-    if (err) {
-        teardown(c);
-        return err;
-    }
-    *ctx = c;
-    return NULL;
+    const kb_matmul_tma_rung rung = {.bm = kBM, .bk = kBK, .b_rows = kBK,
+                                     .kernels = {(const void *)matmul_wgmma_persistent_kernel<256>,
+                                                 (const void *)matmul_wgmma_persistent_kernel<192>},
+                                     .smem = {kSmemBytes<256>, kSmemBytes<192>}};
+    return kb_matmul_tma_setup(args, &rung, ctx);
 }
 
 /* The tile width that covers C in fewer rounds of the SMs, a 192-wide
@@ -273,15 +186,11 @@ static int pick_tile_n(int M, int N, int sms)
 static const char *launch(const void *args, void *ctx, cudaStream_t stream)
 {
     const kb_matmul_args *a = (const kb_matmul_args *)args;
-    tma_ctx *c = (tma_ctx *)ctx;
-    if (!tma_ok(a))
-        return matmul_wgmma.launch(args, c->fallback_ctx, stream);
-    if (c->a != a->A16 || c->b != a->B16 || c->M != a->M || c->N != a->N || c->K != a->K) {
-        const char *err = make_maps(c, a); /* other tensors than setup saw: a few microseconds on the host */
-        if (err)
-            return err;
-    }
-    const bool pair = a->N % 2 == 0 && aligned(a->C16, 4);
+    kb_matmul_tma *c = (kb_matmul_tma *)ctx;
+    const char *err;
+    if (!kb_matmul_tma_begin(c, args, stream, &err))
+        return err;
+    const bool pair = kb_matmul_pair_stores(a);
     const int bn = pick_tile_n(a->M, a->N, c->sms);
     const long tiles = (long)KB_CEIL_DIV(a->M, kBM) * KB_CEIL_DIV(a->N, bn);
     const int grid = (int)(tiles < c->sms ? tiles : c->sms);
@@ -301,9 +210,9 @@ extern "C" const kb_variant matmul_wgmma_persistent[] = {
         .dtype = KB_BF16,
         .math = KB_MATH_BF16,
         .min_cc = 90,
-        .unsupported = unsupported,
+        .unsupported = kb_sm90a_only,
         .setup = setup,
-        .teardown = teardown,
+        .teardown = kb_matmul_tma_teardown,
         .launch = launch,
     },
     KB_VARIANT_END,

@@ -28,15 +28,13 @@
  * specialization), only two tiles are in flight, and the epilogue stores C
  * from registers. */
 #include <stdint.h>
-#include <stdlib.h>
 #include <cuda.h>
 #include "ops/matmul.h"
 #include "kernels/cuda_util.h"
-#include "kernels/tensor_map.h"
-#include "kernels/cp_async.cuh"
+#include "kernels/tma_host.h"
+#include "kernels/tma.cuh"
+#include "kernels/wgmma.cuh"
 #include "variants/matmul/bf16_common.cuh"
-
-extern "C" const kb_variant matmul_wgmma; /* the fallback for unaligned rows */
 
 namespace {
 constexpr int kBM = 128, kBN = 256, kBK = 64;          /* block tile */
@@ -73,10 +71,10 @@ __global__ void __launch_bounds__(kThreads, 1) matmul_wgmma_tma_kernel(const __g
      * and B's four panels (columns n0 + 64p.., rows 64kt..). */
     auto load_tile = [&](int s, int kt) {
         kb_mbar_arrive_expect(&full[s], kAStageBytes + kBStageBytes);
-        tma_load_2d(a_s + s * kAStageBytes, &map_a, kt * kBK, m0, &full[s]);
+        kb_tma_load_2d(a_s + s * kAStageBytes, &map_a, kt * kBK, m0, &full[s]);
 #pragma unroll
         for (int p = 0; p < kBN / 64; ++p)
-            tma_load_2d(b_s + s * kBStageBytes + p * kPanelBytes, &map_b, n0 + p * 64, kt * kBK, &full[s]);
+            kb_tma_load_2d(b_s + s * kBStageBytes + p * kPanelBytes, &map_b, n0 + p * 64, kt * kBK, &full[s]);
     };
 
     const int k_tiles = KB_CEIL_DIV(K, kBK);
@@ -101,18 +99,19 @@ __global__ void __launch_bounds__(kThreads, 1) matmul_wgmma_tma_kernel(const __g
 
         /* Descriptors as in wgmma. */
         const uint32_t a_base = a_s + s * kAStageBytes + wg * kWgM * 128, b_base = b_s + s * kBStageBytes;
-        fence_acc(d);
-        wgmma_fence();
+        kb_fence_regs(d);
+        kb_wgmma_fence();
 #pragma unroll
         for (int j = 0; j < kBK / 16; ++j)
-            wgmma_m64n256k16(d, wgmma_desc(a_base + j * 32, 16, 1024),
-                             wgmma_desc(b_base + j * 2048, kPanelBytes, 1024), kt > 0 || j > 0);
-        wgmma_commit();
-        wgmma_wait<1>();
-        fence_acc(d);
+            kb_wgmma_ss<kBN, KbWgmmaType::bf16, KbWgmmaB::n_major>(
+                d, kb_wgmma_desc(a_base + j * 32, 16, 1024), kb_wgmma_desc(b_base + j * 2048, kPanelBytes, 1024),
+                kt > 0 || j > 0);
+        kb_wgmma_commit();
+        kb_wgmma_wait<1>();
+        kb_fence_regs(d);
     }
-    wgmma_wait<0>();
-    fence_acc(d);
+    kb_wgmma_wait<0>();
+    kb_fence_regs(d);
 
     /* The accumulator as in wgmma. */
     const int w = (tid % 128) / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
@@ -131,102 +130,24 @@ __global__ void __launch_bounds__(kThreads, 1) matmul_wgmma_tma_kernel(const __g
 
 /* ---- host side -------------------------------------------------------------- */
 
-typedef struct {
-    kb_encode_tiled_fn encode;
-    CUtensorMap map_a, map_b;
-    const void *a, *b; /* the pointers the maps describe */
-    int M, N, K;
-    void *fallback_ctx;
-} tma_ctx;
-
-static bool aligned(const void *p, uintptr_t bytes) { return ((uintptr_t)p & (bytes - 1)) == 0; }
-
-/* Tensor maps describe rows whose starts are 16-byte aligned. */
-static bool tma_ok(const kb_matmul_args *a)
-{
-    return a->K % 8 == 0 && a->N % 8 == 0 && aligned(a->A16, 16) && aligned(a->B16, 16);
-}
-
-/* wgmma exists on compute capability 9.0 only (sm_90a). */
-static const char *unsupported(const kb_shape *s)
-{
-    (void)s;
-    return kb_sm90a_unsupported();
-}
-
-/* A row-major outer x inner bf16 matrix, read in boxes of box_inner x
- * box_outer elements (box_inner * 2 = 128 bytes: one swizzle line),
- * 128-byte swizzled, zeros outside. */
-static const char *encode(const tma_ctx *c, CUtensorMap *map, const void *base, int inner, int outer, int box_inner,
-                          int box_outer)
-{
-    const cuuint64_t dims[2] = {(cuuint64_t)inner, (cuuint64_t)outer};
-    const cuuint64_t strides[1] = {(cuuint64_t)inner * 2}; /* bytes between rows */
-    const cuuint32_t box[2] = {(cuuint32_t)box_inner, (cuuint32_t)box_outer};
-    return kb_encode_bf16(c->encode, map, base, 2, dims, strides, box);
-}
-
-/* A: K x M (inner K), boxes of 64 x 128; B: N x K (inner N), boxes of 64 x 64. */
-static const char *make_maps(tma_ctx *c, const kb_matmul_args *a)
-{
-    const char *err = encode(c, &c->map_a, a->A16, a->K, a->M, kBK, kBM);
-    if (!err)
-        err = encode(c, &c->map_b, a->B16, a->N, a->K, 64, kBK);
-    c->a = err ? NULL : a->A16;
-    c->b = err ? NULL : a->B16;
-    c->M = a->M, c->N = a->N, c->K = a->K;
-    return err;
-}
-
-static void teardown(void *ctx)
-{
-    tma_ctx *c = (tma_ctx *)ctx;
-    if (!c)
-        return;
-    if (matmul_wgmma.teardown)
-        matmul_wgmma.teardown(c->fallback_ctx);
-    free(c);
-}
-
-/* The driver's cuTensorMapEncodeTiled through the runtime, the shared-memory
- * opt-in of this kernel and of wgmma's (the fallback), and the maps. */
+/* A: boxes of 64 x 128 (kBK x kBM); B: four 64 x 64 panels a tile. */
 static const char *setup(const void *args, void **ctx)
 {
-    const kb_matmul_args *a = (const kb_matmul_args *)args;
-    tma_ctx *c = (tma_ctx *)calloc(1, sizeof *c);
-    if (!c)
-        return "out of host memory";
-    const char *err = kb_tensor_map_encoder(&c->encode);
-    if (!err)
-        err = kb_cuda_status(cudaFuncSetAttribute((const void *)matmul_wgmma_tma_kernel,
-                                                  cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
-    if (!err && matmul_wgmma.setup)
-        err = matmul_wgmma.setup(args, &c->fallback_ctx);
-    if (!err && tma_ok(a))
-        err = make_maps(c, a);
-    if (err) {
-        teardown(c);
-        return err;
-    }
-    *ctx = c;
-    return NULL;
+    const kb_matmul_tma_rung rung = {.bm = kBM, .bk = kBK, .b_rows = kBK,
+                                     .kernels = {(const void *)matmul_wgmma_tma_kernel}, .smem = {kSmemBytes}};
+    return kb_matmul_tma_setup(args, &rung, ctx);
 }
 
 static const char *launch(const void *args, void *ctx, cudaStream_t stream)
 {
     const kb_matmul_args *a = (const kb_matmul_args *)args;
-    tma_ctx *c = (tma_ctx *)ctx;
-    if (!tma_ok(a))
-        return matmul_wgmma.launch(args, c->fallback_ctx, stream);
-    if (c->a != a->A16 || c->b != a->B16 || c->M != a->M || c->N != a->N || c->K != a->K) {
-        const char *err = make_maps(c, a); /* other tensors than setup saw: a few microseconds on the host */
-        if (err)
-            return err;
-    }
-    const bool pair = a->N % 2 == 0 && aligned(a->C16, 4);
+    kb_matmul_tma *c = (kb_matmul_tma *)ctx;
+    const char *err;
+    if (!kb_matmul_tma_begin(c, args, stream, &err))
+        return err;
     const dim3 grid(KB_CEIL_DIV(a->N, kBN), KB_CEIL_DIV(a->M, kBM));
-    matmul_wgmma_tma_kernel<<<grid, kThreads, kSmemBytes, stream>>>(c->map_a, c->map_b, a->M, a->N, a->K, pair,
-                                                                    a->C16);
+    matmul_wgmma_tma_kernel<<<grid, kThreads, kSmemBytes, stream>>>(c->map_a, c->map_b, a->M, a->N, a->K,
+                                                                    kb_matmul_pair_stores(a), a->C16);
     KB_LAUNCHED();
 }
 
@@ -237,9 +158,9 @@ extern "C" const kb_variant matmul_wgmma_tma[] = {
         .dtype = KB_BF16,
         .math = KB_MATH_BF16,
         .min_cc = 90,
-        .unsupported = unsupported,
+        .unsupported = kb_sm90a_only,
         .setup = setup,
-        .teardown = teardown,
+        .teardown = kb_matmul_tma_teardown,
         .launch = launch,
     },
     KB_VARIANT_END,

@@ -28,15 +28,13 @@
  * loads more than on the tensor cores (ncu's stall reasons at N = 768),
  * and 4096^3 takes 3.9 rounds of clusters, run as 4. */
 #include <stdint.h>
-#include <stdlib.h>
 #include <cuda.h>
 #include "ops/matmul.h"
 #include "kernels/cuda_util.h"
-#include "kernels/tensor_map.h"
-#include "kernels/cp_async.cuh"
+#include "kernels/tma_host.h"
+#include "kernels/tma.cuh"
+#include "kernels/wgmma.cuh"
 #include "variants/matmul/bf16_common.cuh"
-
-extern "C" const kb_variant matmul_wgmma; /* the fallback for unaligned rows */
 
 namespace {
 constexpr int kBM = 128, kBK = 64;                     /* block tile: 128 x BN x 64, BN 256 or 192 */
@@ -63,111 +61,11 @@ constexpr int kWgM = kBM / kConsumers;                 /* 64 rows per consumer: 
 constexpr int kGroupM = 8;                             /* cluster order: 8 pairs of block-rows a group */
 constexpr int kPanelBytes = kBK * 128;                 /* one 64-column panel of B */
 
-/* This block's rank in its cluster. */
-__device__ __forceinline__ int cluster_rank()
-{
-    uint32_t r;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-    return (int)r;
-}
-
-/* Every thread of the cluster's blocks arrives and waits.  The arrival is
- * relaxed: the one ordering it has to carry, the mbarriers' initialisation
- * before the peer's first multicast or arrival, is the release of
- * fence.mbarrier_init (a release arrival adds a GPU-wide MEMBAR). */
-__device__ __forceinline__ void cluster_sync()
-{
-    asm volatile("barrier.cluster.arrive.relaxed.aligned;\nbarrier.cluster.wait.aligned;\n" ::: "memory");
-}
-
-/* An arrival on the mbarrier at bar's offset in block `rank` of the
- * cluster (CUTLASS's ClusterBarrier::arrive: the default .release.cta, as
- * the MMAs that read the stage have completed and the arrival publishes no
- * data; .release.cluster would add a GPU-wide MEMBAR to every arrival). */
-__device__ __forceinline__ void mbar_arrive_cluster(unsigned long long *bar, int rank)
-{
-    asm volatile("{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
-                 "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n" ::"r"(bf16_smem_addr(bar)),
-                 "r"(rank)
-                 : "memory");
-}
-
-/* The box of `map` at (x, y) into shared dst of every block in cta_mask,
- * its bytes counted on the mbarrier at bar's offset in each of them; its
- * lines in L2 under the eviction policy `pol` where `hint`, else L2's
- * default. */
-__device__ __forceinline__ void tma_load_2d_multicast(uint32_t dst, const CUtensorMap *map, int x, int y,
-                                                      unsigned long long *bar, uint16_t cta_mask, bool hint,
-                                                      uint64_t pol)
-{
-    if (hint)
-        asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
-                     ".L2::cache_hint [%0], [%1, {%2, %3}], [%4], %5, %6;\n"
-                     ::"r"(dst), "l"((uint64_t)map), "r"(x), "r"(y), "r"(bf16_smem_addr(bar)), "h"(cta_mask),
-                     "l"(pol)
-                     : "memory");
-    else
-        asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
-                     " [%0], [%1, {%2, %3}], [%4], %5;\n"
-                     ::"r"(dst), "l"((uint64_t)map), "r"(x), "r"(y), "r"(bf16_smem_addr(bar)), "h"(cta_mask)
-                     : "memory");
-}
-
-/* tma_load_2d, under the eviction policy `pol` where `hint`. */
-__device__ __forceinline__ void tma_load_2d_hinted(uint32_t dst, const CUtensorMap *map, int x, int y,
-                                                   unsigned long long *bar, bool hint, uint64_t pol)
-{
-    if (hint)
-        asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
-                     " [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(dst), "l"((uint64_t)map), "r"(x), "r"(y),
-                     "r"(bf16_smem_addr(bar)), "l"(pol)
-                     : "memory");
-    else
-        tma_load_2d(dst, map, x, y, bar);
-}
-
-/* L2 eviction policies for all of a load's lines. */
-__device__ __forceinline__ uint64_t l2_evict_last()
-{
-    uint64_t p;
-    asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\n" : "=l"(p));
-    return p;
-}
-__device__ __forceinline__ uint64_t l2_evict_first()
-{
-    uint64_t p;
-    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(p));
-    return p;
-}
-
 /* The 128 threads of a consumer warpgroup meet (barrier 1 + cw; 0 is
  * __syncthreads). */
 __device__ __forceinline__ void warpgroup_sync(int cw)
 {
     asm volatile("bar.sync %0, 128;\n" ::"r"(1 + cw) : "memory");
-}
-
-/* This thread's bulk stores have read their shared memory (their writes
- * to C may still be on their way). */
-__device__ __forceinline__ void bulk_store_wait_read()
-{
-    asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
-}
-
-/* Fetch a tensor map into the TMA unit's cache ahead of its first use. */
-__device__ __forceinline__ void tma_prefetch_map(const CUtensorMap *map)
-{
-    asm volatile("prefetch.tensormap [%0];\n" ::"l"((uint64_t)map) : "memory");
-}
-
-/* Shared src into the box of `map` at (x inner, y outer); the parts of the
- * box outside the tensor are not written. */
-__device__ __forceinline__ void tma_store_2d(const CUtensorMap *map, int x, int y, uint32_t src)
-{
-    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n" ::"l"(
-                     (uint64_t)map),
-                 "r"(x), "r"(y), "r"(src)
-                 : "memory");
 }
 
 /* Four 8x8 b16 matrices from registers to shared memory: lanes 8i..8i+7
@@ -196,7 +94,7 @@ __device__ __forceinline__ void store_tile(const float (&d)[BN / 2], const CUten
 #pragma unroll
     for (int pass = 0; pass < kPasses; ++pass) {
         if (leader)
-            bulk_store_wait_read(); /* the buffer's last stores have read it */
+            kb_bulk_wait_read(); /* the buffer's last stores have read it */
         warpgroup_sync(cw);
 #pragma unroll
         for (int jj = 0; jj < P * 4; ++jj) {
@@ -206,13 +104,13 @@ __device__ __forceinline__ void store_tile(const float (&d)[BN / 2], const CUten
             stmatrix_x4(addr, pack_bf16(d[f], d[f + 1]), pack_bf16(d[f + 2], d[f + 3]), pack_bf16(d[f + 4], d[f + 5]),
                         pack_bf16(d[f + 6], d[f + 7]));
         }
-        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); /* the writes -> the copy engine */
+        kb_fence_proxy_async(); /* the writes -> the copy engine */
         warpgroup_sync(cw);
         if (leader) {
 #pragma unroll
             for (int p = 0; p < P; ++p)
-                tma_store_2d(map_c, n0 + (pass * P + p) * 64, row0, c_wg + p * kCPanelBytes);
-            asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+                kb_tma_store_2d(map_c, n0 + (pass * P + p) * 64, row0, c_wg + p * kCPanelBytes);
+            kb_bulk_commit();
         }
     }
 }
@@ -233,7 +131,7 @@ __global__ void __launch_bounds__(kThreads, 1) matmul_wgmma_tma_store_kernel(con
     extern __shared__ __align__(128) unsigned char smem[];
     /* Pairs of block-rows by block-columns, one pair a cluster at a time. */
     const int pairs_m = KB_CEIL_DIV(M, kCluster * kBM), tiles_n = KB_CEIL_DIV(N, BN), pairs = pairs_m * tiles_n;
-    const int tid = threadIdx.x, wg = tid / 128, rank = cluster_rank();
+    const int tid = threadIdx.x, wg = tid / 128, rank = kb_cluster_rank();
     const int cluster = blockIdx.x / kCluster, clusters = gridDim.x / kCluster;
     /* The swizzle permutes by address bits 7-9: stages start 1024-aligned. */
     const uint32_t a_s = (bf16_smem_addr(smem) + 1023) & ~1023u, b_s = a_s + S * kAStageBytes;
@@ -241,9 +139,9 @@ __global__ void __launch_bounds__(kThreads, 1) matmul_wgmma_tma_store_kernel(con
 
     const int k_tiles = KB_CEIL_DIV(K, kBK);
     if (tid == 0) {
-        tma_prefetch_map(&map_a); /* overlaps the first loads' descriptor fetch with the setup */
-        tma_prefetch_map(&map_b);
-        tma_prefetch_map(&map_c);
+        kb_tma_prefetch_map(&map_a); /* overlaps the first loads' descriptor fetch with the setup */
+        kb_tma_prefetch_map(&map_b);
+        kb_tma_prefetch_map(&map_c);
 #pragma unroll
         for (int s = 0; s < S; ++s) {
             kb_mbar_init(&full[s], 1);
@@ -251,20 +149,20 @@ __global__ void __launch_bounds__(kThreads, 1) matmul_wgmma_tma_store_kernel(con
         }
         kb_mbar_init_fence();
     }
-    cluster_sync(); /* both blocks' mbarriers are initialised before any multicast or remote arrival */
+    kb_cluster_sync_relaxed(); /* both blocks' mbarriers are initialised before any multicast or remote arrival */
 
     if (wg == 0) {
         /* The producer, as in wgmma_persistent; its empty waits now count
          * both blocks' consumers.  Its share of B: k-rows 32 rank.. of each
          * panel (maps_b's boxes are 64 x 32), to both blocks. */
-        bf16_setmaxnreg_dec<kProducerRegs>();
+        kb_setmaxnreg_dec<kProducerRegs>();
         if (tid == 0) {
             /* When one round of clusters covers C, the tiles of a block-row
              * all run at once and read A's lines fresh, so those may leave
              * L2 first, while B's, which every pair of block-rows reads, stay
              * (evict_last).  Over several rounds L2's default serves better. */
             const bool one_round = pairs <= clusters;
-            const uint64_t keep = l2_evict_last(), stream = l2_evict_first();
+            const uint64_t keep = kb_l2_evict_last_policy(), stream = kb_l2_evict_first_policy();
             int s = 0, phase = 0;
             for (int job = cluster; job < pairs; job += clusters) { /* job: a pair of tiles */
                 int pair_m, tile_n;
@@ -273,12 +171,12 @@ __global__ void __launch_bounds__(kThreads, 1) matmul_wgmma_tma_store_kernel(con
                 for (int kt = 0; kt < k_tiles; ++kt) {
                     kb_mbar_wait(&empty[s], phase ^ 1);
                     kb_mbar_arrive_expect(&full[s], kAStageBytes + kBBytes); /* all of B: both halves land here */
-                    tma_load_2d_hinted(a_s + s * kAStageBytes, &map_a, kt * kBK, m0, &full[s], one_round, stream);
+                    kb_tma_load_2d_hinted(a_s + s * kAStageBytes, &map_a, kt * kBK, m0, &full[s], one_round, stream);
 #pragma unroll
                     for (int p = 0; p < BN / 64; ++p)
-                        tma_load_2d_multicast(b_s + s * kBBytes + p * kPanelBytes + rank * (kBK / kCluster) * 128,
-                                              &map_b, n0 + p * 64, kt * kBK + rank * (kBK / kCluster), &full[s],
-                                              (1u << kCluster) - 1, one_round, keep);
+                        kb_tma_load_2d_multicast_hinted(
+                            b_s + s * kBBytes + p * kPanelBytes + rank * (kBK / kCluster) * 128, &map_b, n0 + p * 64,
+                            kt * kBK + rank * (kBK / kCluster), &full[s], (1u << kCluster) - 1, one_round, keep);
                     if (++s == S)
                         s = 0, phase ^= 1;
                 }
@@ -296,7 +194,7 @@ __global__ void __launch_bounds__(kThreads, 1) matmul_wgmma_tma_store_kernel(con
 
     /* The consumers: the same tiles in the same order; each stage released
      * to both blocks' producers. */
-    bf16_setmaxnreg_inc<kConsumerRegs>();
+    kb_setmaxnreg_inc<kConsumerRegs>();
     const int ctid = tid - 128, cw = ctid / 128, lane = tid % 32;
     const int w = (ctid % 128) / 32;
     const uint32_t a_wg = a_s + cw * kWgM * 128;                  /* this consumer's 64 rows of A */
@@ -313,37 +211,33 @@ __global__ void __launch_bounds__(kThreads, 1) matmul_wgmma_tma_store_kernel(con
 
             /* Descriptors as in wgmma; B's leading offset steps over BN / 64 panels. */
             const uint32_t a_base = a_wg + s * kAStageBytes, b_base = b_s + s * kBBytes;
-            fence_acc(d);
-            wgmma_fence();
+            kb_fence_regs(d);
+            kb_wgmma_fence();
 #pragma unroll
-            for (int j = 0; j < kBK / 16; ++j) {
-                const uint64_t da = wgmma_desc(a_base + j * 32, 16, 1024);
-                const uint64_t db = wgmma_desc(b_base + j * 2048, kPanelBytes, 1024);
-                if constexpr (BN == 256)
-                    wgmma_m64n256k16(d, da, db, kt > 0 || j > 0);
-                else
-                    bf16_wgmma_m64n192k16(d, da, db, kt > 0 || j > 0);
-            }
-            wgmma_commit();
-            wgmma_wait<1>(); /* tile kt - 1's MMAs are done: its stage goes back to the producer */
-            fence_acc(d);
+            for (int j = 0; j < kBK / 16; ++j)
+                kb_wgmma_ss<BN, KbWgmmaType::bf16, KbWgmmaB::n_major>(
+                    d, kb_wgmma_desc(a_base + j * 32, 16, 1024), kb_wgmma_desc(b_base + j * 2048, kPanelBytes, 1024),
+                    kt > 0 || j > 0);
+            kb_wgmma_commit();
+            kb_wgmma_wait<1>(); /* tile kt - 1's MMAs are done: its stage goes back to the producer */
+            kb_fence_regs(d);
             if (kt > 0 && lane == 0)
                 for (int r = 0; r < kCluster; ++r)
-                    mbar_arrive_cluster(&empty[prev], r);
+                    kb_mbar_arrive_cluster(&empty[prev], r);
             prev = s;
             if (++s == S)
                 s = 0, phase ^= 1;
         }
-        wgmma_wait<0>();
-        fence_acc(d);
+        kb_wgmma_wait<0>();
+        kb_fence_regs(d);
         if (lane == 0) /* the tile's last stage: the producers may refill it during the stores */
             for (int r = 0; r < kCluster; ++r)
-                mbar_arrive_cluster(&empty[prev], r);
+                kb_mbar_arrive_cluster(&empty[prev], r);
 
         store_tile<BN>(d, &map_c, c_wg, m0 + cw * kWgM, n0, cw, w, lane);
     }
     if (ctid % 128 == 0)
-        bulk_store_wait_read(); /* the block's shared memory outlives the last stores' reads of it */
+        kb_bulk_wait_read(); /* the block's shared memory outlives the last stores' reads of it */
 #else
     (void)map_a, (void)map_b, (void)map_c, (void)M, (void)N, (void)K;
     __trap(); /* no wgmma, TMA or setmaxnreg on this arch: the variant SKIPs here */
@@ -352,96 +246,7 @@ __global__ void __launch_bounds__(kThreads, 1) matmul_wgmma_tma_store_kernel(con
 
 /* ---- host side -------------------------------------------------------------- */
 
-typedef struct {
-    kb_encode_tiled_fn encode;
-    CUtensorMap map_a, map_b, map_c;
-    const void *a, *b, *c; /* the pointers the maps describe */
-    int M, N, K;
-    int sms;
-    int clusters[2]; /* the persistent grid: clusters resident at once, of each of kConfigs */
-    void *fallback_ctx;
-} tma_ctx;
-
-static bool aligned(const void *p, uintptr_t bytes) { return ((uintptr_t)p & (bytes - 1)) == 0; }
-
-/* Tensor maps describe rows whose starts are 16-byte aligned. */
-static bool tma_ok(const kb_matmul_args *a)
-{
-    return a->K % 8 == 0 && a->N % 8 == 0 && aligned(a->A16, 16) && aligned(a->B16, 16) && aligned(a->C16, 16);
-}
-
-/* wgmma exists on compute capability 9.0 only (sm_90a). */
-static const char *unsupported(const kb_shape *s)
-{
-    (void)s;
-    return kb_sm90a_unsupported();
-}
-
-/* A row-major outer x inner bf16 matrix, read in boxes of box_inner x
- * box_outer elements (box_inner * 2 = 128 bytes: one swizzle line),
- * 128-byte swizzled, zeros outside (stores: nothing written outside). */
-static const char *encode(const tma_ctx *c, CUtensorMap *map, const void *base, int inner, int outer, int box_inner,
-                          int box_outer)
-{
-    const cuuint64_t dims[2] = {(cuuint64_t)inner, (cuuint64_t)outer};
-    const cuuint64_t strides[1] = {(cuuint64_t)inner * 2}; /* bytes between rows */
-    const cuuint32_t box[2] = {(cuuint32_t)box_inner, (cuuint32_t)box_outer};
-    return kb_encode_bf16(c->encode, map, base, 2, dims, strides, box);
-}
-
-/* A: K x M (inner K), boxes of 64 x 128; B: N x K (inner N), boxes of 64
- * columns x 32 k-rows, a block's half of a panel; C: N x M (inner N),
- * boxes of 64 x 64, a staging panel. */
-static const char *make_maps(tma_ctx *c, const kb_matmul_args *a)
-{
-    const char *err = encode(c, &c->map_a, a->A16, a->K, a->M, kBK, kBM);
-    if (!err)
-        err = encode(c, &c->map_b, a->B16, a->N, a->K, 64, kBK / kCluster);
-    if (!err)
-        err = encode(c, &c->map_c, a->C16, a->N, a->M, 64, 64);
-    c->a = err ? NULL : a->A16;
-    c->b = err ? NULL : a->B16;
-    c->c = err ? NULL : a->C16;
-    c->M = a->M, c->N = a->N, c->K = a->K;
-    return err;
-}
-
-static void teardown(void *ctx)
-{
-    tma_ctx *c = (tma_ctx *)ctx;
-    if (!c)
-        return;
-    if (matmul_wgmma.teardown)
-        matmul_wgmma.teardown(c->fallback_ctx);
-    free(c);
-}
-
 typedef void (*cluster_kernel)(const CUtensorMap, const CUtensorMap, const CUtensorMap, int, int, int);
-
-/* Clusters of kCluster blocks along x, set at launch (a __cluster_dims__
- * attribute would not compile for the pre-Hopper archs of a mixed build). */
-static cudaLaunchConfig_t cluster_config(cudaLaunchAttribute *attr, int grid, int smem, cudaStream_t stream)
-{
-    attr->id = cudaLaunchAttributeClusterDimension;
-    attr->val.clusterDim.x = kCluster, attr->val.clusterDim.y = 1, attr->val.clusterDim.z = 1;
-    cudaLaunchConfig_t config = {};
-    config.gridDim = dim3(grid), config.blockDim = dim3(kThreads), config.dynamicSmemBytes = smem;
-    config.stream = stream, config.attrs = attr, config.numAttrs = 1;
-    return config;
-}
-
-/* How many clusters of this kernel the GPU holds at once: sms / kCluster
- * when every GPC has an even count of free SMs, fewer otherwise (then a grid
- * of sms / kCluster clusters would run a second, nearly empty round). */
-static const char *max_clusters(const tma_ctx *c, cluster_kernel k, int smem, int *n)
-{
-    cudaLaunchAttribute attr;
-    const cudaLaunchConfig_t config = cluster_config(&attr, c->sms / kCluster * kCluster, smem, NULL);
-    const char *err = kb_cuda_status(cudaOccupancyMaxActiveClusters(n, k, &config));
-    if (!err && *n < 1)
-        err = "no cluster of two 384-thread blocks with ~200 KiB of shared memory each fits on this GPU";
-    return err;
-}
 
 /* The kernel's two tile widths and their shared memory. */
 typedef struct {
@@ -454,37 +259,16 @@ static const tile_config kConfigs[2] = {
     {192, matmul_wgmma_tma_store_kernel<192>, kSmemBytes<192>},
 };
 
-/* The driver's cuTensorMapEncodeTiled through the runtime, the SM count,
- * the shared-memory opt-in of each configuration and of wgmma's kernel (the
- * fallback), and the maps. */
+/* A in boxes of 64 x 128 (kBK x kBM); B in boxes of 64 columns x 32
+ * k-rows, a block's half of a panel; C in boxes of 64 x 64, a staging
+ * panel; clusters of kCluster blocks. */
 static const char *setup(const void *args, void **ctx)
 {
-    const kb_matmul_args *a = (const kb_matmul_args *)args;
-    tma_ctx *c = (tma_ctx *)calloc(1, sizeof *c);
-    if (!c)
-        return "out of host memory";
-    const char *err = kb_tensor_map_encoder(&c->encode);
-    int dev = 0;
-    if (!err)
-        err = kb_cuda_status(cudaGetDevice(&dev));
-    if (!err)
-        err = kb_cuda_status(cudaDeviceGetAttribute(&c->sms, cudaDevAttrMultiProcessorCount, dev));
-    for (int i = 0; i < (int)(sizeof kConfigs / sizeof kConfigs[0]) && !err; ++i) {
-        err = kb_cuda_status(cudaFuncSetAttribute((const void *)kConfigs[i].kernel,
-                                                  cudaFuncAttributeMaxDynamicSharedMemorySize, kConfigs[i].smem));
-        if (!err)
-            err = max_clusters(c, kConfigs[i].kernel, kConfigs[i].smem, &c->clusters[i]);
-    }
-    if (!err && matmul_wgmma.setup)
-        err = matmul_wgmma.setup(args, &c->fallback_ctx);
-    if (!err && tma_ok(a))
-        err = make_maps(c, a);
-    if (err) {
-        teardown(c);
-        return err;
-    }
-    *ctx = c;
-    return NULL;
+    const kb_matmul_tma_rung rung = {.bm = kBM, .bk = kBK, .b_rows = kBK / kCluster, .c_rows = 64,
+                                     .cluster = kCluster, .threads = kThreads,
+                                     .kernels = {(const void *)kConfigs[0].kernel, (const void *)kConfigs[1].kernel},
+                                     .smem = {kConfigs[0].smem, kConfigs[1].smem}};
+    return kb_matmul_tma_setup(args, &rung, ctx);
 }
 
 /* The tile width that covers C in fewer rounds of the clusters, a
@@ -501,20 +285,16 @@ static int pick_tile_n(int M, int N, int clusters)
 static const char *launch(const void *args, void *ctx, cudaStream_t stream)
 {
     const kb_matmul_args *a = (const kb_matmul_args *)args;
-    tma_ctx *c = (tma_ctx *)ctx;
-    if (!tma_ok(a))
-        return matmul_wgmma.launch(args, c->fallback_ctx, stream);
-    if (c->a != a->A16 || c->b != a->B16 || c->c != a->C16 || c->M != a->M || c->N != a->N || c->K != a->K) {
-        const char *err = make_maps(c, a); /* other tensors than setup saw: a few microseconds on the host */
-        if (err)
-            return err;
-    }
+    kb_matmul_tma *c = (kb_matmul_tma *)ctx;
+    const char *err;
+    if (!kb_matmul_tma_begin(c, args, stream, &err))
+        return err;
     const int i = pick_tile_n(a->M, a->N, c->clusters[0]) == 256 ? 0 : 1;
     const int resident = c->clusters[i];
     const long pairs = (long)KB_CEIL_DIV(a->M, kCluster * kBM) * KB_CEIL_DIV(a->N, kConfigs[i].bn);
     const int grid = kCluster * (int)(pairs < resident ? pairs : resident); /* whole clusters */
     cudaLaunchAttribute attr;
-    const cudaLaunchConfig_t config = cluster_config(&attr, grid, kConfigs[i].smem, stream);
+    const cudaLaunchConfig_t config = kb_cluster_config(&attr, grid, kThreads, kCluster, kConfigs[i].smem, stream);
     const cudaError_t e = cudaLaunchKernelEx(&config, kConfigs[i].kernel, c->map_a, c->map_b, c->map_c, a->M, a->N, a->K);
     if (e != cudaSuccess)
         return cudaGetErrorString(e);
@@ -528,9 +308,9 @@ extern "C" const kb_variant matmul_wgmma_tma_store[] = {
         .dtype = KB_BF16,
         .math = KB_MATH_BF16,
         .min_cc = 90,
-        .unsupported = unsupported,
+        .unsupported = kb_sm90a_only,
         .setup = setup,
-        .teardown = teardown,
+        .teardown = kb_matmul_tma_teardown,
         .launch = launch,
     },
     KB_VARIANT_END,
