@@ -7,8 +7,7 @@
 #define KBENCH_CACHE_HINTS_CUH
 
 #include <cuda_runtime.h>
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
+#include "kernels/dtype.cuh"
 
 /* Packs: VEC consecutive floats, one 16-byte access when VEC == 4 (the
  * address must then be 16-byte aligned: C % 4 == 0 and a column % 4 == 0).
@@ -61,18 +60,6 @@ __device__ __forceinline__ void kb_load_cached(float (&v)[4], const float *p)
 __device__ __forceinline__ void kb_load_cached(float (&v)[1], const float *p) { v[0] = __ldg(p); }
 
 /* The 16-bit packs: four elements as one 8-byte word, or one. */
-template <typename H> struct KbHalf2;
-template <> struct KbHalf2<__half> {
-    typedef __half2 pair;
-    static __device__ __forceinline__ float2 widen(pair x) { return __half22float2(x); }
-    static __device__ __forceinline__ pair round(float a, float b) { return __floats2half2_rn(a, b); }
-};
-template <> struct KbHalf2<__nv_bfloat16> {
-    typedef __nv_bfloat162 pair;
-    static __device__ __forceinline__ float2 widen(pair x) { return __bfloat1622float2(x); }
-    static __device__ __forceinline__ pair round(float a, float b) { return __floats2bfloat162_rn(a, b); }
-};
-
 template <typename H>
 __device__ __forceinline__ void kb_widen_pack(float (&v)[4], uint2 w)
 {

@@ -28,6 +28,29 @@ template <> __device__ inline __nv_fp8_e4m3 kb_from_float<__nv_fp8_e4m3>(float x
 template <> __device__ inline __nv_fp8_e5m2 kb_from_float<__nv_fp8_e5m2>(float x) { return __nv_fp8_e5m2(x); }
 template <> __device__ inline int32_t kb_from_float<int32_t>(float x) { return (int32_t)x; }
 
+/* The 16-bit types as pairs, two values in one 32-bit word (lo in the low
+ * half): the pair type, its widening and its rounding to nearest. */
+template <typename H> struct KbHalf2;
+template <> struct KbHalf2<__half> {
+    typedef __half2 pair;
+    static __device__ __forceinline__ float2 widen(pair x) { return __half22float2(x); }
+    static __device__ __forceinline__ pair round(float a, float b) { return __floats2half2_rn(a, b); }
+};
+template <> struct KbHalf2<__nv_bfloat16> {
+    typedef __nv_bfloat162 pair;
+    static __device__ __forceinline__ float2 widen(pair x) { return __bfloat1622float2(x); }
+    static __device__ __forceinline__ pair round(float a, float b) { return __floats2bfloat162_rn(a, b); }
+};
+
+/* The kb_dtype of storage type T (kb_with_dtype's inverse). */
+template <typename T> struct KbDtypeOf;
+template <> struct KbDtypeOf<float> { static constexpr kb_dtype value = KB_F32; };
+template <> struct KbDtypeOf<__nv_bfloat16> { static constexpr kb_dtype value = KB_BF16; };
+template <> struct KbDtypeOf<__half> { static constexpr kb_dtype value = KB_F16; };
+template <> struct KbDtypeOf<__nv_fp8_e4m3> { static constexpr kb_dtype value = KB_E4M3; };
+template <> struct KbDtypeOf<__nv_fp8_e5m2> { static constexpr kb_dtype value = KB_E5M2; };
+template <> struct KbDtypeOf<int32_t> { static constexpr kb_dtype value = KB_I32; };
+
 /* f(T()) for t's storage type T; cudaErrorInvalidValue for a dtype the
  * table has and this switch lacks, so a new type fails loudly. */
 template <typename F>

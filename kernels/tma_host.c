@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include "kernels/cuda_util.h"
 
-extern const kb_variant matmul_wgmma[]; /* the TMA rungs' fallback for unaligned rows (its bf16 form) */
+extern const kb_variant matmul_wgmma[]; /* the TMA rungs' fallback for unaligned rows, a form per dtype */
 
 const char *kb_tensor_map_encoder(kb_encode_tiled_fn *fn)
 {
@@ -21,23 +21,24 @@ const char *kb_tensor_map_encoder(kb_encode_tiled_fn *fn)
                                                         : NULL;
 }
 
-const char *kb_encode_bf16(kb_encode_tiled_fn encode, CUtensorMap *map, const void *base, int rank,
-                           const cuuint64_t *dims, const cuuint64_t *strides, const cuuint32_t *box)
+const char *kb_encode_16(kb_encode_tiled_fn encode, CUtensorMap *map, kb_dtype t, const void *base, int rank,
+                         const cuuint64_t *dims, const cuuint64_t *strides, const cuuint32_t *box)
 {
     const cuuint32_t elem_strides[5] = {1, 1, 1, 1, 1};
-    CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, (cuuint32_t)rank, (void *)base, dims, strides, box,
+    const CUtensorMapDataType type = t == KB_F16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+    CUresult r = encode(map, type, (cuuint32_t)rank, (void *)base, dims, strides, box,
                         elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                         CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     return r == CUDA_SUCCESS ? NULL : "cuTensorMapEncodeTiled rejected the tensor map";
 }
 
-const char *kb_encode_bf16_2d(kb_encode_tiled_fn encode, CUtensorMap *map, const void *base, int inner, int outer,
-                              int box_inner, int box_outer)
+const char *kb_encode_16_2d(kb_encode_tiled_fn encode, CUtensorMap *map, kb_dtype t, const void *base, int inner,
+                            int outer, int box_inner, int box_outer)
 {
     const cuuint64_t dims[2] = {(cuuint64_t)inner, (cuuint64_t)outer};
     const cuuint64_t strides[1] = {(cuuint64_t)inner * 2}; /* bytes between rows */
     const cuuint32_t box[2] = {(cuuint32_t)box_inner, (cuuint32_t)box_outer};
-    return kb_encode_bf16(encode, map, base, 2, dims, strides, box);
+    return kb_encode_16(encode, map, t, base, 2, dims, strides, box);
 }
 
 const char *kb_sm90a_unsupported(void)
@@ -76,7 +77,7 @@ const char *kb_max_clusters(const void *kernel, int threads, int cluster, int sm
     return err;
 }
 
-/* ---- the bf16 matmul rungs that load by TMA -------------------------------- */
+/* ---- the 16-bit matmul rungs that load by TMA ------------------------------ */
 
 /* Tensor maps describe rows whose starts are 16-byte aligned (C's too
  * where the rung stores it by TMA). */
@@ -90,11 +91,11 @@ static bool maps_apply(const kb_matmul_tma *t, const kb_matmul_args *a)
 static const char *make_maps(kb_matmul_tma *t, const kb_matmul_args *a)
 {
     const kb_matmul_tma_rung *r = &t->rung;
-    const char *err = kb_encode_bf16_2d(t->encode, &t->map_a, a->A16, a->K, a->M, r->bk, r->bm);
+    const char *err = kb_encode_16_2d(t->encode, &t->map_a, r->dtype, a->A16, a->K, a->M, r->bk, r->bm);
     if (!err)
-        err = kb_encode_bf16_2d(t->encode, &t->map_b, a->B16, a->N, a->K, 64, r->b_rows);
+        err = kb_encode_16_2d(t->encode, &t->map_b, r->dtype, a->B16, a->N, a->K, 64, r->b_rows);
     if (!err && r->c_rows)
-        err = kb_encode_bf16_2d(t->encode, &t->map_c, a->C16, a->N, a->M, 64, r->c_rows);
+        err = kb_encode_16_2d(t->encode, &t->map_c, r->dtype, a->C16, a->N, a->M, 64, r->c_rows);
     t->a = err ? NULL : a->A16;
     t->b = err ? NULL : a->B16;
     t->c = err || !r->c_rows ? NULL : a->C16;
@@ -114,8 +115,8 @@ void kb_matmul_tma_teardown(void *ctx)
     kb_matmul_tma *t = (kb_matmul_tma *)ctx;
     if (!t)
         return;
-    if (matmul_wgmma[0].teardown)
-        matmul_wgmma[0].teardown(t->fallback_ctx);
+    if (t->fallback && t->fallback->teardown)
+        t->fallback->teardown(t->fallback_ctx);
     free(t);
 }
 
@@ -151,8 +152,12 @@ const char *kb_matmul_tma_setup(const void *args, const kb_matmul_tma_rung *rung
         err = kb_cuda_status(cudaDeviceGetAttribute(&t->sms, cudaDevAttrMultiProcessorCount, dev));
     if (!err)
         err = setup_kernels(t);
-    if (!err && matmul_wgmma[0].setup)
-        err = matmul_wgmma[0].setup(args, &t->fallback_ctx);
+    for (const kb_variant *v = matmul_wgmma; v->name && !t->fallback; ++v)
+        t->fallback = v->dtype == rung->dtype ? v : NULL;
+    if (!err && !t->fallback)
+        err = "matmul wgmma has no form of the rung's dtype";
+    if (!err && t->fallback->setup)
+        err = t->fallback->setup(args, &t->fallback_ctx);
     if (!err && maps_apply(t, a))
         err = make_maps(t, a);
     if (err) {
@@ -167,7 +172,7 @@ bool kb_matmul_tma_begin(kb_matmul_tma *t, const void *args, cudaStream_t stream
 {
     const kb_matmul_args *a = (const kb_matmul_args *)args;
     if (!maps_apply(t, a)) {
-        *err = matmul_wgmma[0].launch(args, t->fallback_ctx, stream);
+        *err = t->fallback->launch(args, t->fallback_ctx, stream);
         return false;
     }
     *err = same_tensors(t, a) ? NULL : make_maps(t, a);

@@ -2,7 +2,7 @@
  * device side): tensor maps, made by the driver's cuTensorMapEncodeTiled
  * reached through the runtime (so nothing links libcuda); launches in
  * thread-block clusters; the rule that sm_90a code runs on compute
- * capability 9.0 only; and what the bf16 matmul rungs that load by TMA
+ * capability 9.0 only; and what the 16-bit matmul rungs that load by TMA
  * share: their maps of A, B and C, kept from launch to launch, and
  * wgmma's kernel for the shapes that no map describes. */
 #ifndef KBENCH_TMA_HOST_H
@@ -26,17 +26,17 @@ typedef CUresult (*kb_encode_tiled_fn)(CUtensorMap *, CUtensorMapDataType, cuuin
 /* *fn = cuTensorMapEncodeTiled; NULL, or why the driver has none. */
 const char *kb_tensor_map_encoder(kb_encode_tiled_fn *fn);
 
-/* A bf16 tensor of `rank` dimensions (dims[0] innermost; strides in bytes
- * for dims 1..), read or written in boxes of `box` elements whose rows are
- * one 128-byte swizzle line; loads fill zeros outside, stores write
- * nothing there. */
-const char *kb_encode_bf16(kb_encode_tiled_fn encode, CUtensorMap *map, const void *base, int rank,
-                           const cuuint64_t *dims, const cuuint64_t *strides, const cuuint32_t *box);
+/* A 16-bit tensor (t: bf16 or f16) of `rank` dimensions (dims[0]
+ * innermost; strides in bytes for dims 1..), read or written in boxes of
+ * `box` elements whose rows are one 128-byte swizzle line; loads fill zeros
+ * outside, stores write nothing there. */
+const char *kb_encode_16(kb_encode_tiled_fn encode, CUtensorMap *map, kb_dtype t, const void *base, int rank,
+                         const cuuint64_t *dims, const cuuint64_t *strides, const cuuint32_t *box);
 
-/* A row-major outer x inner bf16 matrix in boxes of box_inner x box_outer
+/* A row-major outer x inner 16-bit matrix in boxes of box_inner x box_outer
  * elements (box_inner * 2 = 128 bytes: one swizzle line). */
-const char *kb_encode_bf16_2d(kb_encode_tiled_fn encode, CUtensorMap *map, const void *base, int inner, int outer,
-                              int box_inner, int box_outer);
+const char *kb_encode_16_2d(kb_encode_tiled_fn encode, CUtensorMap *map, kb_dtype t, const void *base, int inner,
+                            int outer, int box_inner, int box_outer);
 
 /* sm_90a code (wgmma, setmaxnreg) runs on compute capability 9.0 only:
  * NULL there, else the reason to SKIP. */
@@ -57,7 +57,7 @@ cudaLaunchConfig_t kb_cluster_config(cudaLaunchAttribute *attr, int grid, int th
  * fits. */
 const char *kb_max_clusters(const void *kernel, int threads, int cluster, int smem, int sms, int *n);
 
-/* ---- the bf16 matmul rungs that load by TMA -------------------------------- */
+/* ---- the 16-bit matmul rungs that load by TMA ------------------------------ */
 
 static inline bool kb_aligned(const void *p, uintptr_t bytes) { return ((uintptr_t)p & (bytes - 1)) == 0; }
 
@@ -71,6 +71,7 @@ static inline bool kb_matmul_pair_stores(const kb_matmul_args *a) { return a->N 
  * dynamic shared memory, opted into at setup, and where cluster > 0 the
  * clusters of each that fit at once (kb_max_clusters). */
 typedef struct {
+    kb_dtype dtype; /* of A, B and C: bf16 or f16 */
     int bm, bk, b_rows, c_rows;
     int cluster, threads;
     const void *kernels[2];
@@ -78,8 +79,9 @@ typedef struct {
 } kb_matmul_tma_rung;
 
 /* A rung's context: its maps, the arguments they describe, the GPU's SM
- * count and resident clusters of each kernel, and matmul_wgmma's context,
- * whose kernel takes the shapes that a map cannot describe. */
+ * count and resident clusters of each kernel, and the context of
+ * matmul_wgmma's form of the rung's dtype, whose kernel takes the shapes
+ * that a map cannot describe. */
 typedef struct {
     kb_matmul_tma_rung rung;
     kb_encode_tiled_fn encode;
@@ -88,6 +90,7 @@ typedef struct {
     int M, N, K;
     int sms;
     int clusters[2];
+    const struct kb_variant *fallback;
     void *fallback_ctx;
 } kb_matmul_tma;
 

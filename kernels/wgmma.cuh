@@ -24,6 +24,8 @@
 #define KBENCH_WGMMA_CUH
 
 #include <stdint.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 
@@ -100,6 +102,12 @@ __host__ __device__ constexpr bool kb_wgmma_8bit(KbWgmmaType t)
 {
     return t == KbWgmmaType::e4m3 || t == KbWgmmaType::e5m2;
 }
+
+/* The wgmma element type of a 16-bit storage type (a rung's template
+ * parameter H): __nv_bfloat16 or __half. */
+template <typename H> struct KbWgmmaTypeOf;
+template <> struct KbWgmmaTypeOf<__nv_bfloat16> { static constexpr KbWgmmaType value = KbWgmmaType::bf16; };
+template <> struct KbWgmmaTypeOf<__half> { static constexpr KbWgmmaType value = KbWgmmaType::f16; };
 
 /* The forms that PTX has and this header stamps out. */
 template <int N, KbWgmmaType A, KbWgmmaB BMajor, KbWgmmaType B>

@@ -776,7 +776,7 @@ static const char *encode(const wgmma_ctx *c, CUtensorMap *map, const void *base
     const cuuint64_t dims[3] = {(cuuint64_t)D, (cuuint64_t)rows, (cuuint64_t)heads};
     const cuuint64_t strides[2] = {(cuuint64_t)D * 2, (cuuint64_t)head_stride * 2}; /* bytes */
     const cuuint32_t box[3] = {64, (cuuint32_t)box_rows, 1};
-    return kb_encode_bf16(c->encode, map, base, 3, dims, strides, box);
+    return kb_encode_16(c->encode, map, KB_BF16, base, 3, dims, strides, box);
 }
 
 static const char *make_maps(wgmma_ctx *c, const kb_attention_args *a)

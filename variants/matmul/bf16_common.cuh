@@ -1,4 +1,4 @@
-/* Device pieces shared by the hand-written bf16 matmul rungs: the
+/* Device pieces shared by the hand-written 16-bit (bf16 and f16) matmul rungs: the
  * mma.sync and ldmatrix wrappers, the cp.async tile loader that fills one
  * 16-byte chunk of a shared tile, the grouped block and tile orders and the
  * bf16 store of the fp32 accumulators.  Hopper's own primitives are
@@ -14,6 +14,7 @@
 
 #include <stdint.h>
 #include <cuda_bf16.h>
+#include "kernels/dtype.cuh"
 
 typedef __nv_bfloat16 bf16;
 
@@ -22,13 +23,16 @@ __device__ __forceinline__ uint32_t bf16_smem_addr(const void *p)
     return (uint32_t)__cvta_generic_to_shared(p);
 }
 
-/* Two floats as a bf16 pair, lo in the low half (the lower column): the
- * layout of an accumulator pair as an MMA operand or a stored pair. */
-__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi)
+/* Two floats as a pair of 16-bit H (bf16 or f16), lo in the low half (the
+ * lower column): the layout of an accumulator pair as an MMA operand or a
+ * stored pair. */
+template <typename H>
+__device__ __forceinline__ uint32_t kb_pack16(float lo, float hi)
 {
-    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    typename KbHalf2<H>::pair v = KbHalf2<H>::round(lo, hi);
     return *reinterpret_cast<uint32_t *>(&v);
 }
+__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) { return kb_pack16<bf16>(lo, hi); }
 
 /* ---- copies global -> shared ---------------------------------------------- */
 
@@ -124,21 +128,28 @@ __device__ __forceinline__ void bf16_block_tile(int *tile_m, int *tile_n)
     *tile_n = in_group / rows_here;
 }
 
-/* C[r][c], C[r][c+1] = v0, v1 rounded to bf16, whichever lie inside C.  c is
- * even; with pair (N even, C 4-byte aligned) both go in one 4-byte store. */
-__device__ __forceinline__ void bf16_store_pair(uint16_t *C, int M, int N, bool pair, int r, int c, float v0,
+/* C[r][c], C[r][c+1] = v0, v1 rounded to H (bf16 or f16), whichever lie
+ * inside C.  c is even; with pair (N even, C 4-byte aligned) both go in one
+ * 4-byte store. */
+template <typename H>
+__device__ __forceinline__ void kb_store_pair16(uint16_t *C, int M, int N, bool pair, int r, int c, float v0,
                                                 float v1)
 {
     if (r >= M || c >= N)
         return;
-    bf16 *p = reinterpret_cast<bf16 *>(C) + (size_t)r * N + c;
+    H *p = reinterpret_cast<H *>(C) + (size_t)r * N + c;
     if (pair) {
-        *reinterpret_cast<__nv_bfloat162 *>(p) = __floats2bfloat162_rn(v0, v1);
+        *reinterpret_cast<typename KbHalf2<H>::pair *>(p) = KbHalf2<H>::round(v0, v1);
     } else {
-        p[0] = __float2bfloat16_rn(v0);
+        p[0] = kb_from_float<H>(v0);
         if (c + 1 < N)
-            p[1] = __float2bfloat16_rn(v1);
+            p[1] = kb_from_float<H>(v1);
     }
+}
+__device__ __forceinline__ void bf16_store_pair(uint16_t *C, int M, int N, bool pair, int r, int c, float v0,
+                                                float v1)
+{
+    kb_store_pair16<bf16>(C, M, N, pair, r, c, v0, v1);
 }
 
 /* ---- persistent tiles (wgmma_persistent and the rungs after it) ---------- */

@@ -63,7 +63,8 @@ __device__ __forceinline__ uint32_t sw128(int r, int ch) { return r * 128 + ((ch
 #endif
 }
 
-template <bool Vec>
+/* H: the 16-bit element type, bf16 or f16. */
+template <bool Vec, typename H>
 __global__ void __launch_bounds__(kThreads, 1) matmul_wgmma_kernel(int M, int N, int K, bool pair,
                                                                  const uint16_t *__restrict__ A,
                                                                  const uint16_t *__restrict__ B,
@@ -123,7 +124,7 @@ __global__ void __launch_bounds__(kThreads, 1) matmul_wgmma_kernel(int M, int N,
         kb_wgmma_fence();
 #pragma unroll
         for (int j = 0; j < kBK / 16; ++j)
-            kb_wgmma_ss<kBN, KbWgmmaType::bf16, KbWgmmaB::n_major>(
+            kb_wgmma_ss<kBN, KbWgmmaTypeOf<H>::value, KbWgmmaB::n_major>(
                 d, kb_wgmma_desc(a_base + j * 32, 16, 1024), kb_wgmma_desc(b_base + j * 2048, kPanelBytes, 1024),
                 kt > 0 || j > 0);
         kb_wgmma_commit();
@@ -141,8 +142,8 @@ __global__ void __launch_bounds__(kThreads, 1) matmul_wgmma_kernel(int M, int N,
 #pragma unroll
     for (int j = 0; j < kBN / 8; ++j) {
         const int c = n0 + j * 8 + 2 * t;
-        bf16_store_pair(C, M, N, pair, r, c, d[4 * j], d[4 * j + 1]);
-        bf16_store_pair(C, M, N, pair, r + 8, c, d[4 * j + 2], d[4 * j + 3]);
+        kb_store_pair16<H>(C, M, N, pair, r, c, d[4 * j], d[4 * j + 1]);
+        kb_store_pair16<H>(C, M, N, pair, r + 8, c, d[4 * j + 2], d[4 * j + 3]);
     }
 #else
     (void)M, (void)N, (void)K, (void)pair, (void)A, (void)B, (void)C;
@@ -152,11 +153,12 @@ __global__ void __launch_bounds__(kThreads, 1) matmul_wgmma_kernel(int M, int N,
 
 /* Both instantiations use more than the default 48 KiB of shared memory:
  * opted in once here, outside the timed launches. */
+template <typename H>
 static const char *setup(const void *args, void **ctx)
 {
     (void)args;
     *ctx = NULL;
-    const void *kernels[] = {(const void *)matmul_wgmma_kernel<true>, (const void *)matmul_wgmma_kernel<false>};
+    const void *kernels[] = {(const void *)matmul_wgmma_kernel<true, H>, (const void *)matmul_wgmma_kernel<false, H>};
     for (const void *k : kernels) {
         const char *err =
             kb_cuda_status(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
@@ -166,6 +168,7 @@ static const char *setup(const void *args, void **ctx)
     return NULL;
 }
 
+template <typename H>
 static const char *launch(const void *args, void *ctx, cudaStream_t stream)
 {
     (void)ctx;
@@ -174,10 +177,10 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
     const bool pair = kb_matmul_pair_stores(a);
     const dim3 grid(KB_CEIL_DIV(a->N, kBN), KB_CEIL_DIV(a->M, kBM));
     if (vec)
-        matmul_wgmma_kernel<true><<<grid, kThreads, kSmemBytes, stream>>>(a->M, a->N, a->K, pair, a->A16, a->B16,
+        matmul_wgmma_kernel<true, H><<<grid, kThreads, kSmemBytes, stream>>>(a->M, a->N, a->K, pair, a->A16, a->B16,
                                                                           a->C16);
     else
-        matmul_wgmma_kernel<false><<<grid, kThreads, kSmemBytes, stream>>>(a->M, a->N, a->K, pair, a->A16, a->B16,
+        matmul_wgmma_kernel<false, H><<<grid, kThreads, kSmemBytes, stream>>>(a->M, a->N, a->K, pair, a->A16, a->B16,
                                                                            a->C16);
     KB_LAUNCHED();
 }
@@ -190,8 +193,18 @@ extern "C" const kb_variant matmul_wgmma[] = {
         .math = KB_MATH_BF16,
         .min_cc = 90,
         .unsupported = kb_sm90a_only, /* wgmma exists on compute capability 9.0 only (sm_90a) */
-        .setup = setup,
-        .launch = launch,
+        .setup = setup<bf16>,
+        .launch = launch<bf16>,
+    },
+    {
+        .name = "wgmma",
+        .summary = "the same in f16",
+        .dtype = KB_F16,
+        .math = KB_MATH_F16,
+        .min_cc = 90,
+        .unsupported = kb_sm90a_only,
+        .setup = setup<__half>,
+        .launch = launch<__half>,
     },
     KB_VARIANT_END,
 };

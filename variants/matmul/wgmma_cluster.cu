@@ -181,7 +181,7 @@ __global__ void __launch_bounds__(kThreads, 1) matmul_wgmma_cluster_kernel(const
  * k-rows, a block's half of a panel; clusters of kCluster blocks. */
 static const char *setup(const void *args, void **ctx)
 {
-    const kb_matmul_tma_rung rung = {.bm = kBM, .bk = kBK, .b_rows = kBK / kCluster,
+    const kb_matmul_tma_rung rung = {.dtype = KB_BF16, .bm = kBM, .bk = kBK, .b_rows = kBK / kCluster,
                                      .cluster = kCluster, .threads = kThreads,
                                      .kernels = {(const void *)matmul_wgmma_cluster_kernel<256>,
                                                  (const void *)matmul_wgmma_cluster_kernel<192>},

@@ -166,7 +166,7 @@ __global__ void __launch_bounds__(kThreads, 1) matmul_wgmma_persistent_kernel(co
 /* wgmma_tma's maps: A in boxes of 64 x 128 (kBK x kBM), B in 64 x 64 panels. */
 static const char *setup(const void *args, void **ctx)
 {
-    const kb_matmul_tma_rung rung = {.bm = kBM, .bk = kBK, .b_rows = kBK,
+    const kb_matmul_tma_rung rung = {.dtype = KB_BF16, .bm = kBM, .bk = kBK, .b_rows = kBK,
                                      .kernels = {(const void *)matmul_wgmma_persistent_kernel<256>,
                                                  (const void *)matmul_wgmma_persistent_kernel<192>},
                                      .smem = {kSmemBytes<256>, kSmemBytes<192>}};

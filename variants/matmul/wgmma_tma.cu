@@ -133,7 +133,7 @@ __global__ void __launch_bounds__(kThreads, 1) matmul_wgmma_tma_kernel(const __g
 /* A: boxes of 64 x 128 (kBK x kBM); B: four 64 x 64 panels a tile. */
 static const char *setup(const void *args, void **ctx)
 {
-    const kb_matmul_tma_rung rung = {.bm = kBM, .bk = kBK, .b_rows = kBK,
+    const kb_matmul_tma_rung rung = {.dtype = KB_BF16, .bm = kBM, .bk = kBK, .b_rows = kBK,
                                      .kernels = {(const void *)matmul_wgmma_tma_kernel}, .smem = {kSmemBytes}};
     return kb_matmul_tma_setup(args, &rung, ctx);
 }

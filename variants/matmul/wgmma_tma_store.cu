@@ -83,7 +83,7 @@ __device__ __forceinline__ void stmatrix_x4(uint32_t addr, uint32_t r0, uint32_t
  * for each 16-column group j, stmatrix writes its four 8x8 pieces (rows
  * +0 / +8, columns +0 / +8), each row's 16-byte chunk at its 128-byte
  * swizzled place (chunk ^ row % 8), the layout the tensor map reads. */
-template <int BN>
+template <int BN, typename H>
 __device__ __forceinline__ void store_tile(const float (&d)[BN / 2], const CUtensorMap *map_c, uint32_t c_wg,
                                            int row0, int n0, int cw, int w, int lane)
 {
@@ -101,8 +101,8 @@ __device__ __forceinline__ void store_tile(const float (&d)[BN / 2], const CUten
             const int j = pass * P * 4 + jj, f = 8 * j; /* d[f..f+7]: the group's fragment */
             const int chunk = (jj % 4) * 2 + half;      /* 16-byte chunk of the panel row */
             const uint32_t addr = c_wg + (jj / 4) * kCPanelBytes + row * 128 + ((chunk ^ (row % 8)) * 16);
-            stmatrix_x4(addr, pack_bf16(d[f], d[f + 1]), pack_bf16(d[f + 2], d[f + 3]), pack_bf16(d[f + 4], d[f + 5]),
-                        pack_bf16(d[f + 6], d[f + 7]));
+            stmatrix_x4(addr, kb_pack16<H>(d[f], d[f + 1]), kb_pack16<H>(d[f + 2], d[f + 3]),
+                        kb_pack16<H>(d[f + 4], d[f + 5]), kb_pack16<H>(d[f + 6], d[f + 7]));
         }
         kb_fence_proxy_async(); /* the writes -> the copy engine */
         warpgroup_sync(cw);
@@ -118,7 +118,8 @@ __device__ __forceinline__ void store_tile(const float (&d)[BN / 2], const CUten
 #endif
 }
 
-template <int BN>
+/* H: the 16-bit element type, bf16 or f16. */
+template <int BN, typename H>
 __global__ void __launch_bounds__(kThreads, 1) matmul_wgmma_tma_store_kernel(const __grid_constant__ CUtensorMap map_a,
                                                                             const __grid_constant__ CUtensorMap map_b,
                                                                             const __grid_constant__ CUtensorMap map_c,
@@ -215,7 +216,7 @@ __global__ void __launch_bounds__(kThreads, 1) matmul_wgmma_tma_store_kernel(con
             kb_wgmma_fence();
 #pragma unroll
             for (int j = 0; j < kBK / 16; ++j)
-                kb_wgmma_ss<BN, KbWgmmaType::bf16, KbWgmmaB::n_major>(
+                kb_wgmma_ss<BN, KbWgmmaTypeOf<H>::value, KbWgmmaB::n_major>(
                     d, kb_wgmma_desc(a_base + j * 32, 16, 1024), kb_wgmma_desc(b_base + j * 2048, kPanelBytes, 1024),
                     kt > 0 || j > 0);
             kb_wgmma_commit();
@@ -234,7 +235,7 @@ __global__ void __launch_bounds__(kThreads, 1) matmul_wgmma_tma_store_kernel(con
             for (int r = 0; r < kCluster; ++r)
                 kb_mbar_arrive_cluster(&empty[prev], r);
 
-        store_tile<BN>(d, &map_c, c_wg, m0 + cw * kWgM, n0, cw, w, lane);
+        store_tile<BN, H>(d, &map_c, c_wg, m0 + cw * kWgM, n0, cw, w, lane);
     }
     if (ctid % 128 == 0)
         kb_bulk_wait_read(); /* the block's shared memory outlives the last stores' reads of it */
@@ -248,26 +249,28 @@ __global__ void __launch_bounds__(kThreads, 1) matmul_wgmma_tma_store_kernel(con
 
 typedef void (*cluster_kernel)(const CUtensorMap, const CUtensorMap, const CUtensorMap, int, int, int);
 
-/* The kernel's two tile widths and their shared memory. */
+/* The kernel's two tile widths and their shared memory, for element type H. */
 typedef struct {
     int bn;
     cluster_kernel kernel;
     int smem;
 } tile_config;
+template <typename H>
 static const tile_config kConfigs[2] = {
-    {256, matmul_wgmma_tma_store_kernel<256>, kSmemBytes<256>},
-    {192, matmul_wgmma_tma_store_kernel<192>, kSmemBytes<192>},
+    {256, matmul_wgmma_tma_store_kernel<256, H>, kSmemBytes<256>},
+    {192, matmul_wgmma_tma_store_kernel<192, H>, kSmemBytes<192>},
 };
 
 /* A in boxes of 64 x 128 (kBK x kBM); B in boxes of 64 columns x 32
  * k-rows, a block's half of a panel; C in boxes of 64 x 64, a staging
  * panel; clusters of kCluster blocks. */
+template <typename H>
 static const char *setup(const void *args, void **ctx)
 {
-    const kb_matmul_tma_rung rung = {.bm = kBM, .bk = kBK, .b_rows = kBK / kCluster, .c_rows = 64,
+    const kb_matmul_tma_rung rung = {.dtype = KbDtypeOf<H>::value, .bm = kBM, .bk = kBK, .b_rows = kBK / kCluster, .c_rows = 64,
                                      .cluster = kCluster, .threads = kThreads,
-                                     .kernels = {(const void *)kConfigs[0].kernel, (const void *)kConfigs[1].kernel},
-                                     .smem = {kConfigs[0].smem, kConfigs[1].smem}};
+                                     .kernels = {(const void *)kConfigs<H>[0].kernel, (const void *)kConfigs<H>[1].kernel},
+                                     .smem = {kConfigs<H>[0].smem, kConfigs<H>[1].smem}};
     return kb_matmul_tma_setup(args, &rung, ctx);
 }
 
@@ -282,6 +285,7 @@ static int pick_tile_n(int M, int N, int clusters)
     return rounds192 * 192 * 1.08 < rounds256 * 256 ? 192 : 256;
 }
 
+template <typename H>
 static const char *launch(const void *args, void *ctx, cudaStream_t stream)
 {
     const kb_matmul_args *a = (const kb_matmul_args *)args;
@@ -291,11 +295,11 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
         return err;
     const int i = pick_tile_n(a->M, a->N, c->clusters[0]) == 256 ? 0 : 1;
     const int resident = c->clusters[i];
-    const long pairs = (long)KB_CEIL_DIV(a->M, kCluster * kBM) * KB_CEIL_DIV(a->N, kConfigs[i].bn);
+    const long pairs = (long)KB_CEIL_DIV(a->M, kCluster * kBM) * KB_CEIL_DIV(a->N, kConfigs<H>[i].bn);
     const int grid = kCluster * (int)(pairs < resident ? pairs : resident); /* whole clusters */
     cudaLaunchAttribute attr;
-    const cudaLaunchConfig_t config = kb_cluster_config(&attr, grid, kThreads, kCluster, kConfigs[i].smem, stream);
-    const cudaError_t e = cudaLaunchKernelEx(&config, kConfigs[i].kernel, c->map_a, c->map_b, c->map_c, a->M, a->N, a->K);
+    const cudaLaunchConfig_t config = kb_cluster_config(&attr, grid, kThreads, kCluster, kConfigs<H>[i].smem, stream);
+    const cudaError_t e = cudaLaunchKernelEx(&config, kConfigs<H>[i].kernel, c->map_a, c->map_b, c->map_c, a->M, a->N, a->K);
     if (e != cudaSuccess)
         return cudaGetErrorString(e);
     KB_LAUNCHED();
@@ -309,9 +313,20 @@ extern "C" const kb_variant matmul_wgmma_tma_store[] = {
         .math = KB_MATH_BF16,
         .min_cc = 90,
         .unsupported = kb_sm90a_only,
-        .setup = setup,
+        .setup = setup<bf16>,
         .teardown = kb_matmul_tma_teardown,
-        .launch = launch,
+        .launch = launch<bf16>,
+    },
+    {
+        .name = "wgmma_tma_store",
+        .summary = "the same in f16",
+        .dtype = KB_F16,
+        .math = KB_MATH_F16,
+        .min_cc = 90,
+        .unsupported = kb_sm90a_only,
+        .setup = setup<__half>,
+        .teardown = kb_matmul_tma_teardown,
+        .launch = launch<__half>,
     },
     KB_VARIANT_END,
 };

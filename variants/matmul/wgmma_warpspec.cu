@@ -151,7 +151,7 @@ __global__ void __launch_bounds__(kThreads, 1) matmul_wgmma_warpspec_kernel(cons
 /* wgmma_tma's maps: A in boxes of 64 x 128 (kBK x kBM), B in four 64 x 64 panels a tile. */
 static const char *setup(const void *args, void **ctx)
 {
-    const kb_matmul_tma_rung rung = {.bm = kBM, .bk = kBK, .b_rows = kBK,
+    const kb_matmul_tma_rung rung = {.dtype = KB_BF16, .bm = kBM, .bk = kBK, .b_rows = kBK,
                                      .kernels = {(const void *)matmul_wgmma_warpspec_kernel}, .smem = {kSmemBytes}};
     return kb_matmul_tma_setup(args, &rung, ctx);
 }
