@@ -1,4 +1,4 @@
-/* attention flash_wgmma (bf16, sm_90a): FlashAttention-3's structure on
+/* attention flash_wgmma (bf16 and f16, sm_90a): FlashAttention-3's structure on
  * Hopper's wgmma and TMA.  A block owns 64 query rows per consumer
  * warpgroup (two consumers, three at D = 64) and one producer warpgroup,
  * one of whose threads issues every TMA load.  Q comes once by TMA; K and
@@ -172,7 +172,7 @@ __device__ __forceinline__ int zero_from(float x) { return __float2int_rz(x * 0.
  * registers and issues wgmma.fence once before a batch: a register written
  * between the fence and the batch's last MMA makes ptxas serialize every
  * MMA of the kernel. */
-template <int D>
+template <int D, typename H>
 __device__ __forceinline__ void issue_s(float (&sc)[kBC<D> / 2], uint32_t q_wg, uint32_t k_t)
 {
     /* Step j's descriptors are the first ones plus its byte offset / 16:
@@ -181,8 +181,8 @@ __device__ __forceinline__ void issue_s(float (&sc)[kBC<D> / 2], uint32_t q_wg, 
 #pragma unroll
     for (int j = 0; j < D / 16; ++j) {
         const uint32_t col = (j % 4) * 32;
-        kb_wgmma_ss<kBC<D>, KbWgmmaType::bf16>(sc, dq + (((j / 4) * kPanelBytes<kBR<D>> + col) >> 4),
-                                               dk + (((j / 4) * kPanelBytes<kBC<D>> + col) >> 4), j > 0);
+        kb_wgmma_ss<kBC<D>, KbWgmmaTypeOf<H>::value>(sc, dq + (((j / 4) * kPanelBytes<kBR<D>> + col) >> 4),
+                                                     dk + (((j / 4) * kPanelBytes<kBC<D>> + col) >> 4), j > 0);
     }
     kb_wgmma_commit();
 }
@@ -191,14 +191,14 @@ __device__ __forceinline__ void issue_s(float (&sc)[kBC<D> / 2], uint32_t q_wg, 
  * groups 2kk and 2kk + 1, already A's fragments.  V is B in N-major form:
  * rows 16kk.. of every panel, the panels (64 columns of D each) one
  * leading byte offset apart, 8-row groups 1024 bytes apart. */
-template <int D>
+template <int D, typename H>
 __device__ __forceinline__ void issue_pv(float (&acc)[D / 2], const uint32_t (&p)[kBC<D> / 4], uint32_t v_t)
 {
     const uint64_t dv = kb_wgmma_desc(v_t, kPanelBytes<kBC<D>>, 1024);
 #pragma unroll
     for (int kk = 0; kk < kBC<D> / 16; ++kk) {
         const uint32_t a[4] = {p[4 * kk], p[4 * kk + 1], p[4 * kk + 2], p[4 * kk + 3]};
-        kb_wgmma_rs<D, KbWgmmaType::bf16, KbWgmmaB::n_major>(acc, a, dv + (kk * 16 * 128 >> 4), 1);
+        kb_wgmma_rs<D, KbWgmmaTypeOf<H>::value, KbWgmmaB::n_major>(acc, a, dv + (kk * 16 * 128 >> 4), 1);
     }
     kb_wgmma_commit();
 }
@@ -270,13 +270,13 @@ __device__ __forceinline__ void softmax(float (&sc)[BC / 2], float sl2, float &m
     }
 }
 
-/* The probabilities as bf16 pairs: p[2j] row r0, p[2j+1] row r1. */
-template <int BC>
-__device__ __forceinline__ void to_bf16(const float (&sc)[BC / 2], uint32_t (&p)[BC / 4])
+/* The probabilities as pairs of H (the inputs' type): p[2j] row r0, p[2j+1] row r1. */
+template <int BC, typename H>
+__device__ __forceinline__ void to_pairs(const float (&sc)[BC / 2], uint32_t (&p)[BC / 4])
 {
 #pragma unroll
     for (int j = 0; j < BC / 8; ++j)
-        p[2 * j] = pack_bf16(sc[4 * j], sc[4 * j + 1]), p[2 * j + 1] = pack_bf16(sc[4 * j + 2], sc[4 * j + 3]);
+        p[2 * j] = kb_pack16<H>(sc[4 * j], sc[4 * j + 1]), p[2 * j + 1] = kb_pack16<H>(sc[4 * j + 2], sc[4 * j + 3]);
 }
 
 /* O's rows times alpha, skipped by the warp when no lane's alpha moved. */
@@ -310,7 +310,7 @@ __device__ __forceinline__ void quad_transpose(uint32_t (&v)[4], int t4)
 /* v at p, 16-byte aligned, in one store: written as a uint4, the compiler
  * split such stores into four of 4 bytes wherever it could not prove p's
  * alignment (every one of them, before the row addresses were made once). */
-__device__ __forceinline__ void store_16b(__nv_bfloat16 *p, const uint32_t (&v)[4])
+__device__ __forceinline__ void store_16b(void *p, const uint32_t (&v)[4])
 {
     asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"l"(p), "r"(v[0]), "r"(v[1]), "r"(v[2]), "r"(v[3])
                  : "memory");
@@ -326,23 +326,23 @@ __device__ __forceinline__ void store_16b(__nv_bfloat16 *p, const uint32_t (&v)[
  * at 2x16x4096x4096x128, +8.7% at 16 key tiles a tile
  * (1x33x4096x2048x128), +5% causal and +2-3% at D = 64; at D = 256,
  * whose transposed stores had gone out as four 4-byte ones, +3.7%. */
-template <int D>
-__device__ __forceinline__ void store_o(const float (&acc)[D / 2], float l0, float l1, __nv_bfloat16 *out, int r0,
-                                        int r1, int Tq, int t4)
+template <int D, typename H>
+__device__ __forceinline__ void store_o(const float (&acc)[D / 2], float l0, float l1, H *out, int r0, int r1, int Tq,
+                                        int t4)
 {
     l0 = quad_sum(l0), l1 = quad_sum(l1);
     const float inv0 = l0 > 0.f ? 1.f / l0 : 0.f, inv1 = l1 > 0.f ? 1.f / l1 : 0.f;
     const bool in0 = r0 >= 0 && r0 < Tq, in1 = r1 >= 0 && r1 < Tq;
-    __nv_bfloat16 *const row0 = out + (size_t)(in0 ? r0 : 0) * D + 8 * t4;
-    __nv_bfloat16 *const row1 = out + (size_t)(in1 ? r1 : 0) * D + 8 * t4;
+    H *const row0 = out + (size_t)(in0 ? r0 : 0) * D + 8 * t4;
+    H *const row1 = out + (size_t)(in1 ? r1 : 0) * D + 8 * t4;
 #pragma unroll
     for (int jb = 0; jb < D / 32; ++jb) {
         uint32_t a[4], b[4]; /* rows r0 and r1, columns 8 (4 jb + i) + 2 t4 and one more */
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
             const int j = 4 * jb + i;
-            a[i] = pack_bf16(acc[4 * j] * inv0, acc[4 * j + 1] * inv0);
-            b[i] = pack_bf16(acc[4 * j + 2] * inv1, acc[4 * j + 3] * inv1);
+            a[i] = kb_pack16<H>(acc[4 * j] * inv0, acc[4 * j + 1] * inv0);
+            b[i] = kb_pack16<H>(acc[4 * j + 2] * inv1, acc[4 * j + 3] * inv1);
         }
         quad_transpose(a, t4);
         quad_transpose(b, t4);
@@ -521,13 +521,14 @@ __device__ __forceinline__ void unpark(const float *slot, unsigned *flags, float
 #endif
 }
 
-template <int D, bool Persistent>
+/* H: the 16-bit element type of Q, K, V, P and O, bf16 or f16. */
+template <int D, bool Persistent, typename H>
 __global__ void __launch_bounds__(kThreads<D>, 1)
     attention_flash_wgmma_kernel(const __grid_constant__ CUtensorMap map_q, const __grid_constant__ CUtensorMap map_k,
                                  const __grid_constant__ CUtensorMap map_v, int Tq, int Tk, int causal, int group,
                                  float sl2, int row_tiles, int heads, int hg, int n_keys, int rounds, int units,
                                  float *__restrict__ parked,
-                                 unsigned *__restrict__ parked_flags, __nv_bfloat16 *__restrict__ o)
+                                 unsigned *__restrict__ parked_flags, H *__restrict__ o)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     constexpr int S = kStages<D>, BC = kBC<D>, BR = kBR<D>, kQ = kQBytes<D>, kKV = kKVBytes<D>, NC = kConsumers<D>;
@@ -636,7 +637,7 @@ __global__ void __launch_bounds__(kThreads<D>, 1)
         for (int i = 0; i < D / 2; ++i)
             acc[i] = 0.f;
         if (n_tiles <= 0) { /* every row of the tile sees no key */
-            store_o<D>(acc, 0.f, 0.f, o + (size_t)tile.bh * Tq * D, r0, r1, Tq, t4);
+            store_o<D, H>(acc, 0.f, 0.f, o + (size_t)tile.bh * Tq * D, r0, r1, Tq, t4);
             return;
         }
         /* Tile t's S is issued together with tile t - 1's P V, and its
@@ -644,7 +645,7 @@ __global__ void __launch_bounds__(kThreads<D>, 1)
          * issuing (ping-pong), so one's softmax runs under the others'
          * MMAs.  The first S and the last P V are peeled off the loop: an
          * MMA issued under a branch would make ptxas serialize them all. */
-        uint32_t p[BC / 4];    /* P of the tile before, as bf16 pairs, while its P V runs */
+        uint32_t p[BC / 4];    /* P of the tile before, as pairs of H, while its P V runs */
         float alpha0, alpha1;  /* and the factors that rescale O before it */
         int s = 0, phase = 0, ps, pphase; /* the ring stage and phase of this key tile and of the one before */
         kb_mbar_wait(&q_full, qk++ & 1);
@@ -656,7 +657,7 @@ __global__ void __launch_bounds__(kThreads<D>, 1)
             sched_wait(cw);
             kb_fence_regs(sc);
             kb_wgmma_fence();
-            issue_s<D>(sc, q_wg, k_s);
+            issue_s<D, H>(sc, q_wg, k_s);
             sched_signal(next);
             kb_wgmma_wait<0>();
             kb_fence_regs(sc);
@@ -668,7 +669,7 @@ __global__ void __launch_bounds__(kThreads<D>, 1)
             }
             mask_tile<BC>(sc, lo * BC, Tk, causal, r0, r1, wrow, diag, t4);
             softmax<BC>(sc, sl2, m0, m1, l0, l1, alpha0, alpha1);
-            to_bf16<BC>(sc, p);
+            to_pairs<BC, H>(sc, p);
             ps = s, pphase = phase;
             if (++s == S)
                 s = 0, phase ^= 1;
@@ -685,8 +686,8 @@ __global__ void __launch_bounds__(kThreads<D>, 1)
             kb_fence_regs(acc);
             kb_fence_regs(p);
             kb_wgmma_fence();
-            issue_s<D>(sc, q_wg, k_s + s * kKV);
-            issue_pv<D>(acc, p, v_s + ps * kKV);
+            issue_s<D, H>(sc, q_wg, k_s + s * kKV);
+            issue_pv<D, H>(acc, p, v_s + ps * kKV);
             sched_signal(next);
             kb_wgmma_wait<1>(); /* S is done: its K may go (kEarlyK); the P V before may still run */
             kb_fence_regs(sc);
@@ -705,7 +706,7 @@ __global__ void __launch_bounds__(kThreads<D>, 1)
             kb_fence_regs(p);
             if (lane == 0)
                 kb_mbar_arrive(&v_empty[ps]);
-            to_bf16<BC>(sc, p);
+            to_pairs<BC, H>(sc, p);
             ps = s, pphase = phase;
             if (++s == S)
                 s = 0, phase ^= 1;
@@ -716,7 +717,7 @@ __global__ void __launch_bounds__(kThreads<D>, 1)
         kb_fence_regs(acc);
         kb_fence_regs(p);
         kb_wgmma_fence();
-        issue_pv<D>(acc, p, v_s + ps * kKV);
+        issue_pv<D, H>(acc, p, v_s + ps * kKV);
         if (cw != NC - 1 || !last)
             sched_signal(next); /* the next one's turn */
         kb_wgmma_wait<0>();
@@ -733,7 +734,7 @@ __global__ void __launch_bounds__(kThreads<D>, 1)
         if (kSplits<D> && merges)
             unpark<D>(parked + (blockIdx.x + 1) * kSlotFloats<D>, parked_flags + (blockIdx.x + 1) * kSlotFlags, acc,
                       m0, m1, l0, l1, sl2, ct);
-        store_o<D>(acc, l0, l1, o + (size_t)tile.bh * Tq * D, r0, r1, Tq, t4);
+        store_o<D, H>(acc, l0, l1, o + (size_t)tile.bh * Tq * D, r0, r1, Tq, t4);
     };
     if constexpr (Persistent)
         for_each_piece<kSplits<D>>(plan_pieces(tiles, n_keys, rounds, units), consume);
@@ -749,6 +750,7 @@ __global__ void __launch_bounds__(kThreads<D>, 1)
 /* ---- host side -------------------------------------------------------------- */
 
 typedef struct {
+    kb_dtype dtype;         /* of Q, K, V and O: bf16 or f16 (the form's) */
     kb_encode_tiled_fn encode;
     CUtensorMap map_q, map_k, map_v;
     kb_attention_args seen; /* the arguments the maps describe */
@@ -767,7 +769,7 @@ static const char *unsupported(const kb_shape *s)
     return s->d[4] == 64 || s->d[4] == 128 || s->d[4] == 256 ? NULL : "flash_wgmma has head dims 64, 128 and 256";
 }
 
-/* A bf16 tensor of `heads` blocks of `rows` x D (head_stride elements
+/* A 16-bit tensor of `heads` blocks of `rows` x D (head_stride elements
  * apart), read in boxes of 64 columns x box_rows rows of one head (a
  * panel), 128-byte swizzled, zeros past its rows. */
 static const char *encode(const wgmma_ctx *c, CUtensorMap *map, const void *base, int D, int rows, int64_t heads,
@@ -776,7 +778,7 @@ static const char *encode(const wgmma_ctx *c, CUtensorMap *map, const void *base
     const cuuint64_t dims[3] = {(cuuint64_t)D, (cuuint64_t)rows, (cuuint64_t)heads};
     const cuuint64_t strides[2] = {(cuuint64_t)D * 2, (cuuint64_t)head_stride * 2}; /* bytes */
     const cuuint32_t box[3] = {64, (cuuint32_t)box_rows, 1};
-    return kb_encode_16(c->encode, map, KB_BF16, base, 3, dims, strides, box);
+    return kb_encode_16(c->encode, map, c->dtype, base, 3, dims, strides, box);
 }
 
 static const char *make_maps(wgmma_ctx *c, const kb_attention_args *a)
@@ -843,24 +845,26 @@ static const char *alloc_parked(wgmma_ctx *c, int64_t floats)
 }
 
 /* The shared-memory opt-in of head dim D's two kernels. */
-template <int D>
+template <int D, typename H>
 static const char *allow_smem(void)
 {
-    const char *err = kb_cuda_status(cudaFuncSetAttribute((const void *)attention_flash_wgmma_kernel<D, false>,
+    const char *err = kb_cuda_status(cudaFuncSetAttribute((const void *)attention_flash_wgmma_kernel<D, false, H>,
                                                           cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes<D>));
     return err ? err
-               : kb_cuda_status(cudaFuncSetAttribute((const void *)attention_flash_wgmma_kernel<D, true>,
+               : kb_cuda_status(cudaFuncSetAttribute((const void *)attention_flash_wgmma_kernel<D, true, H>,
                                                      cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes<D>));
 }
 
 /* The driver's cuTensorMapEncodeTiled through the runtime, the L2 and SM
  * counts and the shared-memory opt-in of the three head dims, once,
- * outside the timed launches. */
+ * outside the timed launches, for element type H. */
+template <typename H>
 static const char *setup(const void *args, void **ctx)
 {
     wgmma_ctx *c = (wgmma_ctx *)calloc(1, sizeof *c);
     if (!c)
         return "out of host memory";
+    c->dtype = KbDtypeOf<H>::value;
     int dev = 0, l2 = 0;
     const char *err = kb_tensor_map_encoder(&c->encode);
     if (!err)
@@ -871,11 +875,11 @@ static const char *setup(const void *args, void **ctx)
         err = kb_cuda_status(cudaDeviceGetAttribute(&c->sms, cudaDevAttrMultiProcessorCount, dev));
     c->l2_bytes = l2;
     if (!err)
-        err = allow_smem<64>();
+        err = allow_smem<64, H>();
     if (!err)
-        err = allow_smem<128>();
+        err = allow_smem<128, H>();
     if (!err)
-        err = allow_smem<256>();
+        err = allow_smem<256, H>();
     const int64_t parked = args && !err ? parked_need((const kb_attention_args *)args, c->sms) : 0;
     if (parked)
         err = alloc_parked(c, parked);
@@ -887,7 +891,7 @@ static const char *setup(const void *args, void **ctx)
     return NULL;
 }
 
-template <int D>
+template <int D, typename H>
 static void launch_d(const wgmma_ctx *c, const kb_attention_args *a, cudaStream_t stream)
 {
     const int row_tiles = KB_CEIL_DIV(a->Tq, kBR<D>), heads = a->B * a->H;
@@ -900,13 +904,13 @@ static void launch_d(const wgmma_ctx *c, const kb_attention_args *a, cudaStream_
     hg = hg < two_waves ? two_waves : hg;
     const float sl2 = a->scale * KB_LOG2E;
     const int n_keys = KB_CEIL_DIV(a->Tk, kBC<D>); /* key tiles a row tile, unmasked */
-    __nv_bfloat16 *o = (__nv_bfloat16 *)a->o;
+    H *o = (H *)a->o;
     /* Causal: a block a tile, in the longest-first order; else persistent,
      * a block an SM, with the last tiles split (for_each_piece) where they
      * are not a whole round and the slots are there (a setup at another
      * shape has none). */
     if (a->causal) {
-        attention_flash_wgmma_kernel<D, false><<<(unsigned)tiles, kThreads<D>, kSmemBytes<D>, stream>>>(
+        attention_flash_wgmma_kernel<D, false, H><<<(unsigned)tiles, kThreads<D>, kSmemBytes<D>, stream>>>(
             c->map_q, c->map_k, c->map_v, a->Tq, a->Tk, 1, group, sl2, row_tiles, heads,
             (int)(hg < heads ? hg : heads), n_keys, 0, 0, NULL, NULL, o);
         return;
@@ -917,11 +921,12 @@ static void launch_d(const wgmma_ctx *c, const kb_attention_args *a, cudaStream_
         rounds = tiles / grid - 1;
         units = (tiles - rounds * grid) * n_keys;
     }
-    attention_flash_wgmma_kernel<D, true><<<(unsigned)grid, kThreads<D>, kSmemBytes<D>, stream>>>(
+    attention_flash_wgmma_kernel<D, true, H><<<(unsigned)grid, kThreads<D>, kSmemBytes<D>, stream>>>(
         c->map_q, c->map_k, c->map_v, a->Tq, a->Tk, 0, group, sl2, row_tiles, heads, 1, n_keys, (int)rounds,
         (int)units, c->parked, c->parked_flags, o);
 }
 
+template <typename H>
 static const char *launch(const void *args, void *ctx, cudaStream_t stream)
 {
     const kb_attention_args *a = (const kb_attention_args *)args;
@@ -938,11 +943,11 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
             return err;
     }
     if (a->D == 256)
-        launch_d<256>(c, a, stream);
+        launch_d<256, H>(c, a, stream);
     else if (a->D == 128)
-        launch_d<128>(c, a, stream);
+        launch_d<128, H>(c, a, stream);
     else
-        launch_d<64>(c, a, stream);
+        launch_d<64, H>(c, a, stream);
     KB_LAUNCHED();
 }
 
@@ -954,9 +959,20 @@ extern "C" const kb_variant attention_flash_wgmma[] = {
         .math = KB_MATH_BF16,
         .min_cc = 90,
         .unsupported = unsupported,
-        .setup = setup,
+        .setup = setup<__nv_bfloat16>,
         .teardown = teardown,
-        .launch = launch,
+        .launch = launch<__nv_bfloat16>,
+    },
+    {
+        .name = "flash_wgmma",
+        .summary = "the same in f16",
+        .dtype = KB_F16,
+        .math = KB_MATH_F16,
+        .min_cc = 90,
+        .unsupported = unsupported,
+        .setup = setup<__half>,
+        .teardown = teardown,
+        .launch = launch<__half>,
     },
     KB_VARIANT_END,
 };
