@@ -33,6 +33,8 @@ except ImportError:
     sys.exit("torch_peers: PyTorch is not installed")
 
 EPS = 1e-5
+# kbench's dtypes as PyTorch's, for the rows this script adds a peer to.
+TORCH_DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
 
 
 def make_inputs(op, d, gen, dtype=torch.float32, causal=False):
@@ -173,7 +175,9 @@ def main():
     for (op, shape, dtype), base in sorted(shapes.items()):
         causal = shape.endswith("c")
         d = [int(x) for x in shape.rstrip("c").split("x")]
-        tdtype = torch.bfloat16 if dtype == "bf16" else torch.float32
+        tdtype = TORCH_DTYPES.get(dtype)
+        if tdtype is None:
+            continue  # a dtype this script has no PyTorch form of
         inputs, fn = make_inputs(op, d, gen, tdtype, causal)
         if fn is None:
             continue
