@@ -5,8 +5,8 @@
 #include <string.h>
 #include "fuzz/fuzz.h"
 #include "harness/harness.h"
-#include "model/command.h"
-#include "model/generate.h"
+#include "commands/model.h"
+#include "commands/generate.h"
 
 static void parse_run(int argc, char **argv)
 {

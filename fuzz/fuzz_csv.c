@@ -9,7 +9,7 @@
 #include <unistd.h>
 #include "fuzz/fuzz.h"
 #include "harness/harness.h"
-#include "harness/report.h"
+#include "commands/report.h"
 
 /* The whole file, or NULL. */
 static char *slurp(const char *path, long *len)

@@ -77,7 +77,7 @@ void kb_stage_prompt(const kb_stage_shape *shape, int *ids, int n);
 const char *kb_stage_time(const kb_time_opts *timing, kb_launch_fn run, void *user, cudaStream_t stream, int per_run,
                           kb_timing *out);
 
-/* `kbench model stages` (model/stages.c); returns the exit code. */
+/* `kbench model stages` (commands/stages.c); returns the exit code. */
 int kb_cmd_stages(int argc, char **argv);
 void kb_stages_usage(FILE *f);
 

@@ -1,4 +1,4 @@
-/* `kbench model tokenize` (model/generate.h): a GGUF file's byte-level BPE
+/* `kbench model tokenize` (commands/generate.h): a GGUF file's byte-level BPE
  * tokenizer on its own, so that scripts can hold its ids against another
  * tokenizer's (peers/smollm2_parity.py).  --text prints the ids,
  * comma-separated, on one line; --ids prints the decoded bytes as they are. */
@@ -9,7 +9,7 @@
 #include <string.h>
 #include "formats/fileio.h"
 #include "harness/harness.h"
-#include "model/generate.h"
+#include "commands/generate.h"
 #include "tokenizer/bpe.h"
 
 void kb_tokenize_usage(FILE *f)

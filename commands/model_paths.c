@@ -8,7 +8,7 @@
 #include "harness/harness.h"
 #include "harness/timing.h"
 #include "kernels/cuda_util.h"
-#include "model/command_internal.h"
+#include "commands/model_internal.h"
 
 static const char *const phase_names[FWD_COUNT] = {"host-to-device copy", "encoder", "decoder",
                                                    "device-to-host copy", "total", "compute"};

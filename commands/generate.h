@@ -46,7 +46,7 @@ int kb_generate_parse(int argc, char **argv, kb_generate_opts *o, char *err, siz
 void kb_generate_opts_free(kb_generate_opts *o);
 void kb_generate_usage(FILE *f);
 
-/* The GPU run (model/generate_gpu.c): rounds m's weights to bf16, checks
+/* The GPU run (commands/generate_gpu.c): rounds m's weights to bf16, checks
  * the GPU forward against the C reference, times prefill and decode through
  * the timing engine (o->stop), and adds their rows to the kbench CSV
  * `append` (may be NULL).
@@ -60,7 +60,7 @@ void kb_generate_print_text(const kb_generate_opts *o, const int *ids, int n);
 int kb_cmd_generate(int argc, char **argv);
 
 /* `kbench model tokenize --gguf FILE (--text TEXT | --ids ID,..)`
- * (model/tokenize.c): a GGUF's tokenizer on its own. */
+ * (commands/tokenize.c): a GGUF's tokenizer on its own. */
 int kb_cmd_tokenize(int argc, char **argv);
 void kb_tokenize_usage(FILE *f);
 

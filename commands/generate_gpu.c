@@ -15,7 +15,7 @@
 #include <string.h>
 #include <cuda_runtime_api.h>
 #include "harness/harness.h"
-#include "model/generate.h"
+#include "commands/generate.h"
 #include "model/llama_gpu.h"
 #include "formats/npy.h"
 #include "model/stages.h"

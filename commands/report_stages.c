@@ -9,7 +9,7 @@
 #include <string.h>
 #include "harness/csv_read.h"
 #include "harness/harness.h"
-#include "harness/report.h"
+#include "commands/report.h"
 
 static const char *const stage_names[] = {"basic", "paper", "modern", "fast"};
 #define NSTAGES ((int)(sizeof stage_names / sizeof *stage_names))

@@ -1,6 +1,6 @@
-/* What the parts of `kbench model` share: the inputs (model/model_inputs.c),
+/* What the parts of `kbench model` share: the inputs (commands/model_inputs.c),
  * the C reference's outputs, and each GEMM path's run on the GPU
- * (model/model_paths.c), which the command (model/command.c) ties
+ * (commands/model_paths.c), which the command (commands/model.c) ties
  * together.  Internal to those three files. */
 #ifndef KBENCH_MODEL_COMMAND_INTERNAL_H
 #define KBENCH_MODEL_COMMAND_INTERNAL_H
@@ -8,7 +8,7 @@
 #include <cuda_runtime_api.h>
 #include "harness/harness.h"
 #include "harness/timing.h"
-#include "model/command.h"
+#include "commands/model.h"
 #include "model/gpu.h"
 
 typedef struct {

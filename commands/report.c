@@ -3,7 +3,7 @@
  * shape, its speed, % of roofline, × the op's baseline, × PyTorch and
  * GFLOP/J.  The README's results table is this output, so it is never
  * copied by hand.  docs/cli.md states the rules. */
-#include "harness/report.h"
+#include "commands/report.h"
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>

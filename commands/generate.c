@@ -1,4 +1,4 @@
-/* `kbench model generate` (model/generate.h): flags, the model and the
+/* `kbench model generate` (commands/generate.h): flags, the model and the
  * prompt, all checked before any work (exit 2 with one line), then prefill
  * and greedy decoding on the C reference with the KV cache, timed. */
 #include <ctype.h>
@@ -15,7 +15,7 @@
 #include "formats/npy.h"
 #include "harness/harness.h"
 #include "ops/kbench.h"
-#include "model/generate.h"
+#include "commands/generate.h"
 #include "model/llama_gguf.h"
 #include "model/llama_gpu.h"
 #include "model/transformer.h"

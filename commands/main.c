@@ -2,8 +2,8 @@
 #include <stdio.h>
 #include <string.h>
 #include "harness/harness.h"
-#include "harness/report.h"
-#include "model/command.h"
+#include "commands/report.h"
+#include "commands/model.h"
 #include "version.h"
 
 int main(int argc, char **argv)

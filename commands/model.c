@@ -1,5 +1,5 @@
-/* `kbench model`: weights and inputs (model/model_inputs.c), the C
- * reference on the CPU, then each GEMM path on the GPU (model/model_paths.c),
+/* `kbench model`: weights and inputs (commands/model_inputs.c), the C
+ * reference on the CPU, then each GEMM path on the GPU (commands/model_paths.c),
  * checked before and after timing, timed as plain stream launches and as
  * CUDA graphs.  Prints the CPU vs GPU breakdown and writes one CSV row per
  * (path, launch mode), after checking every output before any work. */
@@ -14,8 +14,8 @@
 #include <cuda_runtime_api.h>
 #include "formats/npy.h"
 #include "harness/harness.h"
-#include "model/command_internal.h"
-#include "model/generate.h"
+#include "commands/model_internal.h"
+#include "commands/generate.h"
 #include "model/stages.h"
 
 /* Double-precision FLOPs of reference work per check, when --check-seqs is

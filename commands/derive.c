@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include "harness/csv_read.h"
 #include "harness/harness.h"
-#include "harness/report.h"
+#include "commands/report.h"
 
 #define USAGE "usage: kbench derive RUN.csv"
 

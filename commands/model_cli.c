@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "harness/harness.h"
-#include "model/command.h"
-#include "model/generate.h"
+#include "commands/model.h"
+#include "commands/generate.h"
 #include "model/stages.h"
 #include "model/gpu.h"
 

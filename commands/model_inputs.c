@@ -7,7 +7,7 @@
 #include <unistd.h>
 #include "harness/harness.h"
 #include "ops/posenc.h"
-#include "model/command_internal.h"
+#include "commands/model_internal.h"
 #include "formats/npy.h"
 #include "tokenizer/tokenizer.h"
 
