@@ -107,7 +107,7 @@ double kb_tensor_value(const void *x, int64_t i, kb_dtype t)
     case KB_F32: return ((const float *)x)[i];
     case KB_BF16: return kb_bf16_to_float(((const uint16_t *)x)[i]);
     case KB_I32: return ((const int32_t *)x)[i];
-    case KB_F16: return decode_small(((const uint16_t *)x)[i], format_of(t));
+    case KB_F16: return kb_f16_bits_to_float(((const uint16_t *)x)[i]);
     default: return decode_small(((const uint8_t *)x)[i], format_of(t));
     }
 }

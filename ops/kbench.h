@@ -210,6 +210,19 @@ static inline int64_t kb_mul_dims(int64_t a, int64_t b)
 /* The harness's default input: seeded, uniform in [-1, 1] (harness/inputs.c).
  * An op's `fill` calls it, then plants its special rows. */
 void kb_fill_uniform(float *x, int64_t n, uint64_t seed);
+/* An f16 value's bits as float, exactly (by bits: references read billions). */
+static inline float kb_f16_bits_to_float(uint16_t h)
+{
+    const uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, frac = h & 0x3ffu;
+    union { uint32_t u; float f; } v;
+    if (exp == 0) { /* zero or subnormal: frac * 2^-24, exact in float */
+        v.f = (float)frac * 0x1p-24f;
+        v.u |= sign;
+    } else
+        v.u = sign | (exp == 0x1f ? 0x7f800000u | frac << 13 : (exp + 112) << 23 | frac << 13);
+    return v.f;
+}
+
 /* Element i of a host tensor of dtype t, as double (harness/dtype.c). */
 double kb_tensor_value(const void *x, int64_t i, kb_dtype t);
 /* Elements first .. first + n - 1 of it into out, as doubles. */

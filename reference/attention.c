@@ -8,8 +8,9 @@
 #include <string.h>
 #include "ops/attention.h"
 
-/* kb_tensor_value, inlined (f32 or bf16): the reference of a decode shape
- * reads some 4e9 K and V values, and the call was most of its time. */
+/* kb_tensor_value, inlined for the types attention stores (f32, bf16,
+ * f16): the reference of a decode shape reads some 4e9 K and V values, and
+ * the call was most of its time. */
 static inline double value(const void *x, int64_t i, kb_dtype t)
 {
     if (t == KB_BF16) {
@@ -18,7 +19,9 @@ static inline double value(const void *x, int64_t i, kb_dtype t)
         memcpy(&f, &u, sizeof f);
         return f;
     }
-    return ((const float *)x)[i];
+    if (t == KB_F16)
+        return kb_f16_bits_to_float(((const uint16_t *)x)[i]);
+    return t == KB_F32 ? ((const float *)x)[i] : kb_tensor_value(x, i, t);
 }
 
 void attention_reference_rows(const kb_attention_args *a, kb_dtype t, const int64_t *rows, int nrows,

@@ -188,5 +188,29 @@ int main(void)
     /* Sizes that overflow: the harness refuses them (kb_mul_dims gives -1). */
     CHECK(kb_parse_shape(op, "4x8x1x2147483647x2147483647x8", &p, err, sizeof err) == 0);
     CHECK(kb_op_attention.tensor(&p, KB_F32, 1).elems < 0 && kb_op_attention.tensor(&p, KB_F32, 0).elems > 0);
+
+    /* The reference reads each 16-bit type as stored: values that bf16 and
+     * f16 hold exactly give f32's output, bit for bit. */
+    enum { T = 5, D = 8, N = T * D };
+    float qkv[3][N];
+    for (int k = 0; k < 3; ++k)
+        for (int e = 0; e < N; ++e)
+            qkv[k][e] = (float)((e * 7 + k * 3) % 17 - 8) / 8;
+    double want[N], got[N];
+    int64_t rows[T];
+    for (int r = 0; r < T; ++r)
+        rows[r] = r;
+    a = args(T, T, D, 1, qkv[0], qkv[1], qkv[2]);
+    attention_reference_rows(&a, KB_F32, rows, T, want);
+    const kb_dtype halves[] = {KB_BF16, KB_F16};
+    for (int h = 0; h < 2; ++h) {
+        uint16_t stored[3][N];
+        for (int k = 0; k < 3; ++k)
+            kb_store_floats(halves[h], qkv[k], stored[k], N);
+        kb_attention_args a16 = a;
+        a16.q = stored[0], a16.k = stored[1], a16.v = stored[2];
+        attention_reference_rows(&a16, halves[h], rows, T, got);
+        CHECK(memcmp(want, got, sizeof want) == 0);
+    }
     return CHECK_DONE();
 }
