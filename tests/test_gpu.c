@@ -48,21 +48,26 @@ static void every_variant(const kb_op *op)
     CHECK(ns > 0);
     for (int i = 0; i < ns && op->distributed; ++i)
         shapes[i].ranks = ngpus;
-    while (op->variants[nv])
+    KB_FOR_EACH_VARIANT(op, v)
         ++nv;
+    /* Every form of every variant: a file's bf16 form is its own kernel. */
+    const kb_variant **forms = malloc((size_t)nv * sizeof *forms);
+    nv = 0;
+    KB_FOR_EACH_VARIANT(op, v)
+        forms[nv++] = v;
     kb_job *jobs = malloc((size_t)ns * nv * sizeof *jobs);
     int *passed = calloc((size_t)nv, sizeof *passed);
     for (int i = 0; i < ns; ++i)
         for (int j = 0; j < nv; ++j)
-            jobs[i * nv + j] = (kb_job){op, op->variants[j], shapes[i]};
+            jobs[i * nv + j] = (kb_job){op, forms[j], shapes[i]};
     kb_options o = options(1);
     kb_run_plan(jobs, ns * nv);
     for (int k = 0; k < ns * nv; ++k) {
         kb_result r;
         kb_run_job(&jobs[k], &o, flush, flush_bytes, &r);
         kb_format_shape(op, &jobs[k].shape, name, sizeof name);
-        printf("%-8s %-18s %-16s %s max_err %.2e rel_l2 %.2e rows %lld/%lld %s\n", op->name,
-               jobs[k].variant->name, name, kb_status_name(r.status), r.check.max_abs_err, r.check.rel_l2_err,
+        printf("%-8s %-18s %-4s %-16s %s max_err %.2e rel_l2 %.2e rows %lld/%lld %s\n", op->name,
+               jobs[k].variant->name, kb_dtype_name(jobs[k].variant->dtype), name, kb_status_name(r.status), r.check.max_abs_err, r.check.rel_l2_err,
                (long long)r.rows_checked, (long long)r.rows_total, r.reason);
         CHECK(r.status != KB_FAIL);
         passed[k % nv] += r.status == KB_PASS;
@@ -70,9 +75,10 @@ static void every_variant(const kb_op *op)
     kb_run_release();
     /* A variant that skips everything proves nothing, unless it needs more GPUs than there are. */
     for (int j = 0; j < nv; ++j) {
-        kb_job one = {op, op->variants[j], shapes[0]};
+        kb_job one = {op, forms[j], shapes[0]};
         CHECK(passed[j] > 0 || (kb_job_multi_device(&one) && ngpus < 2));
     }
+    free(forms);
     free(passed);
     free(jobs);
     free(shapes);
