@@ -121,7 +121,7 @@ struct Basic {
     int n, l, ff, vocab, heads, layers;
     int prompt, tokens, max_t; /* max_t: the longest sequence a forward runs */
     cudaStream_t s;
-    kb_stage_call mm, sm;
+    kb_call mm, sm;
     float *weights, *acts;
     int *ids; /* max_t + 1: the last pick has a slot */
     HeadW *head; /* layers x heads */
@@ -344,7 +344,7 @@ static const char *allocate(Basic *g, int tied)
 /* ---- the variants ---------------------------------------------------------------------------- */
 
 /* NULL when c's variant runs shape s, else one line why not. */
-static const char *refused(const kb_stage_call &c, const char *op_name, kb_shape s)
+static const char *refused(const kb_call &c, const char *op_name, kb_shape s)
 {
     static char why[256];
     const char *no = c.v->unsupported ? c.v->unsupported(&s) : NULL;
@@ -374,15 +374,15 @@ static const char *setup_variants(Basic *g)
     kb_matmul_args ma = {};
     ma.M = ma.N = ma.K = g->max_t, ma.A = g->x, ma.B = g->x, ma.C = g->h;
     const kb_softmax_args sa = {g->max_t, g->max_t, g->sc, g->p};
-    KB_TRY(kb_stage_call_setup(&g->mm, "matmul", kMatmul, &ma));
-    KB_TRY(kb_stage_call_setup(&g->sm, "softmax", kSoftmax, &sa));
+    KB_TRY(kb_call_setup(&g->mm, "matmul", kMatmul, KB_F32, &ma));
+    KB_TRY(kb_call_setup(&g->sm, "softmax", kSoftmax, KB_F32, &sa));
     return fits(g);
 }
 
 static void destroy(Basic *g)
 {
-    kb_stage_call_teardown(&g->mm);
-    kb_stage_call_teardown(&g->sm);
+    kb_call_teardown(&g->mm);
+    kb_call_teardown(&g->sm);
     if (g->s)
         cudaStreamDestroy(g->s);
     cudaFree(g->weights);

@@ -149,34 +149,6 @@ extern "C" const char *kb_stage_argmax(const float *logits, int n, int *out, cud
     KB_LAUNCHED();
 }
 
-extern "C" const char *kb_stage_call_setup(kb_stage_call *c, const char *op, const char *name, const void *args)
-{
-    static char why[256];
-    const kb_op *o = kb_find_op(op);
-    const kb_variant *v = o ? kb_find_variant(o, name, KB_F32) : NULL;
-    int dev = 0, major = 0, minor = 0;
-    KB_CUDA_TRY(cudaGetDevice(&dev));
-    KB_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-    KB_CUDA_TRY(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
-    const char *no = !v ? "not in this build" : v->dtype != KB_F32 ? "not fp32"
-                     : v->min_cc > major * 10 + minor ? "too new for this GPU"
-                     : v->setup ? v->setup(args, &c->ctx) : NULL;
-    if (no) {
-        snprintf(why, sizeof why, "%s %s: %s", op, name, no);
-        return why;
-    }
-    c->v = v;
-    c->ready = 1;
-    return NULL;
-}
-
-extern "C" void kb_stage_call_teardown(kb_stage_call *c)
-{
-    if (c->ready && c->v->teardown)
-        c->v->teardown(c->ctx);
-    c->ready = 0;
-}
-
 extern "C" double kb_stage_rel_l2(const float *got, const float *ref, int64_t n)
 {
     double e = 0, r = 0;

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cuda_runtime_api.h>
+#include "model/kernel_call.h"
 #include "model/stages.h"
 
 #ifdef __cplusplus
@@ -80,17 +81,6 @@ const char *kb_stage_embed(const int *ids, int n, const float *table_t, int voca
                            float *x, cudaStream_t s);
 /* *out = the index of the largest logit, the first on ties (greedy). */
 const char *kb_stage_argmax(const float *logits, int n, int *out, cudaStream_t s);
-
-/* A variant of the op tables, by name, and the context its setup made. */
-typedef struct {
-    const kb_variant *v;
-    void *ctx;
-    int ready; /* set up: teardown owed */
-} kb_stage_call;
-/* Find variant `name` of `op` (refused when not in this build, not fp32, or
- * too new for this GPU) and run its setup with args.  NULL, or one line. */
-const char *kb_stage_call_setup(kb_stage_call *c, const char *op, const char *name, const void *args);
-void kb_stage_call_teardown(kb_stage_call *c);
 
 /* ||got - ref|| / ||ref||, infinite when got has a NaN or Inf. */
 double kb_stage_rel_l2(const float *got, const float *ref, int64_t n);

@@ -122,7 +122,7 @@ struct Modern {
     cublasLtHandle_t lt;
     Products pre, dec;
     kb_lt_product head;
-    kb_stage_call attn, norm;
+    kb_call attn, norm;
     kb_stage_mem mem;
 };
 
@@ -258,8 +258,8 @@ static void tear_down(Modern *g)
     destroy_products(&g->pre);
     destroy_products(&g->dec);
     kb_lt_destroy(&g->head);
-    kb_stage_call_teardown(&g->attn);
-    kb_stage_call_teardown(&g->norm);
+    kb_call_teardown(&g->attn);
+    kb_call_teardown(&g->norm);
     if (g->lt)
         cublasLtDestroy(g->lt);
     kb_stage_free(&g->mem);
@@ -307,9 +307,9 @@ static const char *set_up(Modern *g)
         return "cannot create a cuBLASLt handle";
     kb_attention_args a = {};
     a.B = 1, a.H = c->heads / c->kv_heads, a.Tq = 1, a.Tk = 1, a.D = c->head_dim, a.Hkv = 1;
-    KB_TRY(kb_stage_call_setup(&g->attn, "attention", ATTENTION_VARIANT, &a));
-    const kb_rmsnorm_args r = {g->max_n, c->d_model, (float)c->eps, g->x, g->final_norm, g->h};
-    KB_TRY(kb_stage_call_setup(&g->norm, "rmsnorm", NORM_VARIANT, &r));
+    KB_TRY(kb_call_setup(&g->attn, "attention", ATTENTION_VARIANT, KB_F32, &a));
+    const kb_rmsnorm_args r = {g->max_n, c->d_model, (float)c->eps, g->x, g->final_norm, {g->h}};
+    KB_TRY(kb_call_setup(&g->norm, "rmsnorm", NORM_VARIANT, KB_F32, &r));
     KB_TRY(plan(g, &g->dec, 1));
     return kb_lt_plan(&g->head, g->lt, CUBLAS_COMPUTE_32F, CUDA_R_32F, 1, c->vocab, c->d_model,
                       CUBLASLT_EPILOGUE_DEFAULT, NULL, g->hl, g->head_t, g->logits);
@@ -325,7 +325,7 @@ static const char *lt(const Modern *g, const kb_lt_product *p, const float *X, c
 
 static const char *norm(const Modern *g, const float *x, const float *w, int rows, float *y, cudaStream_t s)
 {
-    const kb_rmsnorm_args a = {rows, g->m.cfg.d_model, (float)g->m.cfg.eps, x, w, y};
+    const kb_rmsnorm_args a = {rows, g->m.cfg.d_model, (float)g->m.cfg.eps, x, w, {y}};
     return g->norm.v->launch(&a, g->norm.ctx, s);
 }
 
