@@ -34,7 +34,10 @@
 #include "ops/attention.h"
 #include "kernels/cuda_util.h"
 #include "kernels/lt_gemm.h"
+#include "kernels/llama.cuh"
 #include "kernels/reduce.cuh"
+#include "model/kernel_call.h"
+#include "ops/rmsnorm.h"
 #include "model/llama_gpu.h"
 
 typedef __nv_bfloat16 bf16;
@@ -45,80 +48,16 @@ enum { ST_LEN, ST_STEP, ST_TOK, ST_COUNT }; /* device state: keys in the cache a
 #define GEMV_WARPS 8
 #define MAX_HEAD_DIM 128
 
-/* Programmatic dependent launch (Hopper): a kernel launched with the
- * attribute may start while the one before it finishes; it reads nothing
- * that kernel writes, and writes nothing, before pdl_wait().  Each kernel
- * lets its successor start at once (pdl_release), so the successor's
- * launch, and the weight loads it issues before waiting, overlap the
- * predecessor's tail.  No-ops before sm_90 and without the attribute. */
-__device__ __forceinline__ void pdl_release()
-{
-#if __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.launch_dependents;");
-#endif
-}
-
-__device__ __forceinline__ void pdl_wait()
-{
-#if __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-}
-
 /* ---- kernels ---------------------------------------------------------------------- */
 
 /* Rows of the embedding as fp32: x[t] = embed[ids[t]]. */
 __global__ void embed_kernel(const int *__restrict__ ids, const bf16 *__restrict__ embed, float *__restrict__ x, int d)
 {
-    pdl_release();
-    pdl_wait();
+    kb_pdl_release();
+    kb_pdl_wait();
     const bf16 *row = embed + (size_t)ids[blockIdx.x] * d;
     for (int c = threadIdx.x; c < d; c += blockDim.x)
         x[(size_t)blockIdx.x * d + c] = __bfloat162float(row[c]);
-}
-
-/* The sum of every thread's s, on every thread of the block. */
-__device__ float block_sum(float s)
-{
-    __shared__ float part[32];
-    s = kb_warp_allreduce<32>(s, KbSum{});
-    if (threadIdx.x % 32 == 0)
-        part[threadIdx.x / 32] = s;
-    __syncthreads();
-    float t = 0;
-    for (int w = 0; w < (int)blockDim.x / 32; ++w)
-        t += part[w];
-    __syncthreads(); /* part is reused by the next call */
-    return t;
-}
-
-/* h[t] = bf16(RMSNorm(x[t]) * w), one block a row, 4 values a load (d a multiple of 8). */
-__global__ void rmsnorm_kernel(const float *__restrict__ x, const float *__restrict__ w, float eps, int d,
-                               bf16 *__restrict__ h)
-{
-    const float4 *row = reinterpret_cast<const float4 *>(x + (size_t)blockIdx.x * d);
-    const float4 *w4 = reinterpret_cast<const float4 *>(w);
-    __nv_bfloat162 *out = reinterpret_cast<__nv_bfloat162 *>(h + (size_t)blockIdx.x * d);
-    float ss = 0;
-    for (int c = threadIdx.x; c < d / 4; c += blockDim.x) {
-        const float4 v = row[c];
-        ss += v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
-    }
-    const float r = rsqrtf(block_sum(ss) / d + eps);
-    for (int c = threadIdx.x; c < d / 4; c += blockDim.x) {
-        const float4 v = row[c], g = w4[c];
-        out[2 * c] = __floats2bfloat162_rn(v.x * r * g.x, v.y * r * g.y);
-        out[2 * c + 1] = __floats2bfloat162_rn(v.z * r * g.z, v.w * r * g.w);
-    }
-}
-
-/* The rotation of pair (a, b) = (x[i], x[i + half]) at position pos. */
-__device__ __forceinline__ void rope(float &a, float &b, int pos, float inv_freq)
-{
-    float s, c;
-    sincosf((float)pos * inv_freq, &s, &c);
-    const float ra = a * c - b * s, rb = b * c + a * s;
-    a = ra, b = rb;
 }
 
 /* Prefill: qkv [n, (H + 2 KV) hd] -> q (H, n, hd) rotated, k rotated and v
@@ -136,7 +75,7 @@ __global__ void rope_scatter_kernel(const bf16 *__restrict__ qkv, int n, int H, 
     float a = __bfloat162float(src[i]), b = __bfloat162float(src[i + half]);
     bf16 *dst;
     if (head < H + KV) {
-        rope(a, b, t, inv_freq[i]);
+        kb_rope_rotate(a, b, t, inv_freq[i]);
         dst = head < H ? q + ((size_t)head * n + t) * hd : kc + ((size_t)(head - H) * max_len + t) * hd;
     } else
         dst = vc + ((size_t)(head - H - KV) * max_len + t) * hd;
@@ -241,7 +180,7 @@ __device__ void stage_input(const GemvArgs &a, bf16 *xs)
         const float4 v = x4[c];
         ss += v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
     }
-    const float r = rsqrtf(block_sum(ss) / a.K + a.eps);
+    const float r = rsqrtf(kb_llama_block_sum(ss) / a.K + a.eps);
     auto put = [&](int c, float4 v, float4 w) {
         __nv_bfloat162 *d = reinterpret_cast<__nv_bfloat162 *>(xs + 4 * c);
         d[0] = __floats2bfloat162_rn(v.x * r * w.x, v.y * r * w.y);
@@ -305,13 +244,6 @@ __device__ __forceinline__ void fma4(const uint4 (&wa)[4], const uint4 (&wb)[4],
     }
 }
 
-/* A logit as a key that orders like the float, with ties to the lower index. */
-__device__ __forceinline__ unsigned long long pick_key(float v, int i)
-{
-    const unsigned u = __float_as_uint(v), ordered = u & 0x80000000u ? ~u : u | 0x80000000u;
-    return (unsigned long long)ordered << 32 | (unsigned)~i;
-}
-
 /* The epilogue of pair (s0, s1) at rows (r0, r1); lane 0 only. */
 template <int OUT>
 __device__ __forceinline__ void epilogue(const GemvArgs &a, int p, int r0, int r1, float s0, float s1, int step,
@@ -321,7 +253,7 @@ __device__ __forceinline__ void epilogue(const GemvArgs &a, int p, int r0, int r
         const int half = a.hd / 2, head = p / half, i = p % half, pos = a.state[ST_LEN] - 1;
         bf16 *dst;
         if (head < a.H + a.KV) {
-            rope(s0, s1, pos, a.inv_freq[i]);
+            kb_rope_rotate(s0, s1, pos, a.inv_freq[i]);
             dst = head < a.H ? a.q + (size_t)head * a.hd : a.kc + ((size_t)(head - a.H) * a.max_len + pos) * a.hd;
         } else
             dst = a.vc + ((size_t)(head - a.H - a.KV) * a.max_len + pos) * a.hd;
@@ -337,7 +269,7 @@ __device__ __forceinline__ void epilogue(const GemvArgs &a, int p, int r0, int r
         a.y[r0] = s0, a.y[r1] = s1;
         if (a.keep && step < a.max_tokens)
             a.keep[(size_t)step * a.N + r0] = s0, a.keep[(size_t)step * a.N + r1] = s1;
-        best = max(best, max(pick_key(s0, r0), pick_key(s1, r1)));
+        best = max(best, max(kb_pick_key(s0, r0), kb_pick_key(s1, r1)));
     }
 }
 
@@ -375,7 +307,7 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32, 3) gemv_kernel(GemvArgs a)
     const int c_beg = warp % ks * slice, c_end = min(c_beg + slice, chunks);
     const int block_iters = (pairs + per_block - 1) / per_block;
     unsigned long long best = 0;
-    pdl_release();
+    kb_pdl_release();
 
     uint4 wa[4], wb[4];
     int bp = blockIdx.x, p = bp * per_block + warp / ks, r0 = 0, r1 = 0;
@@ -384,7 +316,7 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32, 3) gemv_kernel(GemvArgs a)
         load4(reinterpret_cast<const uint4 *>(a.w + (size_t)r0 * a.K), reinterpret_cast<const uint4 *>(a.w + (size_t)r1 * a.K),
               c_beg + lane, c_end, wa, wb);
     }
-    pdl_wait(); /* the input, the state and every output are the previous kernels' */
+    kb_pdl_wait(); /* the input, the state and every output are the previous kernels' */
     const int step = OUT == GEMV_LOGITS ? a.state[ST_STEP] : 0;
     stage_input(a, xs);
     __syncthreads();
@@ -479,6 +411,7 @@ struct kb_llama_gpu {
     kb_lt_product p_qkv, p_o, p_gu, p_d;
     Attn decode_attn;                          /* flash_decode, set up once: Tk is the cache's length */
     Attn prefill_attn;                         /* flash_mma, set up per plan */
+    kb_call norm;                              /* the op tables' variants, set up once (setup_kernels) */
     char why[256];
 };
 
@@ -602,6 +535,15 @@ static void teardown_attention(Attn *a)
     a->ctx = NULL;
 }
 
+/* The prefill's and the decode's kernels: variants of the op tables. */
+static const char *setup_kernels(kb_llama_gpu *g)
+{
+    const kb_llama_config *c = &g->c;
+    const kb_rmsnorm_args norm = {g->max_prefill, c->d_model, (float)c->eps, g->x, g->final_norm, {NULL}};
+    KB_TRY(kb_call_setup(&g->norm, "rmsnorm", "block", KB_BF16, &norm));
+    return NULL;
+}
+
 static const char *allocate(kb_llama_gpu *g)
 {
     const kb_llama_config *c = &g->c;
@@ -681,6 +623,7 @@ static const char *create(kb_llama_gpu *g, const kb_llama_model *m)
         if (g->resident[k] < 1)
             return "a GEMV kernel does not fit on an SM";
     }
+    KB_TRY(setup_kernels(g));
     return setup_attention(g, &g->decode_attn);
 }
 
@@ -724,6 +667,8 @@ extern "C" void kb_llama_gpu_destroy(kb_llama_gpu *g)
         return;
     destroy_plans(g);
     teardown_attention(&g->decode_attn);
+    for (kb_call *k : {&g->norm})
+        kb_call_teardown(k);
     for (int l = 0; g->layers && l < g->c.layers; ++l) {
         Layer *L = &g->layers[l];
         cudaFree(L->attn_norm), cudaFree(L->mlp_norm), cudaFree(L->wqkv), cudaFree(L->wo), cudaFree(L->wgu),
@@ -761,6 +706,14 @@ extern "C" const char *kb_llama_gpu_plan(kb_llama_gpu *g, int n)
     KB_TRY(setup_attention(g, &g->prefill_attn));
     g->planned = n;
     return NULL;
+}
+
+/* h = bf16(RMSNorm(x) * w) over rows of the residual stream. */
+static const char *norm(const kb_llama_gpu *g, const float *x, const float *w, int rows, bf16 *h, cudaStream_t s)
+{
+    kb_rmsnorm_args a = {rows, g->c.d_model, (float)g->c.eps, x, w, {NULL}};
+    a.y16 = (uint16_t *)h;
+    return kb_call_launch(&g->norm, &a, s);
 }
 
 static unsigned blocks_for(int64_t threads, int per_block) { return (unsigned)((threads + per_block - 1) / per_block); }
@@ -839,8 +792,7 @@ extern "C" const char *kb_llama_gpu_prefill(kb_llama_gpu *g, const int *ids, int
     KB_CUDA_TRY(cudaGetLastError());
     for (int l = 0; l < c->layers; ++l) {
         const Layer *L = &g->layers[l];
-        rmsnorm_kernel<<<n, 256, 0, s>>>(g->x, L->attn_norm, (float)c->eps, d, g->h);
-        KB_CUDA_TRY(cudaGetLastError());
+        KB_TRY(norm(g, g->x, L->attn_norm, n, g->h, s));
         KB_TRY(lt(g, &g->p_qkv, g->h, L->wqkv, g->qkv, s));
         rope_scatter_kernel<<<blocks_for((int64_t)n * (H + 2 * KV) * hd / 2, 256), 256, 0, s>>>(
             g->qkv, n, H, KV, hd, g->max_len, g->inv_freq, g->q, g->kcache + l * kv_layer, g->vcache + l * kv_layer);
@@ -851,8 +803,7 @@ extern "C" const char *kb_llama_gpu_prefill(kb_llama_gpu *g, const int *ids, int
         merge_heads_kernel<<<blocks_for((int64_t)n * H * hd / 8, 256), 256, 0, s>>>(g->o, n, H, hd, g->om);
         KB_CUDA_TRY(cudaGetLastError());
         KB_TRY(lt(g, &g->p_o, g->om, L->wo, g->x, s));
-        rmsnorm_kernel<<<n, 256, 0, s>>>(g->x, L->mlp_norm, (float)c->eps, d, g->h);
-        KB_CUDA_TRY(cudaGetLastError());
+        KB_TRY(norm(g, g->x, L->mlp_norm, n, g->h, s));
         KB_TRY(lt(g, &g->p_gu, g->h, L->wgu, g->gu, s));
         swiglu_kernel<<<blocks_for((int64_t)n * c->d_ff / 8, 256), 256, 0, s>>>(g->gu, n, c->d_ff, g->h);
         KB_CUDA_TRY(cudaGetLastError());

@@ -2,7 +2,8 @@
  * memory: the mean of squares, then y = x * rsqrt(mean(x^2) + eps) * gamma.
  * No shift is needed: a sum of squares has no cancellation (the row offset
  * by 1e4 only makes every term large), and eps keeps the row scaled by
- * 1e-3 finite and accurate.  The baseline.
+ * 1e-3 finite and accurate.  The baseline, in both forms: the bf16 one
+ * rounds y to bf16 as it stores it.
  *
  * Idea: the starting point.
  * Prediction: far below the copy ceiling: a warp's loads are C floats apart
@@ -13,17 +14,19 @@
  * docs/notes/softmax-layernorm.md. */
 #include "ops/rmsnorm.h"
 #include "kernels/cuda_util.h"
+#include "kernels/dtype.cuh"
 
 #define BLOCK 128
 
+template <typename T>
 __global__ void __launch_bounds__(BLOCK) rmsnorm_naive_kernel(int R, int C, float eps, const float *x,
-                                                             const float *gamma, float *y)
+                                                             const float *gamma, T *y)
 {
     int row = blockIdx.x * blockDim.x + threadIdx.x;
     if (row >= R)
         return;
     const float *in = x + (size_t)row * C;
-    float *out = y + (size_t)row * C;
+    T *out = y + (size_t)row * C;
 
     float sq = 0.0f;
     for (int j = 0; j < C; ++j)
@@ -31,14 +34,16 @@ __global__ void __launch_bounds__(BLOCK) rmsnorm_naive_kernel(int R, int C, floa
     const float rrms = rsqrtf(sq / C + eps);
 
     for (int j = 0; j < C; ++j)
-        out[j] = in[j] * rrms * gamma[j];
+        out[j] = kb_from_float<T>(in[j] * rrms * gamma[j]);
 }
 
+template <typename T>
 static const char *launch(const void *args, void *ctx, cudaStream_t stream)
 {
     const kb_rmsnorm_args *a = (const kb_rmsnorm_args *)args;
     (void)ctx;
-    rmsnorm_naive_kernel<<<KB_CEIL_DIV(a->R, BLOCK), BLOCK, 0, stream>>>(a->R, a->C, a->eps, a->x, a->gamma, a->y);
+    rmsnorm_naive_kernel<T><<<KB_CEIL_DIV(a->R, BLOCK), BLOCK, 0, stream>>>(a->R, a->C, a->eps, a->x, a->gamma,
+                                                                           (T *)a->y);
     KB_LAUNCHED();
 }
 
@@ -48,7 +53,14 @@ extern "C" const kb_variant rmsnorm_naive[] = {
         .summary = "one thread per row, two passes over global memory",
         .dtype = KB_F32,
         .math = KB_MATH_F32,
-        .launch = launch,
+        .launch = launch<float>,
+    },
+    {
+        .name = "naive",
+        .summary = "one thread per row, two passes over global memory, y rounded to bf16",
+        .dtype = KB_BF16,
+        .math = KB_MATH_BF16,
+        .launch = launch<__nv_bfloat16>,
     },
     KB_VARIANT_END,
 };

@@ -1,0 +1,45 @@
+/* The references of the ops the models' kernels became, through each op's
+ * contract (its tensors per dtype, bind and reference), on small
+ * hand-computed cases: the storage dtypes of every tensor, the layouts,
+ * and the conventions each op's header promises. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "harness/harness.h"
+#include "ops/rmsnorm.h"
+#include "tests/check.h"
+
+static const int64_t row0[] = {0}, row1[] = {1};
+
+/* Reference rows of output tensor `out`, from host inputs `in`. */
+static void ref(const kb_op *op, const char *shape, kb_dtype t, const void *const *in, int out, const int64_t *rows,
+                int nrows, double *y)
+{
+    kb_shape s;
+    char err[256];
+    CHECK(kb_parse_shape(op, shape, &s, err, sizeof err) == 0);
+    op->reference(&s, t, in, out, rows, nrows, y);
+}
+
+/* The bf16 form reads x and gamma as fp32 (the residual stream); y alone is bf16. */
+static void rmsnorm_bf16(void)
+{
+    kb_shape s = {2, {1, 2}, 0};
+    CHECK(kb_op_rmsnorm.tensor(&s, KB_BF16, 0).dtype == KB_F32);
+    CHECK(kb_op_rmsnorm.tensor(&s, KB_BF16, 1).dtype == KB_F32);
+    CHECK(kb_op_rmsnorm.tensor(&s, KB_BF16, 2).dtype == KB_BF16);
+    const float x[] = {3, 4}, g[] = {1, 2};
+    const void *in[] = {x, g, NULL};
+    double y[2];
+    ref(&kb_op_rmsnorm, "1x2", KB_BF16, in, 2, row0, 1, y);
+    const double r = 1 / sqrt(12.5 + KB_RMSNORM_EPS);
+    CHECK_NEAR(y[0], 3 * r, 1e-12);
+    CHECK_NEAR(y[1], 8 * r, 1e-12);
+}
+
+int main(void)
+{
+    rmsnorm_bf16();
+    (void)row1;
+    return CHECK_DONE();
+}
