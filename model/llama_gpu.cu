@@ -38,6 +38,7 @@
 #include "kernels/reduce.cuh"
 #include "model/kernel_call.h"
 #include "ops/rmsnorm.h"
+#include "ops/swiglu.h"
 #include "model/llama_gpu.h"
 
 typedef __nv_bfloat16 bf16;
@@ -92,27 +93,6 @@ __global__ void merge_heads_kernel(const bf16 *__restrict__ o, int n, int H, int
         return;
     const int c = (int)(id % v), h = (int)(id / v % H), t = (int)(id / v / H);
     reinterpret_cast<uint4 *>(out)[id] = reinterpret_cast<const uint4 *>(o + ((size_t)h * n + t) * hd)[c];
-}
-
-/* Prefill: gu [n, 2 ff] (gate | up) -> h [n, ff] = silu(gate) * up, 8
- * values a thread (ff a multiple of 8). */
-__global__ void swiglu_kernel(const bf16 *__restrict__ gu, int n, int ff, bf16 *__restrict__ h)
-{
-    const int64_t id = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, v = ff / 8;
-    if (id >= (int64_t)n * v)
-        return;
-    const int64_t t = id / v, c = id % v;
-    const uint4 g8 = reinterpret_cast<const uint4 *>(gu + t * 2 * ff)[c];
-    const uint4 u8 = reinterpret_cast<const uint4 *>(gu + t * 2 * ff + ff)[c];
-    const __nv_bfloat162 *g = reinterpret_cast<const __nv_bfloat162 *>(&g8), *u = reinterpret_cast<const __nv_bfloat162 *>(&u8);
-    uint4 r8;
-    __nv_bfloat162 *r = reinterpret_cast<__nv_bfloat162 *>(&r8);
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-        const float2 fg = __bfloat1622float2(g[e]), fu = __bfloat1622float2(u[e]);
-        r[e] = __floats2bfloat162_rn(fg.x / (1.0f + __expf(-fg.x)) * fu.x, fg.y / (1.0f + __expf(-fg.y)) * fu.y);
-    }
-    reinterpret_cast<uint4 *>(h)[id] = r8;
 }
 
 enum GemvOut { GEMV_QKV, GEMV_RESIDUAL, GEMV_SWIGLU, GEMV_LOGITS };
@@ -264,7 +244,7 @@ __device__ __forceinline__ void epilogue(const GemvArgs &a, int p, int r0, int r
         if (r1 != r0)
             a.y[r1] += s1;
     } else if (OUT == GEMV_SWIGLU)
-        a.yb[p] = __float2bfloat16_rn(s0 / (1.0f + __expf(-s0)) * s1);
+        a.yb[p] = __float2bfloat16_rn(kb_swiglu_fast(s0, s1));
     else {
         a.y[r0] = s0, a.y[r1] = s1;
         if (a.keep && step < a.max_tokens)
@@ -411,7 +391,7 @@ struct kb_llama_gpu {
     kb_lt_product p_qkv, p_o, p_gu, p_d;
     Attn decode_attn;                          /* flash_decode, set up once: Tk is the cache's length */
     Attn prefill_attn;                         /* flash_mma, set up per plan */
-    kb_call norm;                              /* the op tables' variants, set up once (setup_kernels) */
+    kb_call norm, swiglu;                      /* the op tables' variants, set up once (setup_kernels) */
     char why[256];
 };
 
@@ -541,6 +521,8 @@ static const char *setup_kernels(kb_llama_gpu *g)
     const kb_llama_config *c = &g->c;
     const kb_rmsnorm_args norm = {g->max_prefill, c->d_model, (float)c->eps, g->x, g->final_norm, {NULL}};
     KB_TRY(kb_call_setup(&g->norm, "rmsnorm", "block", KB_BF16, &norm));
+    const kb_swiglu_args swiglu = {g->max_prefill, c->d_ff, {NULL}, {NULL}};
+    KB_TRY(kb_call_setup(&g->swiglu, "swiglu", "vectorized", KB_BF16, &swiglu));
     return NULL;
 }
 
@@ -667,7 +649,7 @@ extern "C" void kb_llama_gpu_destroy(kb_llama_gpu *g)
         return;
     destroy_plans(g);
     teardown_attention(&g->decode_attn);
-    for (kb_call *k : {&g->norm})
+    for (kb_call *k : {&g->norm, &g->swiglu})
         kb_call_teardown(k);
     for (int l = 0; g->layers && l < g->c.layers; ++l) {
         Layer *L = &g->layers[l];
@@ -805,8 +787,9 @@ extern "C" const char *kb_llama_gpu_prefill(kb_llama_gpu *g, const int *ids, int
         KB_TRY(lt(g, &g->p_o, g->om, L->wo, g->x, s));
         KB_TRY(norm(g, g->x, L->mlp_norm, n, g->h, s));
         KB_TRY(lt(g, &g->p_gu, g->h, L->wgu, g->gu, s));
-        swiglu_kernel<<<blocks_for((int64_t)n * c->d_ff / 8, 256), 256, 0, s>>>(g->gu, n, c->d_ff, g->h);
-        KB_CUDA_TRY(cudaGetLastError());
+        kb_swiglu_args sw = {n, c->d_ff, {NULL}, {NULL}};
+        sw.gu16 = (const uint16_t *)g->gu, sw.h16 = (uint16_t *)g->h;
+        KB_TRY(kb_call_launch(&g->swiglu, &sw, s));
         KB_TRY(lt(g, &g->p_d, g->h, L->wd, g->x, s));
     }
     return head_and_pick(g, g->x + (size_t)(n - 1) * d, n + 1, s);

@@ -34,12 +34,14 @@
 #include "kernels/cuda_util.h"
 #include "kernels/lt_gemm.h"
 #include "ops/rmsnorm.h"
+#include "ops/swiglu.h"
 #include "model/llama.h"
 #include "model/stage_gpu.h"
 
 
 #define ATTENTION_VARIANT "flash"
 #define NORM_VARIANT "vectorized"
+#define SWIGLU_VARIANT "naive"
 
 /* ---- kernels: where no registry op fits ------------------------------------------ */
 
@@ -82,17 +84,6 @@ __global__ void merge_heads_kernel(const float *__restrict__ o, int n, int H, in
     om[id] = o[((int64_t)h * n + t) * hd + c];
 }
 
-/* gu [n, 2 ff] (gate | up) -> a [n, ff] = silu(gate) * up. */
-__global__ void swiglu_kernel(const float *__restrict__ gu, int n, int ff, float *__restrict__ a)
-{
-    const int64_t id = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (id >= (int64_t)n * ff)
-        return;
-    const int64_t t = id / ff, j = id % ff;
-    const float g = gu[t * 2 * ff + j], u = gu[t * 2 * ff + ff + j];
-    a[id] = g / (1.0f + expf(-g)) * u;
-}
-
 static unsigned blocks_for(int64_t threads) { return (unsigned)KB_CEIL_DIV(threads, 256); }
 
 /* ---- the stage's state -------------------------------------------------------------- */
@@ -122,7 +113,7 @@ struct Modern {
     cublasLtHandle_t lt;
     Products pre, dec;
     kb_lt_product head;
-    kb_call attn, norm;
+    kb_call attn, norm, swiglu;
     kb_stage_mem mem;
 };
 
@@ -260,6 +251,7 @@ static void tear_down(Modern *g)
     kb_lt_destroy(&g->head);
     kb_call_teardown(&g->attn);
     kb_call_teardown(&g->norm);
+    kb_call_teardown(&g->swiglu);
     if (g->lt)
         cublasLtDestroy(g->lt);
     kb_stage_free(&g->mem);
@@ -310,6 +302,8 @@ static const char *set_up(Modern *g)
     KB_TRY(kb_call_setup(&g->attn, "attention", ATTENTION_VARIANT, KB_F32, &a));
     const kb_rmsnorm_args r = {g->max_n, c->d_model, (float)c->eps, g->x, g->final_norm, {g->h}};
     KB_TRY(kb_call_setup(&g->norm, "rmsnorm", NORM_VARIANT, KB_F32, &r));
+    const kb_swiglu_args sw = {g->max_n, c->d_ff, {g->gu}, {g->a}};
+    KB_TRY(kb_call_setup(&g->swiglu, "swiglu", SWIGLU_VARIANT, KB_F32, &sw));
     KB_TRY(plan(g, &g->dec, 1));
     return kb_lt_plan(&g->head, g->lt, CUBLAS_COMPUTE_32F, CUDA_R_32F, 1, c->vocab, c->d_model,
                       CUBLASLT_EPILOGUE_DEFAULT, NULL, g->hl, g->head_t, g->logits);
@@ -380,8 +374,8 @@ static const char *layer(const Modern *g, const Products *p, int l, int p0, int 
     KB_TRY(lt(g, &p->o, g->om, L->wo, g->x, s));
     KB_TRY(norm(g, g->x, L->mlp_norm, n, g->h, s));
     KB_TRY(lt(g, &p->gu, g->h, L->wgu, g->gu, s));
-    swiglu_kernel<<<blocks_for((int64_t)n * c->d_ff), 256, 0, s>>>(g->gu, n, c->d_ff, g->a);
-    KB_CUDA_TRY(cudaGetLastError());
+    const kb_swiglu_args sw = {n, c->d_ff, {g->gu}, {g->a}};
+    KB_TRY(kb_call_launch(&g->swiglu, &sw, s));
     return lt(g, &p->down, g->a, L->wd, g->x, s);
 }
 

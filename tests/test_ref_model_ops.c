@@ -7,6 +7,7 @@
 #include <string.h>
 #include "harness/harness.h"
 #include "ops/rmsnorm.h"
+#include "ops/swiglu.h"
 #include "tests/check.h"
 
 static const int64_t row0[] = {0}, row1[] = {1};
@@ -37,9 +38,26 @@ static void rmsnorm_bf16(void)
     CHECK_NEAR(y[1], 8 * r, 1e-12);
 }
 
+/* Row 1 of a 2 x 2 gu | up: gates 0 and -2, ups 3 and 5, in bf16 storage. */
+static void swiglu_rows(void)
+{
+    const float gu[] = {9, 9, 9, 9, 0, -2, 3, 5};
+    uint16_t gu16[8];
+    for (int i = 0; i < 8; ++i)
+        gu16[i] = kb_float_to_bf16(gu[i]);
+    const void *in[] = {gu16, NULL};
+    double h[2];
+    ref(&kb_op_swiglu, "2x2", KB_BF16, in, 1, row1, 1, h);
+    CHECK(h[0] == 0); /* silu(0) = 0 */
+    CHECK_NEAR(h[1], -2 / (1 + exp(2.0)) * 5, 1e-12);
+    const void *f32[] = {gu, NULL};
+    ref(&kb_op_swiglu, "2x2", KB_F32, f32, 1, row0, 1, h);
+    CHECK_NEAR(h[0], 9 / (1 + exp(-9.0)) * 9, 1e-12);
+}
+
 int main(void)
 {
     rmsnorm_bf16();
-    (void)row1;
+    swiglu_rows();
     return CHECK_DONE();
 }
