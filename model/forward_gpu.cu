@@ -53,43 +53,11 @@
 #include "kernels/lt_gemm.h"
 #include "harness/harness.h"
 #include "model/gpu.h"
+#include "model/kernel_call.h"
+#include "ops/heads.h"
 
 
-/* ---- kernels: head layout and the tf32 split -------------------------------- */
-
-/* x is n x (parts * H * dh), token-major (b, t); part p goes to out[p] in
- * (B, H, T, dh) order, the layout the attention op reads. */
-__global__ void split_heads_kernel(const float *__restrict__ x, int parts, int B, int T, int H, int dh,
-                                   float *__restrict__ o0, float *__restrict__ o1, float *__restrict__ o2)
-{
-    const int64_t per_part = (int64_t)B * T * H * dh;
-    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= per_part * parts)
-        return;
-    const int p = (int)(i / per_part);
-    int64_t r = i % per_part;
-    const int c = (int)(r % dh);
-    r /= dh;
-    const int t = (int)(r % T);
-    r /= T;
-    const int h = (int)(r % H);
-    const int b = (int)(r / H);
-    const int d = H * dh;
-    float *o = p == 0 ? o0 : p == 1 ? o1 : o2;
-    o[i - p * per_part] = x[((int64_t)b * T + t) * parts * d + (int64_t)p * d + h * dh + c];
-}
-
-/* o is (B, H, T, dh); x is n x (H * dh), token-major. */
-__global__ void merge_heads_kernel(const float *__restrict__ o, int B, int T, int H, int dh, float *__restrict__ x)
-{
-    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    const int d = H * dh;
-    if (i >= (int64_t)B * T * d)
-        return;
-    const int col = (int)(i % d), h = col / dh, c = col % dh;
-    const int64_t token = i / d, b = token / T, t = token % T;
-    x[i] = o[((b * H + h) * T + t) * dh + c];
-}
+/* ---- kernels: the tf32 split -------------------------------------------------- */
 
 /* x (M x K) -> [xh xh xl] (M x 3K): xh is x rounded to tf32, xl = x - xh
  * exactly.  The tensor cores then lose only xl's own tf32 rounding. */
@@ -177,6 +145,7 @@ struct kb_tf_gpu {
     /* Attention over the source, over the target (its mask), and across;
      * the residual norms over source and target tokens; the final norms. */
     Call attn_src, attn_tgt, attn_cross, add_src, add_tgt, norm_src, norm_tgt;
+    kb_call to_heads, from_heads; /* split_heads and merge_heads around attention */
 };
 
 static int64_t slot_floats(int64_t n) { return (n + 63) / 64 * 64; }
@@ -390,18 +359,16 @@ static const char *attend(kb_tf_gpu *g, const Call &c, int Tq, int Tk, int causa
     const int H = g->cfg.heads, dh = g->cfg.d_model / H;
     const kb_attention_args a = attention_args(g, Tq, Tk, causal);
     KB_TRY(c.v->launch(&a, c.ctx, s));
-    const int64_t n = (int64_t)g->B * Tq * g->cfg.d_model;
-    merge_heads_kernel<<<blocks_for(n), 256, 0, s>>>(g->o_heads, g->B, Tq, H, dh, g->cat);
-    KB_LAUNCHED();
+    const kb_merge_heads_args m = {g->B, H, Tq, dh, g->o_heads, g->cat};
+    return kb_call_launch(&g->from_heads, &m, s);
 }
 
 static const char *split(kb_tf_gpu *g, const float *x, int parts, int T, float *o0, float *o1, float *o2,
                          cudaStream_t s)
 {
     const int H = g->cfg.heads, dh = g->cfg.d_model / H;
-    const int64_t n = (int64_t)parts * g->B * T * g->cfg.d_model;
-    split_heads_kernel<<<blocks_for(n), 256, 0, s>>>(x, parts, g->B, T, H, dh, o0, o1, o2);
-    KB_LAUNCHED();
+    const kb_split_heads_args a = {g->B, T, parts, H, dh, x, {o0, o1, o2}};
+    return kb_call_launch(&g->to_heads, &a, s);
 }
 
 /* proj = SelfAttn(x) over T tokens per sequence. */
@@ -694,6 +661,11 @@ static const char *create(kb_tf_gpu *g, const kb_tf_model *m, const kb_tf_kernel
         return e == cudaErrorMemoryAllocation ? "out of device memory for the cuBLASLt workspace" : cudaGetErrorString(e);
     if (cublasLtCreate(&g->lt) != CUBLAS_STATUS_SUCCESS)
         return "cannot create a cuBLASLt handle";
+    const int H = g->cfg.heads, dh = g->cfg.d_model / H;
+    const kb_split_heads_args split = {g->B, g->max_Ts, 3, H, dh, g->qkv, {g->heads[0], g->heads[1], g->heads[2]}};
+    const kb_merge_heads_args merge = {g->B, H, g->max_Tt, dh, g->o_heads, g->cat};
+    KB_TRY(kb_call_setup(&g->to_heads, "split_heads", "naive", KB_F32, &split));
+    KB_TRY(kb_call_setup(&g->from_heads, "merge_heads", "naive", KB_F32, &merge));
     return setup_kernels(g, k);
 }
 
@@ -726,6 +698,8 @@ extern "C" void kb_tf_gpu_destroy(kb_tf_gpu *g)
     for (Call *c : {&g->attn_src, &g->attn_tgt, &g->attn_cross, &g->add_src, &g->add_tgt, &g->norm_src, &g->norm_tgt})
         if (c->ready && c->v->teardown)
             c->v->teardown(c->ctx);
+    kb_call_teardown(&g->to_heads);
+    kb_call_teardown(&g->from_heads);
     for (int i = 0; i < g->nplans; ++i)
         kb_lt_destroy(&g->plans[i].product);
     if (g->lt)

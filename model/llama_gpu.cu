@@ -37,6 +37,7 @@
 #include "kernels/llama.cuh"
 #include "kernels/reduce.cuh"
 #include "model/kernel_call.h"
+#include "ops/heads.h"
 #include "ops/rmsnorm.h"
 #include "ops/swiglu.h"
 #include "model/llama_gpu.h"
@@ -82,17 +83,6 @@ __global__ void rope_scatter_kernel(const bf16 *__restrict__ qkv, int n, int H, 
         dst = vc + ((size_t)(head - H - KV) * max_len + t) * hd;
     dst[i] = __float2bfloat16_rn(a);
     dst[i + half] = __float2bfloat16_rn(b);
-}
-
-/* Prefill: attention's (H, n, hd) -> (n, H hd), the layout of Wo's input;
- * 8 values (16 bytes) a thread, hd being a multiple of 16. */
-__global__ void merge_heads_kernel(const bf16 *__restrict__ o, int n, int H, int hd, bf16 *__restrict__ out)
-{
-    const int64_t id = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, v = hd / 8;
-    if (id >= (int64_t)n * H * v)
-        return;
-    const int c = (int)(id % v), h = (int)(id / v % H), t = (int)(id / v / H);
-    reinterpret_cast<uint4 *>(out)[id] = reinterpret_cast<const uint4 *>(o + ((size_t)h * n + t) * hd)[c];
 }
 
 enum GemvOut { GEMV_QKV, GEMV_RESIDUAL, GEMV_SWIGLU, GEMV_LOGITS };
@@ -391,7 +381,7 @@ struct kb_llama_gpu {
     kb_lt_product p_qkv, p_o, p_gu, p_d;
     Attn decode_attn;                          /* flash_decode, set up once: Tk is the cache's length */
     Attn prefill_attn;                         /* flash_mma, set up per plan */
-    kb_call norm, swiglu;                      /* the op tables' variants, set up once (setup_kernels) */
+    kb_call norm, swiglu, merge;               /* the op tables' variants, set up once (setup_kernels) */
     char why[256];
 };
 
@@ -523,6 +513,8 @@ static const char *setup_kernels(kb_llama_gpu *g)
     KB_TRY(kb_call_setup(&g->norm, "rmsnorm", "block", KB_BF16, &norm));
     const kb_swiglu_args swiglu = {g->max_prefill, c->d_ff, {NULL}, {NULL}};
     KB_TRY(kb_call_setup(&g->swiglu, "swiglu", "vectorized", KB_BF16, &swiglu));
+    const kb_merge_heads_args merge = {1, c->heads, g->max_prefill, c->head_dim, NULL, NULL};
+    KB_TRY(kb_call_setup(&g->merge, "merge_heads", "vectorized", KB_BF16, &merge));
     return NULL;
 }
 
@@ -649,7 +641,7 @@ extern "C" void kb_llama_gpu_destroy(kb_llama_gpu *g)
         return;
     destroy_plans(g);
     teardown_attention(&g->decode_attn);
-    for (kb_call *k : {&g->norm, &g->swiglu})
+    for (kb_call *k : {&g->norm, &g->swiglu, &g->merge})
         kb_call_teardown(k);
     for (int l = 0; g->layers && l < g->c.layers; ++l) {
         Layer *L = &g->layers[l];
@@ -782,8 +774,8 @@ extern "C" const char *kb_llama_gpu_prefill(kb_llama_gpu *g, const int *ids, int
         kb_attention_args a = g->prefill_attn.args;
         a.k = g->kcache + l * kv_layer, a.v = g->vcache + l * kv_layer;
         KB_TRY(g->prefill_attn.v->launch(&a, g->prefill_attn.ctx, s));
-        merge_heads_kernel<<<blocks_for((int64_t)n * H * hd / 8, 256), 256, 0, s>>>(g->o, n, H, hd, g->om);
-        KB_CUDA_TRY(cudaGetLastError());
+        const kb_merge_heads_args mh = {1, H, n, hd, g->o, g->om};
+        KB_TRY(kb_call_launch(&g->merge, &mh, s));
         KB_TRY(lt(g, &g->p_o, g->om, L->wo, g->x, s));
         KB_TRY(norm(g, g->x, L->mlp_norm, n, g->h, s));
         KB_TRY(lt(g, &g->p_gu, g->h, L->wgu, g->gu, s));

@@ -34,6 +34,7 @@
 #include "kernels/cuda_util.h"
 #include "kernels/lt_gemm.h"
 #include "ops/rmsnorm.h"
+#include "ops/heads.h"
 #include "ops/swiglu.h"
 #include "model/llama.h"
 #include "model/stage_gpu.h"
@@ -42,6 +43,7 @@
 #define ATTENTION_VARIANT "flash"
 #define NORM_VARIANT "vectorized"
 #define SWIGLU_VARIANT "naive"
+#define MERGE_VARIANT "naive"
 
 /* ---- kernels: where no registry op fits ------------------------------------------ */
 
@@ -73,17 +75,6 @@ __global__ void rope_cache_kernel(const float *__restrict__ qkv, int n, int p0, 
     dst[i + half] = b;
 }
 
-/* Attention's (H, n, hd) -> (n, H hd), the layout of Wo's input. */
-__global__ void merge_heads_kernel(const float *__restrict__ o, int n, int H, int hd, float *__restrict__ om)
-{
-    const int64_t id = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (id >= (int64_t)n * H * hd)
-        return;
-    const int c = (int)(id % hd), h = (int)(id / hd % H);
-    const int64_t t = id / hd / H;
-    om[id] = o[((int64_t)h * n + t) * hd + c];
-}
-
 static unsigned blocks_for(int64_t threads) { return (unsigned)KB_CEIL_DIV(threads, 256); }
 
 /* ---- the stage's state -------------------------------------------------------------- */
@@ -113,7 +104,7 @@ struct Modern {
     cublasLtHandle_t lt;
     Products pre, dec;
     kb_lt_product head;
-    kb_call attn, norm, swiglu;
+    kb_call attn, norm, swiglu, merge;
     kb_stage_mem mem;
 };
 
@@ -252,6 +243,7 @@ static void tear_down(Modern *g)
     kb_call_teardown(&g->attn);
     kb_call_teardown(&g->norm);
     kb_call_teardown(&g->swiglu);
+    kb_call_teardown(&g->merge);
     if (g->lt)
         cublasLtDestroy(g->lt);
     kb_stage_free(&g->mem);
@@ -304,6 +296,8 @@ static const char *set_up(Modern *g)
     KB_TRY(kb_call_setup(&g->norm, "rmsnorm", NORM_VARIANT, KB_F32, &r));
     const kb_swiglu_args sw = {g->max_n, c->d_ff, {g->gu}, {g->a}};
     KB_TRY(kb_call_setup(&g->swiglu, "swiglu", SWIGLU_VARIANT, KB_F32, &sw));
+    const kb_merge_heads_args mh = {1, c->heads, g->max_n, c->head_dim, g->o, g->om};
+    KB_TRY(kb_call_setup(&g->merge, "merge_heads", MERGE_VARIANT, KB_F32, &mh));
     KB_TRY(plan(g, &g->dec, 1));
     return kb_lt_plan(&g->head, g->lt, CUBLAS_COMPUTE_32F, CUDA_R_32F, 1, c->vocab, c->d_model,
                       CUBLASLT_EPILOGUE_DEFAULT, NULL, g->hl, g->head_t, g->logits);
@@ -369,8 +363,8 @@ static const char *layer(const Modern *g, const Products *p, int l, int p0, int 
     KB_TRY(attend(g, K, V, ld, n, keys, s));
     if (prefill)
         KB_TRY(keep_prefill(g, cache, n, s));
-    merge_heads_kernel<<<blocks_for((int64_t)n * H * hd), 256, 0, s>>>(g->o, n, H, hd, g->om);
-    KB_CUDA_TRY(cudaGetLastError());
+    const kb_merge_heads_args mh = {1, H, n, hd, g->o, g->om};
+    KB_TRY(kb_call_launch(&g->merge, &mh, s));
     KB_TRY(lt(g, &p->o, g->om, L->wo, g->x, s));
     KB_TRY(norm(g, g->x, L->mlp_norm, n, g->h, s));
     KB_TRY(lt(g, &p->gu, g->h, L->wgu, g->gu, s));

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "harness/harness.h"
+#include "ops/heads.h"
 #include "ops/rmsnorm.h"
 #include "ops/swiglu.h"
 #include "tests/check.h"
@@ -55,8 +56,30 @@ static void swiglu_rows(void)
     CHECK_NEAR(h[0], 9 / (1 + exp(-9.0)) * 9, 1e-12);
 }
 
+/* Eight values 0..7 (or 0..11): every element names where it came from. */
+static void heads_layout(void)
+{
+    float x[12];
+    for (int i = 0; i < 12; ++i)
+        x[i] = (float)i;
+    const void *in[] = {x, NULL, NULL, NULL};
+    double y[4];
+    /* merge 1x2x2x2: token 1 is head 0's row 1 (2, 3), then head 1's (6, 7) */
+    ref(&kb_op_merge_heads, "1x2x2x2", KB_F32, in, 1, row1, 1, y);
+    CHECK(y[0] == 2 && y[1] == 3 && y[2] == 6 && y[3] == 7);
+    /* split 1x2x3x1x2: part 2 (v) of token 1 is x[10], x[11] */
+    ref(&kb_op_split_heads, "1x2x3x1x2", KB_F32, in, 3, row1, 1, y);
+    CHECK(y[0] == 10 && y[1] == 11);
+    kb_shape s;
+    char err[256];
+    CHECK(kb_parse_shape(&kb_op_split_heads, "1x2x3x1x2", &s, err, sizeof err) == 0 &&
+          kb_op_split_heads.ntensors(&s) == 4);
+    CHECK(kb_parse_shape(&kb_op_split_heads, "1x2x4x1x2", &s, err, sizeof err) != 0); /* at most q | k | v */
+}
+
 int main(void)
 {
+    heads_layout();
     rmsnorm_bf16();
     swiglu_rows();
     return CHECK_DONE();
