@@ -39,6 +39,7 @@
 #include "model/kernel_call.h"
 #include "ops/heads.h"
 #include "ops/rmsnorm.h"
+#include "ops/rope.h"
 #include "ops/swiglu.h"
 #include "model/llama_gpu.h"
 
@@ -60,29 +61,6 @@ __global__ void embed_kernel(const int *__restrict__ ids, const bf16 *__restrict
     const bf16 *row = embed + (size_t)ids[blockIdx.x] * d;
     for (int c = threadIdx.x; c < d; c += blockDim.x)
         x[(size_t)blockIdx.x * d + c] = __bfloat162float(row[c]);
-}
-
-/* Prefill: qkv [n, (H + 2 KV) hd] -> q (H, n, hd) rotated, k rotated and v
- * into the cache at positions 0..n-1.  One thread per pair (t, head, i). */
-__global__ void rope_scatter_kernel(const bf16 *__restrict__ qkv, int n, int H, int KV, int hd, int max_len,
-                                    const float *__restrict__ inv_freq, bf16 *__restrict__ q, bf16 *__restrict__ kc,
-                                    bf16 *__restrict__ vc)
-{
-    const int half = hd / 2, heads = H + 2 * KV;
-    const int64_t id = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (id >= (int64_t)n * heads * half)
-        return;
-    const int i = (int)(id % half), head = (int)(id / half % heads), t = (int)(id / half / heads);
-    const bf16 *src = qkv + ((size_t)t * heads + head) * hd;
-    float a = __bfloat162float(src[i]), b = __bfloat162float(src[i + half]);
-    bf16 *dst;
-    if (head < H + KV) {
-        kb_rope_rotate(a, b, t, inv_freq[i]);
-        dst = head < H ? q + ((size_t)head * n + t) * hd : kc + ((size_t)(head - H) * max_len + t) * hd;
-    } else
-        dst = vc + ((size_t)(head - H - KV) * max_len + t) * hd;
-    dst[i] = __float2bfloat16_rn(a);
-    dst[i + half] = __float2bfloat16_rn(b);
 }
 
 enum GemvOut { GEMV_QKV, GEMV_RESIDUAL, GEMV_SWIGLU, GEMV_LOGITS };
@@ -381,7 +359,7 @@ struct kb_llama_gpu {
     kb_lt_product p_qkv, p_o, p_gu, p_d;
     Attn decode_attn;                          /* flash_decode, set up once: Tk is the cache's length */
     Attn prefill_attn;                         /* flash_mma, set up per plan */
-    kb_call norm, swiglu, merge;               /* the op tables' variants, set up once (setup_kernels) */
+    kb_call norm, rotary, swiglu, merge;       /* the op tables' variants, set up once (setup_kernels) */
     char why[256];
 };
 
@@ -513,6 +491,8 @@ static const char *setup_kernels(kb_llama_gpu *g)
     KB_TRY(kb_call_setup(&g->norm, "rmsnorm", "block", KB_BF16, &norm));
     const kb_swiglu_args swiglu = {g->max_prefill, c->d_ff, {NULL}, {NULL}};
     KB_TRY(kb_call_setup(&g->swiglu, "swiglu", "vectorized", KB_BF16, &swiglu));
+    const kb_rope_args rope = {g->max_prefill, c->heads, c->kv_heads, c->head_dim, 0, g->max_len};
+    KB_TRY(kb_call_setup(&g->rotary, "rope", "sincos", KB_BF16, &rope));
     const kb_merge_heads_args merge = {1, c->heads, g->max_prefill, c->head_dim, NULL, NULL};
     KB_TRY(kb_call_setup(&g->merge, "merge_heads", "vectorized", KB_BF16, &merge));
     return NULL;
@@ -641,7 +621,7 @@ extern "C" void kb_llama_gpu_destroy(kb_llama_gpu *g)
         return;
     destroy_plans(g);
     teardown_attention(&g->decode_attn);
-    for (kb_call *k : {&g->norm, &g->swiglu, &g->merge})
+    for (kb_call *k : {&g->norm, &g->rotary, &g->swiglu, &g->merge})
         kb_call_teardown(k);
     for (int l = 0; g->layers && l < g->c.layers; ++l) {
         Layer *L = &g->layers[l];
@@ -689,8 +669,6 @@ static const char *norm(const kb_llama_gpu *g, const float *x, const float *w, i
     a.y16 = (uint16_t *)h;
     return kb_call_launch(&g->norm, &a, s);
 }
-
-static unsigned blocks_for(int64_t threads, int per_block) { return (unsigned)((threads + per_block - 1) / per_block); }
 
 /* Launch kernel(*arg) with programmatic dependent launch where the GPU
  * has it (sm_90 on). */
@@ -768,9 +746,9 @@ extern "C" const char *kb_llama_gpu_prefill(kb_llama_gpu *g, const int *ids, int
         const Layer *L = &g->layers[l];
         KB_TRY(norm(g, g->x, L->attn_norm, n, g->h, s));
         KB_TRY(lt(g, &g->p_qkv, g->h, L->wqkv, g->qkv, s));
-        rope_scatter_kernel<<<blocks_for((int64_t)n * (H + 2 * KV) * hd / 2, 256), 256, 0, s>>>(
-            g->qkv, n, H, KV, hd, g->max_len, g->inv_freq, g->q, g->kcache + l * kv_layer, g->vcache + l * kv_layer);
-        KB_CUDA_TRY(cudaGetLastError());
+        const kb_rope_args ra = {n, H, KV, hd, 0, g->max_len, g->qkv, g->inv_freq, NULL, g->q,
+                                 g->kcache + l * kv_layer, g->vcache + l * kv_layer};
+        KB_TRY(kb_call_launch(&g->rotary, &ra, s));
         kb_attention_args a = g->prefill_attn.args;
         a.k = g->kcache + l * kv_layer, a.v = g->vcache + l * kv_layer;
         KB_TRY(g->prefill_attn.v->launch(&a, g->prefill_attn.ctx, s));

@@ -35,6 +35,7 @@
 #include "kernels/lt_gemm.h"
 #include "ops/rmsnorm.h"
 #include "ops/heads.h"
+#include "ops/rope.h"
 #include "ops/swiglu.h"
 #include "model/llama.h"
 #include "model/stage_gpu.h"
@@ -44,38 +45,7 @@
 #define NORM_VARIANT "vectorized"
 #define SWIGLU_VARIANT "naive"
 #define MERGE_VARIANT "naive"
-
-/* ---- kernels: where no registry op fits ------------------------------------------ */
-
-/* qkv [n, (H + 2 KV) hd] of positions p0.. -> q (H, n, hd) rotated, k
- * rotated and v into (KV, ld, hd) at their positions: the layer's cache
- * (ld = max_len) or a prefill's own keys (p0 = 0, ld = n).  One thread per
- * pair (i, i + hd/2) of a head of a token. */
-__global__ void rope_cache_kernel(const float *__restrict__ qkv, int n, int p0, int H, int KV, int hd, int64_t ld,
-                                  const float2 *__restrict__ rope, float *__restrict__ q, float *__restrict__ kc,
-                                  float *__restrict__ vc)
-{
-    const int half = hd / 2, heads = H + 2 * KV;
-    const int64_t id = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (id >= (int64_t)n * heads * half)
-        return;
-    const int i = (int)(id % half), head = (int)(id / half % heads), t = (int)(id / half / heads), pos = p0 + t;
-    const float *src = qkv + ((int64_t)t * heads + head) * hd;
-    float a = src[i], b = src[i + half];
-    if (head < H + KV) {
-        const float2 cs = rope[(int64_t)pos * half + i];
-        const float ra = a * cs.x - b * cs.y;
-        b = b * cs.x + a * cs.y;
-        a = ra;
-    }
-    float *dst = head < H        ? q + ((int64_t)head * n + t) * hd
-                 : head < H + KV ? kc + ((int64_t)(head - H) * ld + pos) * hd
-                                 : vc + ((int64_t)(head - H - KV) * ld + pos) * hd;
-    dst[i] = a;
-    dst[i + half] = b;
-}
-
-static unsigned blocks_for(int64_t threads) { return (unsigned)KB_CEIL_DIV(threads, 256); }
+#define ROPE_VARIANT "table"
 
 /* ---- the stage's state -------------------------------------------------------------- */
 
@@ -104,7 +74,7 @@ struct Modern {
     cublasLtHandle_t lt;
     Products pre, dec;
     kb_lt_product head;
-    kb_call attn, norm, swiglu, merge;
+    kb_call attn, norm, rotary, swiglu, merge;
     kb_stage_mem mem;
 };
 
@@ -242,6 +212,7 @@ static void tear_down(Modern *g)
     kb_lt_destroy(&g->head);
     kb_call_teardown(&g->attn);
     kb_call_teardown(&g->norm);
+    kb_call_teardown(&g->rotary);
     kb_call_teardown(&g->swiglu);
     kb_call_teardown(&g->merge);
     if (g->lt)
@@ -296,6 +267,8 @@ static const char *set_up(Modern *g)
     KB_TRY(kb_call_setup(&g->norm, "rmsnorm", NORM_VARIANT, KB_F32, &r));
     const kb_swiglu_args sw = {g->max_n, c->d_ff, {g->gu}, {g->a}};
     KB_TRY(kb_call_setup(&g->swiglu, "swiglu", SWIGLU_VARIANT, KB_F32, &sw));
+    const kb_rope_args ro = {g->max_n, c->heads, c->kv_heads, c->head_dim, 0, g->max_len};
+    KB_TRY(kb_call_setup(&g->rotary, "rope", ROPE_VARIANT, KB_F32, &ro));
     const kb_merge_heads_args mh = {1, c->heads, g->max_n, c->head_dim, g->o, g->om};
     KB_TRY(kb_call_setup(&g->merge, "merge_heads", MERGE_VARIANT, KB_F32, &mh));
     KB_TRY(plan(g, &g->dec, 1));
@@ -357,9 +330,8 @@ static const char *layer(const Modern *g, const Products *p, int l, int p0, int 
     const Layer *L = &g->layers[l];
     KB_TRY(norm(g, g->x, L->attn_norm, n, g->h, s));
     KB_TRY(lt(g, &p->qkv, g->h, L->wqkv, g->qkv, s));
-    rope_cache_kernel<<<blocks_for((int64_t)n * (H + 2 * KV) * hd / 2), 256, 0, s>>>(g->qkv, n, p0, H, KV, hd, ld,
-                                                                                    g->rope, g->q, K, V);
-    KB_CUDA_TRY(cudaGetLastError());
+    const kb_rope_args ro = {n, H, KV, hd, p0, ld, g->qkv, NULL, (const float *)g->rope, g->q, K, V};
+    KB_TRY(kb_call_launch(&g->rotary, &ro, s));
     KB_TRY(attend(g, K, V, ld, n, keys, s));
     if (prefill)
         KB_TRY(keep_prefill(g, cache, n, s));

@@ -8,6 +8,7 @@
 #include "harness/harness.h"
 #include "ops/heads.h"
 #include "ops/rmsnorm.h"
+#include "ops/rope.h"
 #include "ops/swiglu.h"
 #include "tests/check.h"
 
@@ -77,8 +78,38 @@ static void heads_layout(void)
     CHECK(kb_parse_shape(&kb_op_split_heads, "1x2x4x1x2", &s, err, sizeof err) != 0); /* at most q | k | v */
 }
 
+/* One token at position 1 (P = 1), one head of each kind, D = 2: the angle is 1. */
+static void rope_rows(void)
+{
+    const float qkv[] = {1, 0, 0, 1, 5, 6}, k[] = {7, 8, -1, -1}, v[] = {9, 10, -1, -1};
+    const void *in[] = {qkv, NULL, NULL, NULL, k, v};
+    double y[4];
+    ref(&kb_op_rope, "1x1x1x2x1", KB_F32, in, 3, row0, 1, y); /* q */
+    CHECK_NEAR(y[0], cos(1.0), 1e-15);
+    CHECK_NEAR(y[1], sin(1.0), 1e-15);
+    const int64_t both[] = {0, 1};
+    ref(&kb_op_rope, "1x1x1x2x1", KB_F32, in, 4, both, 2, y); /* k: row 0 kept, row 1 the turned key */
+    CHECK(y[0] == 7 && y[1] == 8);
+    CHECK_NEAR(y[2], -sin(1.0), 1e-15);
+    CHECK_NEAR(y[3], cos(1.0), 1e-15);
+    ref(&kb_op_rope, "1x1x1x2x1", KB_F32, in, 5, both, 2, y); /* v: copied, not turned */
+    CHECK(y[0] == 9 && y[1] == 10 && y[2] == 5 && y[3] == 6);
+    /* The derived tables at D = 4: theta^(-2i/D) = 1, 1/100; position 2's (cos, sin). */
+    kb_shape s;
+    char err[256];
+    CHECK(kb_parse_shape(&kb_op_rope, "1x1x1x4x2", &s, err, sizeof err) == 0);
+    CHECK(kb_parse_shape(&kb_op_rope, "1x1x1x3", &s, err, sizeof err) != 0); /* D odd */
+    CHECK(kb_parse_shape(&kb_op_rope, "1x1x1x4x2", &s, err, sizeof err) == 0);
+    float inv_freq[2], cs[3 * 4];
+    void *host[] = {NULL, inv_freq, cs, NULL, NULL, NULL};
+    kb_op_rope.prepare(&s, KB_F32, host);
+    CHECK(inv_freq[0] == 1.0f && inv_freq[1] == 0.01f);
+    CHECK(cs[2 * 2 * 2 + 2] == (float)cos(0.02) && cs[2 * 2 * 2 + 3] == (float)sin(0.02));
+}
+
 int main(void)
 {
+    rope_rows();
     heads_layout();
     rmsnorm_bf16();
     swiglu_rows();
