@@ -37,6 +37,7 @@
 #include "kernels/llama.cuh"
 #include "kernels/reduce.cuh"
 #include "model/kernel_call.h"
+#include "ops/gather.h"
 #include "ops/heads.h"
 #include "ops/rmsnorm.h"
 #include "ops/rope.h"
@@ -52,16 +53,6 @@ enum { ST_LEN, ST_STEP, ST_TOK, ST_COUNT }; /* device state: keys in the cache a
 #define MAX_HEAD_DIM 128
 
 /* ---- kernels ---------------------------------------------------------------------- */
-
-/* Rows of the embedding as fp32: x[t] = embed[ids[t]]. */
-__global__ void embed_kernel(const int *__restrict__ ids, const bf16 *__restrict__ embed, float *__restrict__ x, int d)
-{
-    kb_pdl_release();
-    kb_pdl_wait();
-    const bf16 *row = embed + (size_t)ids[blockIdx.x] * d;
-    for (int c = threadIdx.x; c < d; c += blockDim.x)
-        x[(size_t)blockIdx.x * d + c] = __bfloat162float(row[c]);
-}
 
 enum GemvOut { GEMV_QKV, GEMV_RESIDUAL, GEMV_SWIGLU, GEMV_LOGITS };
 
@@ -359,7 +350,7 @@ struct kb_llama_gpu {
     kb_lt_product p_qkv, p_o, p_gu, p_d;
     Attn decode_attn;                          /* flash_decode, set up once: Tk is the cache's length */
     Attn prefill_attn;                         /* flash_mma, set up per plan */
-    kb_call norm, rotary, swiglu, merge;       /* the op tables' variants, set up once (setup_kernels) */
+    kb_call embedding, norm, rotary, swiglu, merge; /* the op tables' variants, set up once (setup_kernels) */
     char why[256];
 };
 
@@ -489,6 +480,8 @@ static const char *setup_kernels(kb_llama_gpu *g)
     const kb_llama_config *c = &g->c;
     const kb_rmsnorm_args norm = {g->max_prefill, c->d_model, (float)c->eps, g->x, g->final_norm, {NULL}};
     KB_TRY(kb_call_setup(&g->norm, "rmsnorm", "block", KB_BF16, &norm));
+    const kb_gather_args embedding = {g->max_prefill, c->vocab, c->d_model, g->ids, g->embed, g->x};
+    KB_TRY(kb_call_setup(&g->embedding, "gather", "block", KB_BF16, &embedding));
     const kb_swiglu_args swiglu = {g->max_prefill, c->d_ff, {NULL}, {NULL}};
     KB_TRY(kb_call_setup(&g->swiglu, "swiglu", "vectorized", KB_BF16, &swiglu));
     const kb_rope_args rope = {g->max_prefill, c->heads, c->kv_heads, c->head_dim, 0, g->max_len};
@@ -621,7 +614,7 @@ extern "C" void kb_llama_gpu_destroy(kb_llama_gpu *g)
         return;
     destroy_plans(g);
     teardown_attention(&g->decode_attn);
-    for (kb_call *k : {&g->norm, &g->rotary, &g->swiglu, &g->merge})
+    for (kb_call *k : {&g->embedding, &g->norm, &g->rotary, &g->swiglu, &g->merge})
         kb_call_teardown(k);
     for (int l = 0; g->layers && l < g->c.layers; ++l) {
         Layer *L = &g->layers[l];
@@ -660,6 +653,13 @@ extern "C" const char *kb_llama_gpu_plan(kb_llama_gpu *g, int n)
     KB_TRY(setup_attention(g, &g->prefill_attn));
     g->planned = n;
     return NULL;
+}
+
+/* x = the embedding's rows of the n tokens ids (device memory). */
+static const char *embed(const kb_llama_gpu *g, const int *ids, int n, cudaStream_t s)
+{
+    const kb_gather_args a = {n, g->c.vocab, g->c.d_model, ids, g->embed, g->x};
+    return kb_call_launch(&g->embedding, &a, s);
 }
 
 /* h = bf16(RMSNorm(x) * w) over rows of the residual stream. */
@@ -740,8 +740,7 @@ extern "C" const char *kb_llama_gpu_prefill(kb_llama_gpu *g, const int *ids, int
     const int64_t kv_layer = (int64_t)KV * g->max_len * hd;
     KB_CUDA_TRY(cudaMemcpyAsync(g->ids, ids, sizeof(int) * n, cudaMemcpyHostToDevice, s));
     KB_CUDA_TRY(cudaMemsetAsync(g->state + ST_STEP, 0, sizeof(int), s));
-    embed_kernel<<<n, 256, 0, s>>>(g->ids, g->embed, g->x, d);
-    KB_CUDA_TRY(cudaGetLastError());
+    KB_TRY(embed(g, g->ids, n, s));
     for (int l = 0; l < c->layers; ++l) {
         const Layer *L = &g->layers[l];
         KB_TRY(norm(g, g->x, L->attn_norm, n, g->h, s));
@@ -770,8 +769,7 @@ extern "C" const char *kb_llama_gpu_decode(kb_llama_gpu *g, cudaStream_t s)
     const kb_llama_config *c = &g->c;
     const int d = c->d_model, qd = c->heads * c->head_dim;
     const int64_t kv_layer = (int64_t)c->kv_heads * g->max_len * c->head_dim;
-    embed_kernel<<<1, 256, 0, s>>>(g->state + ST_TOK, g->embed, g->x, d);
-    KB_CUDA_TRY(cudaGetLastError());
+    KB_TRY(embed(g, g->state + ST_TOK, 1, s));
     for (int l = 0; l < c->layers; ++l) {
         const Layer *L = &g->layers[l];
         GemvArgs a = gemv_args(L->wqkv, qd + 2 * c->kv_heads * c->head_dim, d);

@@ -75,6 +75,7 @@ struct Modern {
     Products pre, dec;
     kb_lt_product head;
     kb_call attn, norm, rotary, swiglu, merge;
+    kb_stage_ends ends; /* the embedding and the pick */
     kb_stage_mem mem;
 };
 
@@ -215,6 +216,7 @@ static void tear_down(Modern *g)
     kb_call_teardown(&g->rotary);
     kb_call_teardown(&g->swiglu);
     kb_call_teardown(&g->merge);
+    kb_stage_ends_teardown(&g->ends);
     if (g->lt)
         cublasLtDestroy(g->lt);
     kb_stage_free(&g->mem);
@@ -271,6 +273,7 @@ static const char *set_up(Modern *g)
     KB_TRY(kb_call_setup(&g->rotary, "rope", ROPE_VARIANT, KB_F32, &ro));
     const kb_merge_heads_args mh = {1, c->heads, g->max_n, c->head_dim, g->o, g->om};
     KB_TRY(kb_call_setup(&g->merge, "merge_heads", MERGE_VARIANT, KB_F32, &mh));
+    KB_TRY(kb_stage_ends_setup(&g->ends));
     KB_TRY(plan(g, &g->dec, 1));
     return kb_lt_plan(&g->head, g->lt, CUBLAS_COMPUTE_32F, CUDA_R_32F, 1, c->vocab, c->d_model,
                       CUBLASLT_EPILOGUE_DEFAULT, NULL, g->hl, g->head_t, g->logits);
@@ -352,12 +355,12 @@ static const char *layer(const Modern *g, const Products *p, int l, int p0, int 
 static const char *forward(const Modern *g, const Products *p, int p0, int n, int keys, cudaStream_t s)
 {
     const kb_llama_config *c = &g->m.cfg;
-    KB_TRY(kb_stage_embed(g->ids + p0, n, g->emb_t, c->vocab, c->d_model, 1.0f, NULL, g->x, s));
+    KB_TRY(kb_stage_embed(&g->ends, g->ids + p0, n, g->emb_t, c->vocab, c->d_model, 1.0f, NULL, g->x, s));
     for (int l = 0; l < c->layers; ++l)
         KB_TRY(layer(g, p, l, p0, n, keys, s));
     KB_TRY(norm(g, g->x + (size_t)(n - 1) * c->d_model, g->final_norm, 1, g->hl, s));
     KB_TRY(lt(g, &g->head, g->hl, g->head_t, g->logits, s));
-    return kb_stage_argmax(g->logits, c->vocab, g->ids + p0 + n, s);
+    return kb_stage_argmax(&g->ends, g->logits, c->vocab, g->ids + p0 + n, s);
 }
 
 /* A decode step: the token at position p0 against the cache. */

@@ -6,10 +6,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include "harness/harness.h"
+#include "ops/add.h"
+#include "ops/argmax.h"
+#include "ops/bias.h"
+#include "ops/embed_t.h"
+#include "ops/gather.h"
 #include "ops/heads.h"
+#include "ops/mask.h"
 #include "ops/rmsnorm.h"
 #include "ops/rope.h"
 #include "ops/swiglu.h"
+#include "ops/transpose.h"
 #include "tests/check.h"
 
 static const int64_t row0[] = {0}, row1[] = {1};
@@ -107,8 +114,79 @@ static void rope_rows(void)
     CHECK(cs[2 * 2 * 2 + 2] == (float)cos(0.02) && cs[2 * 2 * 2 + 3] == (float)sin(0.02));
 }
 
+/* Two tokens of a 3 x 2 table: rows by id, widened from bf16; the
+ * transposed table's columns, scaled by sqrt(D), plus pe. */
+static void embeddings(void)
+{
+    const int ids[] = {2, 0};
+    const float table[] = {1, 2, 3, 4, 5.5f, -6}, table_t[] = {1, 3, 5.5f, 2, 4, -6}, pe[] = {0, 0, 10, 20};
+    uint16_t table16[6];
+    for (int i = 0; i < 6; ++i)
+        table16[i] = kb_float_to_bf16(table[i]);
+    kb_shape s;
+    char err[256];
+    CHECK(kb_parse_shape(&kb_op_gather, "2x3x2", &s, err, sizeof err) == 0);
+    CHECK(kb_op_gather.tensor(&s, KB_BF16, 2).dtype == KB_F32 && kb_op_gather.tensor(&s, KB_BF16, 0).dtype == KB_I32);
+    const void *in[] = {ids, table16, NULL};
+    double x[2];
+    ref(&kb_op_gather, "2x3x2", KB_BF16, in, 2, row0, 1, x);
+    CHECK(x[0] == 5.5 && x[1] == -6);
+    const void *in_t[] = {ids, table_t, pe, NULL};
+    ref(&kb_op_embed_t, "2x3x2", KB_F32, in_t, 3, row1, 1, x);
+    CHECK_NEAR(x[0], sqrt(2.0) * 1 + 10, 1e-6);
+    CHECK_NEAR(x[1], sqrt(2.0) * 2 + 20, 1e-6);
+}
+
+/* The first largest wins; the planted rows are what the header says. */
+static void argmax_rows(void)
+{
+    const float x[] = {1, 3, 3, -5, 0.25f, 0.5f, 0.5f, -1};
+    const void *in[] = {x, NULL};
+    const int64_t both[] = {0, 1};
+    double y[2];
+    ref(&kb_op_argmax, "2x4", KB_F32, in, 1, both, 2, y);
+    CHECK(y[0] == 1 && y[1] == 1);
+    kb_shape s;
+    char err[256];
+    CHECK(kb_parse_shape(&kb_op_argmax, "2x7", &s, err, sizeof err) == 0);
+    float f[14];
+    kb_op_argmax.fill(&s, 0, f, 14, 5, 0);
+    ref(&kb_op_argmax, "2x7", KB_F32, (const void *[]){f, NULL}, 1, both, 2, y);
+    CHECK(y[0] == 0 && y[1] == 3);
+}
+
+/* The basic stage's small ops on a 2 x 3 matrix 0..5. */
+static void basic_ops(void)
+{
+    const float x[] = {0, 1, 2, 3, 4, 5}, b[] = {-4, 0, 1};
+    const void *in[] = {x, NULL};
+    double y[6];
+    ref(&kb_op_transpose, "2x3", KB_F32, in, 1, (const int64_t[]){2}, 1, y); /* row 2 of x^T: x's column 2 */
+    CHECK(y[0] == 2 && y[1] == 5);
+    /* 2 x 3, bottom right: query 0 sees keys 0, 1; query 1 all three */
+    ref(&kb_op_mask, "2x3", KB_F32, in, 0, (const int64_t[]){0, 1}, 2, y);
+    CHECK(y[0] == 0 && y[1] == 1 && y[2] == KB_MASK_CHECKED_VALUE && y[3] == 3 && y[5] == 5);
+    ref(&kb_op_mask, "3x2", KB_F32, in, 0, (const int64_t[]){0}, 1, y); /* more queries than keys: none seen */
+    CHECK(y[0] == KB_MASK_CHECKED_VALUE && y[1] == KB_MASK_CHECKED_VALUE);
+    kb_shape s;
+    char err[256];
+    CHECK(kb_parse_shape(&kb_op_mask, "4x4", &s, err, sizeof err) == 0 && kb_op_mask.bytes(&s, KB_F32) == 4 * 6);
+    CHECK(kb_parse_shape(&kb_op_mask, "5x2", &s, err, sizeof err) == 0 && kb_op_mask.bytes(&s, KB_F32) == 4 * 7);
+    const void *sum[] = {x, x + 3, NULL};
+    ref(&kb_op_add, "3", KB_F32, sum, 2, row0, 1, y);
+    CHECK(y[0] == 3 && y[1] == 5 && y[2] == 7);
+    const void *biased[] = {b, x};
+    ref(&kb_op_bias, "2x3r", KB_F32, biased, 1, row1, 1, y); /* relu(3 - 4, 4 + 0, 5 + 1) */
+    CHECK(y[0] == 0 && y[1] == 4 && y[2] == 6);
+    ref(&kb_op_bias, "2x3", KB_F32, biased, 1, row0, 1, y);
+    CHECK(y[0] == -4 && y[1] == 1 && y[2] == 3);
+}
+
 int main(void)
 {
+    basic_ops();
+    embeddings();
+    argmax_rows();
     rope_rows();
     heads_layout();
     rmsnorm_bf16();
