@@ -55,28 +55,8 @@
 #include "model/gpu.h"
 #include "model/kernel_call.h"
 #include "ops/heads.h"
+#include "ops/split_tf32.h"
 
-
-/* ---- kernels: the tf32 split -------------------------------------------------- */
-
-/* x (M x K) -> [xh xh xl] (M x 3K): xh is x rounded to tf32, xl = x - xh
- * exactly.  The tensor cores then lose only xl's own tf32 rounding. */
-__global__ void split_tf32_kernel(const float *__restrict__ x, int64_t M, int K, float *__restrict__ out)
-{
-    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= M * K)
-        return;
-    const float v = x[i];
-    uint32_t bits;
-    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(bits) : "f"(v));
-    const float hi = __uint_as_float(bits);
-    float *row = out + (i / K) * 3 * K + i % K;
-    row[0] = hi;
-    row[K] = hi;
-    row[2 * K] = v - hi;
-}
-
-static unsigned blocks_for(int64_t n) { return (unsigned)KB_CEIL_DIV(n, 256); }
 
 /* ---- weights on the device ---------------------------------------------------- */
 
@@ -146,6 +126,7 @@ struct kb_tf_gpu {
      * the residual norms over source and target tokens; the final norms. */
     Call attn_src, attn_tgt, attn_cross, add_src, add_tgt, norm_src, norm_tgt;
     kb_call to_heads, from_heads; /* split_heads and merge_heads around attention */
+    kb_call split_tf32;           /* the 3xtf32 path's activations */
 };
 
 static int64_t slot_floats(int64_t n) { return (n + 63) / 64 * 64; }
@@ -336,8 +317,8 @@ static const char *linear(kb_tf_gpu *g, const Linear &l, int M, const float *X, 
     const float *A = X;
     int K = l.in;
     if (g->gemm == KB_TF_GEMM_3XTF32) {
-        split_tf32_kernel<<<blocks_for((int64_t)M * K), 256, 0, s>>>(X, M, K, g->split);
-        KB_TRY(kb_cuda_status(cudaGetLastError()));
+        const kb_split_tf32_args a = {M, K, X, g->split};
+        KB_TRY(kb_call_launch(&g->split_tf32, &a, s));
         A = g->split;
         K *= 3;
     }
@@ -666,6 +647,9 @@ static const char *create(kb_tf_gpu *g, const kb_tf_model *m, const kb_tf_kernel
     const kb_merge_heads_args merge = {g->B, H, g->max_Tt, dh, g->o_heads, g->cat};
     KB_TRY(kb_call_setup(&g->to_heads, "split_heads", "naive", KB_F32, &split));
     KB_TRY(kb_call_setup(&g->from_heads, "merge_heads", "naive", KB_F32, &merge));
+    const kb_split_tf32_args tf32 = {g->B * (g->max_Ts > g->max_Tt ? g->max_Ts : g->max_Tt), g->cfg.d_ff, g->src,
+                                     g->split};
+    KB_TRY(kb_call_setup(&g->split_tf32, "split_tf32", "naive", KB_F32, &tf32));
     return setup_kernels(g, k);
 }
 
@@ -700,6 +684,7 @@ extern "C" void kb_tf_gpu_destroy(kb_tf_gpu *g)
             c->v->teardown(c->ctx);
     kb_call_teardown(&g->to_heads);
     kb_call_teardown(&g->from_heads);
+    kb_call_teardown(&g->split_tf32);
     for (int i = 0; i < g->nplans; ++i)
         kb_lt_destroy(&g->plans[i].product);
     if (g->lt)

@@ -15,6 +15,7 @@
 #include "ops/mask.h"
 #include "ops/rmsnorm.h"
 #include "ops/rope.h"
+#include "ops/split_tf32.h"
 #include "ops/swiglu.h"
 #include "ops/transpose.h"
 #include "tests/check.h"
@@ -182,8 +183,24 @@ static void basic_ops(void)
     CHECK(y[0] == -4 && y[1] == 1 && y[2] == 3);
 }
 
+/* tf32 keeps 10 fraction bits; a tie rounds away from zero. */
+static void tf32_split(void)
+{
+    CHECK(kb_tf32_rna(1.0f + 0x1p-11f) == 1.0f + 0x1p-10f);
+    CHECK(kb_tf32_rna(-(1.0f + 0x1p-11f)) == -(1.0f + 0x1p-10f));
+    CHECK(kb_tf32_rna(1.0f + 0x1p-12f) == 1.0f);
+    CHECK(kb_tf32_rna(1.0f + 3 * 0x1p-12f) == 1.0f + 0x1p-10f);
+    const float x[] = {1.0f + 0x1p-12f, 0.1f};
+    const void *in[] = {x, NULL};
+    double y[6];
+    ref(&kb_op_split_tf32, "1x2", KB_F32, in, 1, row0, 1, y);
+    CHECK(y[0] == 1 && y[2] == 1 && y[4] == 0x1p-12);
+    CHECK(y[1] == y[3] && y[1] + y[5] == (double)0.1f && y[5] != 0);
+}
+
 int main(void)
 {
+    tf32_split();
     basic_ops();
     embeddings();
     argmax_rows();
