@@ -1,12 +1,13 @@
 /* Device pieces of the Llama model's bf16 kernels (model/llama_gpu.cu),
  * shared by their variants: the programmatic dependent launch handshake,
- * the block sum of the RMSNorms, the RoPE rotation, SwiGLU and the greedy
- * pick's packed key. */
+ * the block sum of the RMSNorms, the RoPE rotation, SwiGLU, the greedy
+ * pick's packed key and the decode state's step. */
 #ifndef KBENCH_LLAMA_CUH
 #define KBENCH_LLAMA_CUH
 
 #include <cuda_runtime.h>
 #include "kernels/reduce.cuh"
+#include "ops/decode.h"
 
 /* Programmatic dependent launch (Hopper): a kernel launched with the
  * attribute may start while the one before it finishes; it reads nothing
@@ -66,5 +67,27 @@ __device__ __forceinline__ unsigned long long kb_pick_key(float v, int i)
 }
 
 __device__ __forceinline__ int kb_pick_index(unsigned long long key) { return (int)~(unsigned)(key & 0xffffffffu); }
+
+/* The largest key over the warp, on every lane. */
+__device__ __forceinline__ unsigned long long kb_warp_max_key(unsigned long long k)
+{
+    for (int off = 16; off > 0; off /= 2) {
+        const unsigned long long o = __shfl_xor_sync(0xffffffffu, k, off);
+        k = o > k ? o : k;
+    }
+    return k;
+}
+
+/* The greedy pick tok of generated token `step` becomes the next token;
+ * set_len >= 0 (a prefill) sets the cache length for it, else it grows
+ * by one (ops/decode.h's lm_head). */
+__device__ __forceinline__ void kb_decode_advance(int *state, int *out, int max_tokens, int set_len, int step, int tok)
+{
+    if (step < max_tokens)
+        out[step] = tok;
+    state[KB_DECODE_TOKEN] = tok;
+    state[KB_DECODE_STEP] = step + 1;
+    state[KB_DECODE_LEN] = set_len >= 0 ? set_len : state[KB_DECODE_LEN] + 1;
+}
 
 #endif

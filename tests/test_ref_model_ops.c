@@ -8,10 +8,12 @@
 #include "harness/harness.h"
 #include "ops/add.h"
 #include "ops/argmax.h"
+#include "ops/decode.h"
 #include "ops/bias.h"
 #include "ops/embed_t.h"
 #include "ops/gather.h"
 #include "ops/heads.h"
+#include "ops/linear.h"
 #include "ops/mask.h"
 #include "ops/rmsnorm.h"
 #include "ops/rope.h"
@@ -198,8 +200,87 @@ static void tf32_split(void)
     CHECK(y[1] == y[3] && y[1] + y[5] == (double)0.1f && y[5] != 0);
 }
 
+static void to_bf16(const float *f, uint16_t *b, int n)
+{
+    for (int i = 0; i < n; ++i)
+        b[i] = kb_float_to_bf16(f[i]);
+}
+
+/* y += x W^T with W [out, in], y fp32. */
+static void linear_rows(void)
+{
+    const float x[] = {1, 2}, w[] = {1, 0, 0.5f, -1}, y[] = {10, 20};
+    uint16_t x16[2], w16[4];
+    to_bf16(x, x16, 2);
+    to_bf16(w, w16, 4);
+    const void *in[] = {x16, w16, y};
+    double out[2];
+    ref(&kb_op_linear, "1x2x2", KB_BF16, in, 2, row0, 1, out);
+    CHECK(out[0] == 11 && out[1] == 18.5);
+}
+
+/* x = (3, 4), g = 1: xn = bf16(3 r, 4 r), r = 1/sqrt(12.5 + eps), is
+ * (217/256, 145/128): the decode ops' input, rounded as the contract says. */
+static const float dx[] = {3, 4}, dg[] = {1, 1};
+static const double xn0 = 217.0 / 256, xn1 = 145.0 / 128;
+
+static double silu(double g) { return g / (1 + exp(-g)); }
+
+static void decode_rows(void)
+{
+    double xn[2];
+    kb_decode_norm(dx, dg, 2, KB_DECODE_EPS, xn);
+    CHECK(xn[0] == xn0 && xn[1] == xn1);
+    double y[8];
+    /* gate_up 1x2: gate row (1, 0), up row (0, 1) */
+    const float gu[] = {1, 0, 0, 1};
+    uint16_t gu16[4];
+    to_bf16(gu, gu16, 4);
+    ref(&kb_op_gate_up, "1x2", KB_BF16, (const void *[]){dx, dg, gu16, NULL}, 3, row0, 1, y);
+    CHECK_NEAR(y[0], silu(xn0) * xn1, 1e-15);
+
+    /* lm_head 3x2: logits (xn0, xn1, xn0 + xn1), the pick 2; state (7, 3, 11)
+     * becomes (8, 4, 2), out[3] = 2, keep's row 3 the logits */
+    const float head[] = {1, 0, 0, 1, 1, 1};
+    uint16_t head16[6];
+    to_bf16(head, head16, 6);
+    int state[] = {7, 3, 11}, out[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    float keep[8 * 3] = {0};
+    keep[1] = 5;
+    const void *in[] = {dx, dg, head16, NULL, state, out, keep};
+    ref(&kb_op_lm_head, "3x2", KB_BF16, in, 3, (const int64_t[]){0, 1, 2}, 3, y);
+    CHECK(y[0] == xn0 && y[1] == xn1 && y[2] == xn0 + xn1);
+    ref(&kb_op_lm_head, "3x2", KB_BF16, in, 4, row0, 1, y);
+    CHECK(y[0] == 8 && y[1] == 4 && y[2] == 2);
+    ref(&kb_op_lm_head, "3x2", KB_BF16, in, 5, row0, 1, y);
+    CHECK(y[3] == 2 && y[2] == 2 && y[4] == 4);
+    ref(&kb_op_lm_head, "3x2", KB_BF16, in, 6, (const int64_t[]){1, 9, 11}, 3, y);
+    CHECK(y[0] == 5 && y[1] == xn0 && y[2] == xn0 + xn1);
+
+    /* qkv_rope 2x1x1x2x1: rows q (1, 0), (0, 1); k (1, 0), (0, 0); v (0, 1), (1, 1);
+     * position 1, angle 1 */
+    const float w[] = {1, 0, 0, 1, 1, 0, 0, 0, 0, 1, 1, 1};
+    uint16_t w16[12], kc[4], vc[4];
+    to_bf16(w, w16, 12);
+    to_bf16((const float[]){7, 8, 0, 0}, kc, 4);
+    to_bf16((const float[]){9, 10, 0, 0}, vc, 4);
+    const void *qin[] = {dx, dg, w16, NULL, NULL, NULL, kc, vc};
+    const double c = cos(1.0), sn = sin(1.0);
+    ref(&kb_op_qkv_rope, "2x1x1x2x1", KB_BF16, qin, 5, row0, 1, y);
+    CHECK_NEAR(y[0], xn0 * c - xn1 * sn, 1e-15);
+    CHECK_NEAR(y[1], xn1 * c + xn0 * sn, 1e-15);
+    ref(&kb_op_qkv_rope, "2x1x1x2x1", KB_BF16, qin, 6, (const int64_t[]){0, 1}, 2, y);
+    CHECK(y[0] == 7 && y[1] == 8);
+    CHECK_NEAR(y[2], xn0 * c, 1e-15);
+    CHECK_NEAR(y[3], xn0 * sn, 1e-15);
+    ref(&kb_op_qkv_rope, "2x1x1x2x1", KB_BF16, qin, 7, row1, 1, y);
+    CHECK(y[0] == xn1 && y[1] == xn0 + xn1);
+}
+
 int main(void)
 {
+    linear_rows();
+    decode_rows();
     tf32_split();
     basic_ops();
     embeddings();

@@ -17,15 +17,6 @@
 
 #define PICK_THREADS 1024
 
-__device__ unsigned long long warp_max(unsigned long long k)
-{
-    for (int off = 16; off > 0; off /= 2) {
-        const unsigned long long o = __shfl_xor_sync(0xffffffffu, k, off);
-        k = o > k ? o : k;
-    }
-    return k;
-}
-
 /* One block a row: each thread's best over a stride, then the warps', then the block's. */
 __global__ void __launch_bounds__(PICK_THREADS) argmax_block_kernel(const float *__restrict__ logits, int n,
                                                                     int *out)
@@ -37,13 +28,13 @@ __global__ void __launch_bounds__(PICK_THREADS) argmax_block_kernel(const float 
         const unsigned long long k = kb_pick_key(x[i], i);
         best = k > best ? k : best;
     }
-    best = warp_max(best);
+    best = kb_warp_max_key(best);
     if (threadIdx.x % 32 == 0)
         part[threadIdx.x / 32] = best;
     __syncthreads();
     if (threadIdx.x >= 32)
         return;
-    best = warp_max(part[threadIdx.x]);
+    best = kb_warp_max_key(part[threadIdx.x]);
     if (threadIdx.x == 0)
         out[blockIdx.x] = kb_pick_index(best);
 }

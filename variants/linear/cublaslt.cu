@@ -1,0 +1,76 @@
+/* linear cublaslt: the baseline, the Llama model's prefill product for
+ * o_proj and down_proj: one cuBLASLt matmul (kernels/lt_gemm.h's
+ * kb_lt_plan_linear: bf16 x and W read transposed, fp32 y accumulated
+ * with beta = 1), planned once per shape in setup with a 32 MiB
+ * workspace, so timing sees only cublasLtMatmul.
+ *
+ * Idea: what a framework runs; at M = 1 (a decode step) it is the bar the
+ * hand-written gemv has to clear.
+ * Prediction: near the tensor ceiling at prefill sizes; at M = 1 a GEMV
+ * is memory-bound, and cuBLASLt's tiles, sized for products, read the
+ * weights at some 50-70% of the copy ceiling.
+ * Measured: not yet (no GPU run).
+ * Gap to the limit: at M = 1, the tiles' wasted rows and the launch. */
+#include <stdlib.h>
+#include <cublasLt.h>
+#include "kernels/lt_gemm.h"
+#include "ops/linear.h"
+
+typedef struct {
+    cublasLtHandle_t lt;
+    kb_lt_product product;
+    void *workspace;
+} lt_ctx;
+
+static void teardown(void *ctx)
+{
+    lt_ctx *c = (lt_ctx *)ctx;
+    if (!c)
+        return;
+    cudaFree(c->workspace);
+    kb_lt_destroy(&c->product);
+    if (c->lt)
+        cublasLtDestroy(c->lt);
+    free(c);
+}
+
+static const char *setup(const void *args, void **ctx)
+{
+    const kb_linear_args *a = (const kb_linear_args *)args;
+    lt_ctx *c = (lt_ctx *)calloc(1, sizeof *c);
+    if (!c)
+        return "out of host memory";
+    const char *err = cublasLtCreate(&c->lt) == CUBLAS_STATUS_SUCCESS ? NULL : "cannot create a cuBLASLt handle";
+    if (!err)
+        err = kb_lt_plan_linear(&c->product, c->lt, a->M, a->N, a->K, 1, a->x, a->w, a->y);
+    if (!err && cudaMalloc(&c->workspace, KB_LT_WORKSPACE_BYTES) != cudaSuccess)
+        err = "cannot allocate the cuBLASLt workspace";
+    if (err) {
+        teardown(c);
+        return err;
+    }
+    *ctx = c;
+    return NULL;
+}
+
+static const char *launch(const void *args, void *ctx, cudaStream_t stream)
+{
+    const kb_linear_args *a = (const kb_linear_args *)args;
+    const lt_ctx *c = (const lt_ctx *)ctx;
+    return kb_lt_run(&c->product, c->lt, NULL, a->x, a->w, a->y, c->workspace, stream);
+}
+
+extern "C" const kb_variant linear_cublaslt[] = {
+    {
+        .name = "cublaslt",
+        .summary = "cuBLASLt, W transposed, y += in the epilogue (the Llama prefill's o_proj and down_proj)",
+        .dtype = KB_BF16,
+        .math = KB_MATH_BF16,
+        .needs = KB_NEEDS_CUBLAS,
+        .min_cc = 80,
+        .setup = setup,
+        .teardown = teardown,
+        .launch = launch,
+    },
+    KB_VARIANT_END,
+};
