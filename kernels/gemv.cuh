@@ -348,6 +348,13 @@ static const char *setup(int K, void **ctx)
     return err;
 }
 
+/* A variant's setup: kernel OUT for its op's argument struct A, sized by A's K. */
+template <int OUT, class A>
+static const char *setup_for(const void *args, void **ctx)
+{
+    return setup<OUT>(((const A *)args)->K, ctx);
+}
+
 /* One launch: at most as many blocks as the GPU holds at once; warps share
  * a pair (ksplit) while all the pairs still fit in one round of the
  * resident warps, each slice at least 256 elements, so a small product

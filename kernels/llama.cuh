@@ -78,6 +78,18 @@ __device__ __forceinline__ unsigned long long kb_warp_max_key(unsigned long long
     return k;
 }
 
+/* The block's largest key (blockDim.x a multiple of 32, up to 1024) on the
+ * first warp's lanes. */
+__device__ __forceinline__ unsigned long long kb_block_max_key(unsigned long long k)
+{
+    __shared__ unsigned long long part[32];
+    k = kb_warp_max_key(k);
+    if (threadIdx.x % 32 == 0)
+        part[threadIdx.x / 32] = k;
+    __syncthreads();
+    return kb_warp_max_key(threadIdx.x < blockDim.x / 32 ? part[threadIdx.x % 32] : 0);
+}
+
 /* The greedy pick tok of generated token `step` becomes the next token;
  * set_len >= 0 (a prefill) sets the cache length for it, else it grows
  * by one (ops/decode.h's lm_head). */

@@ -59,14 +59,19 @@ void kb_fill_ids(float *x, int64_t n, int64_t V, uint64_t seed)
     }
 }
 
+void kb_fill_embedding(int i, int64_t V, float *x, int64_t n, uint64_t seed)
+{
+    if (i == 0)
+        kb_fill_ids(x, n, V, seed);
+    else
+        kb_fill_uniform(x, n, seed);
+}
+
 /* ids: integral values spread over [0, V); the table: the default uniform fill. */
 static void fill(const kb_shape *s, int i, float *x, int64_t n, uint64_t seed, unsigned quirks)
 {
     (void)quirks;
-    if (i == 0)
-        kb_fill_ids(x, n, s->d[2], seed);
-    else
-        kb_fill_uniform(x, n, seed);
+    kb_fill_embedding(i, s->d[2], x, n, seed);
 }
 
 const kb_op kb_op_embed = {

@@ -47,10 +47,7 @@ static void reference(const kb_shape *s, kb_dtype t, const void *const *in, int 
 static void fill(const kb_shape *s, int i, float *x, int64_t n, uint64_t seed, unsigned quirks)
 {
     (void)quirks;
-    if (i == 0)
-        kb_fill_ids(x, n, s->d[1], seed);
-    else
-        kb_fill_uniform(x, n, seed);
+    kb_fill_embedding(i, s->d[1], x, n, seed);
 }
 
 const kb_op kb_op_embed_t = {

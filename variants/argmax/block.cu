@@ -21,20 +21,13 @@
 __global__ void __launch_bounds__(PICK_THREADS) argmax_block_kernel(const float *__restrict__ logits, int n,
                                                                     int *out)
 {
-    __shared__ unsigned long long part[PICK_THREADS / 32];
     const float *x = logits + (int64_t)blockIdx.x * n;
     unsigned long long best = 0;
     for (int i = threadIdx.x; i < n; i += PICK_THREADS) {
         const unsigned long long k = kb_pick_key(x[i], i);
         best = k > best ? k : best;
     }
-    best = kb_warp_max_key(best);
-    if (threadIdx.x % 32 == 0)
-        part[threadIdx.x / 32] = best;
-    __syncthreads();
-    if (threadIdx.x >= 32)
-        return;
-    best = kb_warp_max_key(part[threadIdx.x]);
+    best = kb_block_max_key(best);
     if (threadIdx.x == 0)
         out[blockIdx.x] = kb_pick_index(best);
 }

@@ -15,11 +15,6 @@
 
 static const char *unsupported(const kb_shape *s) { return kb_gemv::k_refusal(s->d[1]); }
 
-static const char *setup(const void *args, void **ctx)
-{
-    return kb_gemv::setup<kb_gemv::GEMV_SWIGLU>(((const kb_gate_up_args *)args)->K, ctx);
-}
-
 static const char *launch(const void *args, void *ctx, cudaStream_t stream)
 {
     const kb_gate_up_args *g = (const kb_gate_up_args *)args;
@@ -35,7 +30,7 @@ extern "C" const kb_variant gate_up_gemv[] = {
         .dtype = KB_BF16,
         .math = KB_MATH_BF16,
         .unsupported = unsupported,
-        .setup = setup,
+        .setup = kb_gemv::setup_for<kb_gemv::GEMV_SWIGLU, kb_gate_up_args>,
         .teardown = kb_gemv::teardown,
         .launch = launch,
     },

@@ -11,53 +11,23 @@
  * weights at some 50-70% of the copy ceiling.
  * Measured: not yet (no GPU run).
  * Gap to the limit: at M = 1, the tiles' wasted rows and the launch. */
-#include <stdlib.h>
-#include <cublasLt.h>
+#include "kernels/cuda_util.h"
 #include "kernels/lt_gemm.h"
 #include "ops/linear.h"
 
-typedef struct {
-    cublasLtHandle_t lt;
-    kb_lt_product product;
-    void *workspace;
-} lt_ctx;
-
-static void teardown(void *ctx)
-{
-    lt_ctx *c = (lt_ctx *)ctx;
-    if (!c)
-        return;
-    cudaFree(c->workspace);
-    kb_lt_destroy(&c->product);
-    if (c->lt)
-        cublasLtDestroy(c->lt);
-    free(c);
-}
-
+/* One product planned for the shape, its handle and workspace (lt_gemm.h). */
 static const char *setup(const void *args, void **ctx)
 {
     const kb_linear_args *a = (const kb_linear_args *)args;
-    lt_ctx *c = (lt_ctx *)calloc(1, sizeof *c);
-    if (!c)
-        return "out of host memory";
-    const char *err = cublasLtCreate(&c->lt) == CUBLAS_STATUS_SUCCESS ? NULL : "cannot create a cuBLASLt handle";
-    if (!err)
-        err = kb_lt_plan_linear(&c->product, c->lt, a->M, a->N, a->K, 1, a->x, a->w, a->y);
-    if (!err && cudaMalloc(&c->workspace, KB_LT_WORKSPACE_BYTES) != cudaSuccess)
-        err = "cannot allocate the cuBLASLt workspace";
-    if (err) {
-        teardown(c);
-        return err;
-    }
-    *ctx = c;
-    return NULL;
+    kb_lt_single *c;
+    KB_TRY(kb_lt_single_open(&c));
+    return kb_lt_single_done(c, kb_lt_plan_linear(&c->product, c->lt, a->M, a->N, a->K, 1, a->x, a->w, a->y), ctx);
 }
 
 static const char *launch(const void *args, void *ctx, cudaStream_t stream)
 {
     const kb_linear_args *a = (const kb_linear_args *)args;
-    const lt_ctx *c = (const lt_ctx *)ctx;
-    return kb_lt_run(&c->product, c->lt, NULL, a->x, a->w, a->y, c->workspace, stream);
+    return kb_lt_single_run((const kb_lt_single *)ctx, a->x, a->w, a->y, stream);
 }
 
 extern "C" const kb_variant linear_cublaslt[] = {
@@ -69,7 +39,7 @@ extern "C" const kb_variant linear_cublaslt[] = {
         .needs = KB_NEEDS_CUBLAS,
         .min_cc = 80,
         .setup = setup,
-        .teardown = teardown,
+        .teardown = kb_lt_single_free,
         .launch = launch,
     },
     KB_VARIANT_END,

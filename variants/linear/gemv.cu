@@ -21,11 +21,6 @@ static const char *unsupported(const kb_shape *s)
     return s->d[0] != 1 ? "a batch of one: M must be 1 (a decode step's product)" : kb_gemv::k_refusal(s->d[2]);
 }
 
-static const char *setup(const void *args, void **ctx)
-{
-    return kb_gemv::setup<kb_gemv::GEMV_RESIDUAL>(((const kb_linear_args *)args)->K, ctx);
-}
-
 static const char *launch(const void *args, void *ctx, cudaStream_t stream)
 {
     const kb_linear_args *l = (const kb_linear_args *)args;
@@ -41,7 +36,7 @@ extern "C" const kb_variant linear_gemv[] = {
         .dtype = KB_BF16,
         .math = KB_MATH_BF16,
         .unsupported = unsupported,
-        .setup = setup,
+        .setup = kb_gemv::setup_for<kb_gemv::GEMV_RESIDUAL, kb_linear_args>,
         .teardown = kb_gemv::teardown,
         .launch = launch,
     },

@@ -20,11 +20,6 @@
 
 static const char *unsupported(const kb_shape *s) { return kb_gemv::k_refusal(s->d[1]); }
 
-static const char *setup(const void *args, void **ctx)
-{
-    return kb_gemv::setup<kb_gemv::GEMV_LOGITS>(((const kb_lm_head_args *)args)->K, ctx);
-}
-
 static const char *launch(const void *args, void *ctx, cudaStream_t stream)
 {
     const kb_lm_head_args *h = (const kb_lm_head_args *)args;
@@ -43,7 +38,7 @@ extern "C" const kb_variant lm_head_gemv[] = {
         .dtype = KB_BF16,
         .math = KB_MATH_BF16,
         .unsupported = unsupported,
-        .setup = setup,
+        .setup = kb_gemv::setup_for<kb_gemv::GEMV_LOGITS, kb_lm_head_args>,
         .teardown = kb_gemv::teardown,
         .launch = launch,
     },

@@ -33,19 +33,12 @@ __global__ void __launch_bounds__(KB_NAIVE_THREADS) lm_head_logits_kernel(kb_lm_
 
 __global__ void __launch_bounds__(PICK_THREADS) lm_head_pick_kernel(kb_lm_head_args a)
 {
-    __shared__ unsigned long long part[PICK_THREADS / 32];
     unsigned long long best = 0;
     for (int i = threadIdx.x; i < a.V; i += PICK_THREADS) {
         const unsigned long long k = kb_pick_key(a.logits[i], i);
         best = k > best ? k : best;
     }
-    best = kb_warp_max_key(best);
-    if (threadIdx.x % 32 == 0)
-        part[threadIdx.x / 32] = best;
-    __syncthreads();
-    if (threadIdx.x >= 32)
-        return;
-    best = kb_warp_max_key(part[threadIdx.x]);
+    best = kb_block_max_key(best);
     if (threadIdx.x == 0)
         kb_decode_advance(a.state, a.out, a.max_tokens, a.set_len, a.state[KB_DECODE_STEP], kb_pick_index(best));
 }

@@ -16,11 +16,6 @@
 
 static const char *unsupported(const kb_shape *s) { return kb_gemv::k_refusal(s->d[0]); }
 
-static const char *setup(const void *args, void **ctx)
-{
-    return kb_gemv::setup<kb_gemv::GEMV_QKV>(((const kb_qkv_rope_args *)args)->K, ctx);
-}
-
 static const char *launch(const void *args, void *ctx, cudaStream_t stream)
 {
     const kb_qkv_rope_args *q = (const kb_qkv_rope_args *)args;
@@ -39,7 +34,7 @@ extern "C" const kb_variant qkv_rope_gemv[] = {
         .dtype = KB_BF16,
         .math = KB_MATH_BF16,
         .unsupported = unsupported,
-        .setup = setup,
+        .setup = kb_gemv::setup_for<kb_gemv::GEMV_QKV, kb_qkv_rope_args>,
         .teardown = kb_gemv::teardown,
         .launch = launch,
     },
