@@ -64,6 +64,8 @@ int kb_shape_bytes(const kb_op *op, const kb_shape *s, kb_dtype t, int64_t *byte
 double kb_tolerance(kb_math m, int64_t reduction_len, double ref);
 /* The same bound as abs + rel * |ref|. */
 void kb_tolerance_terms(kb_math m, int64_t reduction_len, double *abs, double *rel);
+/* The terms for an output of dtype t: 0 for integers, which compare exactly. */
+void kb_tolerance_terms_for(kb_math m, kb_dtype t, int64_t reduction_len, double *abs, double *rel);
 /* Largest relative L2 error accepted over the checked rows. */
 double kb_rel_l2_tolerance(kb_math m, int64_t reduction_len);
 /* Largest relative L2 error of a whole fp32 transformer forward. */
