@@ -78,8 +78,7 @@ __device__ __forceinline__ unsigned long long kb_warp_max_key(unsigned long long
     return k;
 }
 
-/* The block's largest key (blockDim.x a multiple of 32, up to 1024) on the
- * first warp's lanes. */
+/* The largest key of a block of 1024 threads, on every thread. */
 __device__ __forceinline__ unsigned long long kb_block_max_key(unsigned long long k)
 {
     __shared__ unsigned long long part[32];
@@ -87,7 +86,7 @@ __device__ __forceinline__ unsigned long long kb_block_max_key(unsigned long lon
     if (threadIdx.x % 32 == 0)
         part[threadIdx.x / 32] = k;
     __syncthreads();
-    return kb_warp_max_key(threadIdx.x < blockDim.x / 32 ? part[threadIdx.x % 32] : 0);
+    return kb_warp_max_key(part[threadIdx.x % 32]);
 }
 
 /* The greedy pick tok of generated token `step` becomes the next token;

@@ -12,23 +12,27 @@
 #include "kernels/cuda_util.h"
 #include "kernels/dtype.cuh"
 
-/* o (B, H, T, hd) -> out (B T, H hd), VEC values (16 bytes) a thread. */
-template <int VEC>
-__global__ void merge_heads_vectorized_kernel(const uint4 *__restrict__ o, int B, int n, int H, int hd,
-                                              uint4 *__restrict__ out)
+/* o (B, H, T, hd) -> out (B T, H hd), 16 bytes a thread; the grid's y is
+ * the batch, whose n H hd values lie together in both. */
+template <typename T>
+__global__ void merge_heads_vectorized_kernel(const T *__restrict__ o, int n, int H, int hd, T *__restrict__ out)
 {
+    constexpr int VEC = 16 / (int)sizeof(T);
     const int64_t id = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, v = hd / VEC;
-    if (id >= (int64_t)B * n * H * v)
+    if (id >= (int64_t)n * H * v)
         return;
-    const int c = (int)(id % v), h = (int)(id / v % H);
-    const int64_t bt = id / v / H, b = bt / n, t = bt % n;
-    out[id] = o[((b * H + h) * n + t) * v + c];
+    const int c = (int)(id % v), h = (int)(id / v % H), t = (int)(id / v / H);
+    const size_t batch = (size_t)n * H * hd;
+    o += blockIdx.y * batch, out += blockIdx.y * batch;
+    reinterpret_cast<uint4 *>(out)[id] = reinterpret_cast<const uint4 *>(o + ((size_t)h * n + t) * hd)[c];
 }
 
 template <typename T>
 static const char *unsupported(const kb_shape *s)
 {
-    return s->d[3] % (16 / sizeof(T)) ? "needs D a multiple of 16 bytes' elements (16-byte copies)" : NULL;
+    if (s->d[3] % (16 / sizeof(T)))
+        return "needs D a multiple of 16 bytes' elements (16-byte copies)";
+    return s->d[0] > 65535 ? "B over 65535 (the grid's y)" : NULL;
 }
 
 template <typename T>
@@ -36,10 +40,8 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
 {
     const kb_merge_heads_args *a = (const kb_merge_heads_args *)args;
     (void)ctx;
-    constexpr int VEC = 16 / sizeof(T);
-    const int64_t n = (int64_t)a->B * a->T * a->H * a->D / VEC;
-    merge_heads_vectorized_kernel<VEC><<<(unsigned)KB_CEIL_DIV(n, 256), 256, 0, stream>>>(
-        (const uint4 *)a->o, a->B, a->T, a->H, a->D, (uint4 *)a->y);
+    const dim3 grid((unsigned)KB_CEIL_DIV((int64_t)a->T * a->H * a->D / (16 / sizeof(T)), 256), a->B);
+    merge_heads_vectorized_kernel<T><<<grid, 256, 0, stream>>>((const T *)a->o, a->T, a->H, a->D, (T *)a->y);
     KB_LAUNCHED();
 }
 

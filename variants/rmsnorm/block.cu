@@ -23,9 +23,8 @@
 #define THREADS 256
 
 /* h[row] = bf16(RMSNorm(x[row]) * w), one block a row, 4 values a load. */
-__global__ void __launch_bounds__(THREADS) rmsnorm_block_kernel(const float *__restrict__ x,
-                                                                const float *__restrict__ w, float eps, int d,
-                                                                __nv_bfloat16 *__restrict__ h)
+__global__ void rmsnorm_block_kernel(const float *__restrict__ x, const float *__restrict__ w, float eps, int d,
+                                     __nv_bfloat16 *__restrict__ h)
 {
     const float4 *row = reinterpret_cast<const float4 *>(x + (size_t)blockIdx.x * d);
     const float4 *w4 = reinterpret_cast<const float4 *>(w);

@@ -18,7 +18,7 @@
 /* qkv [n, (H + 2 KV) hd] of positions p0.. -> q (H, n, hd) rotated, k
  * rotated and v into (KV, ld, hd) at their positions. */
 template <typename T>
-__global__ void rope_sincos_kernel(const T *__restrict__ qkv, int n, int p0, int H, int KV, int hd, int64_t ld,
+__global__ void rope_sincos_kernel(const T *__restrict__ qkv, int n, int p0, int H, int KV, int hd, int ld,
                                    const float *__restrict__ inv_freq, T *__restrict__ q, T *__restrict__ kc,
                                    T *__restrict__ vc)
 {
@@ -46,7 +46,7 @@ static const char *launch(const void *args, void *ctx, cudaStream_t stream)
     (void)ctx;
     const int64_t pairs = (int64_t)a->T * (a->H + 2 * a->KV) * (a->D / 2);
     rope_sincos_kernel<T><<<(unsigned)KB_CEIL_DIV(pairs, 256), 256, 0, stream>>>(
-        (const T *)a->qkv, a->T, a->p0, a->H, a->KV, a->D, a->ld, a->inv_freq, (T *)a->q, (T *)a->k, (T *)a->v);
+        (const T *)a->qkv, a->T, a->p0, a->H, a->KV, a->D, (int)a->ld, a->inv_freq, (T *)a->q, (T *)a->k, (T *)a->v);
     KB_LAUNCHED();
 }
 
