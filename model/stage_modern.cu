@@ -5,19 +5,19 @@
  *
  *   h   = RMSNorm(x) * input_layernorm     the rmsnorm op's `vectorized`
  *   qkv = h [Wq; Wk; Wv]^T                 one cuBLASLt SGEMM
- *   q, and k, v into the cache             rope_cache_kernel (RoPE, HF's
+ *   q, and k, v into the cache             the rope op's `table` (HF's
  *                                          rotate_half, from a cos/sin table)
  *   o   = attention(q, k, v)               the attention op's `flash`,
  *                                          causal (see below)
- *   x  += merge(o) Wo^T                    merge_heads_kernel, SGEMM with
+ *   x  += merge(o) Wo^T                    merge_heads `naive`, SGEMM with
  *                                          the residual as its C (beta = 1)
  *   h   = RMSNorm(x) * post_attention_layernorm
  *   x  += (silu(h Wg^T) * (h Wu^T)) Wd^T   one SGEMM for gate and up,
- *                                          swiglu_kernel, SGEMM (beta = 1)
+ *                                          swiglu `naive`, SGEMM (beta = 1)
  *
  * then the final RMSNorm of the last position, the LM head (one SGEMM on
- * one row) and the greedy pick on the device, into the id list the next
- * step embeds from.  flash reads K and V as (Hkv, Tk, D) with no stride
+ * one row) and the greedy pick on the device (argmax `block`), into the id
+ * list the next step embeds from (embed_t `naive`).  flash reads K and V as (Hkv, Tk, D) with no stride
  * of its own (its kv_stride and tk_len are flash_mma's and flash_decode's),
  * while the cache is (KV, max_len, hd) per layer so that it can grow.  A
  * prefill's keys are its own tokens: they go to a (KV, n, hd) copy that one
