@@ -34,7 +34,7 @@ const kb_op kb_op_add = {
     .nd = 1,
     /* the basic stage's 512 x 576 activations, then 4 and 64 M elements */
     .families = (const kb_family[]){{"size", "N", "294912,4194304,67108864", 1},
-                                    {"hostile", NULL, "1,3,1000003", 1},
+                                    {"hostile", NULL, "1,3,1000003"},
                                     {NULL}},
     .test_sizes = "1,3,31,1000,4097,65537,294912,1048579",
     .baseline = {[KB_F32] = "naive"},

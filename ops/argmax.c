@@ -53,7 +53,7 @@ const kb_op kb_op_argmax = {
     .nd = 2,
     /* one row of logits over the vocabularies of Llama 2, SmolLM2 and Llama 3 */
     .families = (const kb_family[]){{"vocab", "C", "1x32000,1x49152,1x128256", 1},
-                                    {"hostile", NULL, "1x1,3x5,7x1000,5x4097", 1},
+                                    {"hostile", NULL, "1x1,3x5,7x1000,5x4097"},
                                     {NULL}},
     .test_sizes = "1x1,1x2,3x5,7x1000,5x4097,2x49152,1x128256,33x1025",
     .baseline = {[KB_F32] = "naive"},

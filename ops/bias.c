@@ -39,7 +39,7 @@ const kb_op kb_op_bias = {
     .flag_suffix = "r",
     /* the basic stage's MLP at 512 tokens (up with ReLU, down), and 16384 tokens of a 3072-wide one */
     .families = (const kb_family[]){{"mlp", NULL, "512x1536r,512x576,16384x3072r", 1},
-                                    {"hostile", NULL, "1x1,1x1r,3x5r,77x1000", 1},
+                                    {"hostile", NULL, "1x1,1x1r,3x5r,77x1000"},
                                     {NULL}},
     .test_sizes = "1x1,1x1r,3x5,3x5r,77x1000r,512x1536r,512x576,1000x33,7x4097r",
     .baseline = {[KB_F32] = "naive"},

@@ -57,7 +57,7 @@ const kb_op kb_op_embed_t = {
     .nd = 3,
     /* the stages' shape (SmolLM2-135M's sizes) at a 512-token prompt, and a GPT-2 sized one */
     .families = (const kb_family[]){{"stages", NULL, "512x49152x576,1024x50257x768", 1},
-                                    {"hostile", NULL, "1x1x1,3x1000x33,77x5x7", 1},
+                                    {"hostile", NULL, "1x1x1,3x1000x33,77x5x7"},
                                     {NULL}},
     .test_sizes = "1x1x1,3x1000x33,77x5x7,40x49152x576,13x1001x256",
     .baseline = {[KB_F32] = "naive"},

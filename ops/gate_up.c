@@ -60,7 +60,7 @@ const kb_op kb_op_gate_up = {
     .nd = 2,
     /* SmolLM2-135M's and Llama-3.2-1B's decode steps */
     .families = (const kb_family[]){{"models", NULL, "1536x576,8192x2048", 1},
-                                    {"hostile", NULL, "1x8,3x24,1001x1000", 1},
+                                    {"hostile", NULL, "1x8,3x24,1001x1000"},
                                     {NULL}},
     .test_sizes = "1x8,1x1,3x24,5x13,1001x1000,712x256,1536x576,33x4104",
     .baseline = {[KB_BF16] = "naive"},

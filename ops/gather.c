@@ -51,7 +51,7 @@ const kb_op kb_op_gather = {
     .nd = 3,
     /* a SmolLM2-135M prefill of 512 tokens, a 4096-wide decode step, a 2048-token prefill at d 2048 */
     .families = (const kb_family[]){{"models", NULL, "512x49152x576,1x32000x4096,2048x32000x2048", 1},
-                                    {"hostile", NULL, "1x1x1,3x1000x33,77x5x7", 1},
+                                    {"hostile", NULL, "1x1x1,3x1000x33,77x5x7"},
                                     {NULL}},
     .test_sizes = "1x1x1,3x1000x33,77x5x7,1x49152x576,13x1001x256,5x3x4096",
     .baseline = {[KB_F32] = "naive", [KB_BF16] = "naive"},

@@ -60,7 +60,7 @@ const kb_op kb_op_linear = {
      * latter's prefill of 2048 tokens */
     .families = (const kb_family[]){{"decode", NULL, "1x576x1536,1x2048x2048,1x2048x8192", 1},
                                     {"prefill", NULL, "2048x2048x8192"},
-                                    {"hostile", NULL, "1x1x8,1x7x24,3x5x7,77x33x1000", 1},
+                                    {"hostile", NULL, "1x1x8,1x7x24,3x5x7,77x33x1000"},
                                     {NULL}},
     .test_sizes = "1x1x8,1x7x24,1x1x1,3x5x7,1x576x1536,1x1001x256,1x130x4104,77x33x1000,2x64x64",
     .baseline = {[KB_BF16] = "cublaslt"},

@@ -108,7 +108,7 @@ const kb_op kb_op_lm_head = {
     .nd = 2,
     /* SmolLM2-135M's (tied) head and Llama-3.2-1B's */
     .families = (const kb_family[]){{"models", NULL, "49152x576,128256x2048", 1},
-                                    {"hostile", NULL, "1x8,3x24,1001x1000", 1},
+                                    {"hostile", NULL, "1x8,3x24,1001x1000"},
                                     {NULL}},
     .test_sizes = "1x8,2x8,1x1,3x24,5x13,1001x1000,517x256,4097x4104",
     .baseline = {[KB_BF16] = "naive"},

@@ -47,7 +47,7 @@ const kb_op kb_op_mask = {
     .nd = 2,
     /* the basic stage's scores (512 to 8192 tokens, square) */
     .families = (const kb_family[]){{"scores", "R", "512x512,2048x2048,8192x8192", 1},
-                                    {"hostile", NULL, "1x1,3x5,5x3,77x1000", 1},
+                                    {"hostile", NULL, "1x1,3x5,5x3,77x1000"},
                                     {NULL}},
     .test_sizes = "1x1,1x5,5x1,3x5,5x3,77x1000,1000x77,512x512,129x129",
     .baseline = {[KB_F32] = "naive"},

@@ -41,7 +41,7 @@ const kb_op kb_op_merge_heads = {
     .nd = 4,
     /* SmolLM2-135M and Llama-3.2-1B prefills of 512 and 2048 tokens; the transformer's 32 x 128 tokens */
     .families = (const kb_family[]){{"models", NULL, "1x9x512x64,1x32x2048x64,32x8x128x64", 1},
-                                    {"hostile", NULL, "1x1x1x1,2x3x5x7,1x5x77x24", 1},
+                                    {"hostile", NULL, "1x1x1x1,2x3x5x7,1x5x77x24"},
                                     {NULL}},
     .test_sizes = "1x1x1x1,2x3x5x7,1x9x33x64,2x4x17x16,3x2x100x128,1x32x129x8,1x5x77x12",
     .baseline = {[KB_F32] = "naive", [KB_BF16] = "naive"},

@@ -108,7 +108,7 @@ const kb_op kb_op_qkv_rope = {
     .nd = 5,
     /* SmolLM2-135M's and Llama-3.2-1B's decode steps at position 1023 */
     .families = (const kb_family[]){{"models", NULL, "576x9x3x64x1023,2048x32x8x64x1023", 1},
-                                    {"hostile", NULL, "8x1x1x2x1,24x3x1x6x4,1000x5x1x24x77", 1},
+                                    {"hostile", NULL, "8x1x1x2x1,24x3x1x6x4,1000x5x1x24x77"},
                                     {NULL}},
     .test_sizes = "8x1x1x2x1,13x1x1x2x2,24x3x1x6x4,1000x5x1x24x77,576x9x3x64x9,256x4x2x64x1,4104x2x2x128x3",
     .baseline = {[KB_BF16] = "naive"},

@@ -103,7 +103,7 @@ const kb_op kb_op_rope = {
     /* SmolLM2-135M's (9 heads over 3, D 64) and Llama-3.2-1B's (32 over 8) prefills, and their decode steps */
     .families = (const kb_family[]){{"prefill", NULL, "512x9x3x64,2048x32x8x64", 1},
                                     {"decode", NULL, "1x9x3x64x1023,1x32x8x64x8191"},
-                                    {"hostile", NULL, "1x1x1x2,3x5x1x6x7,77x4x2x24", 1},
+                                    {"hostile", NULL, "1x1x1x2,3x5x1x6x7,77x4x2x24"},
                                     {NULL}},
     .test_sizes = "1x1x1x2,3x5x1x6x7,77x4x2x24,1x9x3x64x1023,17x8x2x64,33x4x4x128x5,2x2x1x2x100,9x3x3x128",
     .baseline = {[KB_F32] = "table", [KB_BF16] = "table"},

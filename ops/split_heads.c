@@ -50,7 +50,7 @@ const kb_op kb_op_split_heads = {
     .nd = 5,
     /* the transformer's self-attention (q | k | v) and cross-attention (k | v) at 32 x 128 tokens, d 512 */
     .families = (const kb_family[]){{"models", NULL, "32x128x3x8x64,32x128x2x8x64,1x2048x3x32x64", 1},
-                                    {"hostile", NULL, "1x1x1x1x1,2x5x3x3x7,3x77x2x5x24", 1},
+                                    {"hostile", NULL, "1x1x1x1x1,2x5x3x3x7,3x77x2x5x24"},
                                     {NULL}},
     .test_sizes = "1x1x1x1x1,2x5x3x3x7,3x77x2x5x24,1x33x1x9x64,2x17x3x4x16,1x129x3x2x128",
     .baseline = {[KB_F32] = "naive", [KB_BF16] = "naive"},

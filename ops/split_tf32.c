@@ -65,7 +65,7 @@ const kb_op kb_op_split_tf32 = {
     .nd = 2,
     /* the fp32 transformer's linear inputs at 32 x 128 tokens: d 512 and the FFN's 2048 */
     .families = (const kb_family[]){{"transformer", "K", "4096x512,4096x2048", 1},
-                                    {"hostile", NULL, "1x1,3x5,1000x1001", 1},
+                                    {"hostile", NULL, "1x1,3x5,1000x1001"},
                                     {NULL}},
     .test_sizes = "1x1,2x3,3x5,33x1000,4096x512,7x2049",
     .baseline = {[KB_F32] = "naive"},

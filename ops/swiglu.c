@@ -49,7 +49,7 @@ const kb_op kb_op_swiglu = {
     .nd = 2,
     /* prefill of SmolLM2-135M (d_ff 1536), Llama-3.2-1B (8192) and Llama-3-8B (14336) */
     .families = (const kb_family[]){{"models", NULL, "512x1536,2048x8192,4096x14336", 1},
-                                    {"hostile", NULL, "1x1,3x5,1000x1001", 1},
+                                    {"hostile", NULL, "1x1,3x5,1000x1001"},
                                     {NULL}},
     .test_sizes = "1x1,1x8,3x5,7x33,2x64,64x1536,33x1000,5x4104,17x712",
     .baseline = {[KB_F32] = "naive", [KB_BF16] = "naive"},

@@ -37,7 +37,7 @@ const kb_op kb_op_transpose = {
     .nd = 2,
     /* the basic stage's keys (512 tokens of a 64-wide head), and two larger matrices */
     .families = (const kb_family[]){{"models", NULL, "512x64,16384x1024,4096x4096", 1},
-                                    {"hostile", NULL, "1x1,3x5,33x1000,1000x33", 1},
+                                    {"hostile", NULL, "1x1,3x5,33x1000,1000x33"},
                                     {NULL}},
     .test_sizes = "1x1,1x7,7x1,3x5,33x1000,1000x33,64x64,65x63,512x64,100x4097",
     .baseline = {[KB_F32] = "naive"},
