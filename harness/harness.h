@@ -181,7 +181,7 @@ typedef enum { KB_CMD_NONE, KB_CMD_LIST, KB_CMD_RUN, KB_CMD_CEILINGS, KB_CMD_PE,
 
 typedef struct {
     kb_command cmd;
-    const kb_op *ops[32];
+    const kb_op *ops[64];
     int nops;
     const char *variant_pattern;   /* comma-separated names or globs; NULL = all */
     const char *sizes;             /* NULL = op default */
