@@ -9,7 +9,7 @@ static void compare_range(const void *out, kb_dtype t, const double *ref, int64_
                           int64_t reduction_len, kb_check_part *p)
 {
     double abs_tol, rel_tol;
-    kb_tolerance_terms(m, reduction_len, &abs_tol, &rel_tol);
+    kb_tolerance_terms_for(m, t, reduction_len, &abs_tol, &rel_tol);
     memset(p, 0, sizeof *p);
     for (int64_t i = lo; i < hi; ++i) {
         double o = kb_tensor_value(out, i, t), r = ref[i], e = fabs(o - r);

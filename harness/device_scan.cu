@@ -111,7 +111,7 @@ extern "C" cudaError_t kb_device_compare_rows(const void *out, kb_dtype t, int64
     blocks = blocks < 1 ? 1 : blocks > CMP_MAX_BLOCKS ? CMP_MAX_BLOCKS : blocks;
     int64_t per_block = (n + blocks - 1) / blocks;
     double abs_tol, rel_tol;
-    kb_tolerance_terms(m, reduction_len, &abs_tol, &rel_tol);
+    kb_tolerance_terms_for(m, t, reduction_len, &abs_tol, &rel_tol);
     e = kb_with_dtype(t, [&](auto type) {
         compare_rows_kernel<<<(unsigned)blocks, CMP_THREADS>>>((const decltype(type) *)out, row_len, rows, ref, n,
                                                                per_block, abs_tol, rel_tol, parts);

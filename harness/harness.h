@@ -64,6 +64,8 @@ int kb_shape_bytes(const kb_op *op, const kb_shape *s, kb_dtype t, int64_t *byte
 double kb_tolerance(kb_math m, int64_t reduction_len, double ref);
 /* The same bound as abs + rel * |ref|. */
 void kb_tolerance_terms(kb_math m, int64_t reduction_len, double *abs, double *rel);
+/* The terms for an output of dtype t: 0 for integers, which compare exactly. */
+void kb_tolerance_terms_for(kb_math m, kb_dtype t, int64_t reduction_len, double *abs, double *rel);
 /* Largest relative L2 error accepted over the checked rows. */
 double kb_rel_l2_tolerance(kb_math m, int64_t reduction_len);
 /* Largest relative L2 error of a whole fp32 transformer forward. */
@@ -182,7 +184,7 @@ typedef enum { KB_CMD_NONE, KB_CMD_LIST, KB_CMD_RUN, KB_CMD_CEILINGS, KB_CMD_PE,
 
 typedef struct {
     kb_command cmd;
-    const kb_op *ops[16];
+    const kb_op *ops[64];
     int nops;
     const char *variant_pattern;   /* comma-separated names or globs; NULL = all */
     const char *sizes;             /* NULL = op default */

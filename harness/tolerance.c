@@ -31,7 +31,8 @@
  *
  * which catches small systematic errors (a softmax that misses one term of
  * its sum is off by 1/C in every element, too little for the per-element
- * bound when outputs are tiny).  NaN and Inf always fail (check.c). */
+ * bound when outputs are tiny).  NaN and Inf always fail (check.c), and
+ * integer outputs (indices, token ids) compare exactly. */
 #include <math.h>
 #include "harness/harness.h"
 
@@ -67,6 +68,16 @@ void kb_tolerance_terms(kb_math m, int64_t reduction_len, double *abs, double *r
     roundoffs u = unit_roundoff(m);
     *rel = 8 * u.out;
     *abs = 8 * (u.in * sqrt(L) + u.out) + 4 * U32 * L;
+}
+
+/* An output's bound: integers (indices, token ids) compare exactly, whatever
+ * the arithmetic that chose them; floats as kb_tolerance_terms. */
+void kb_tolerance_terms_for(kb_math m, kb_dtype t, int64_t reduction_len, double *abs, double *rel)
+{
+    if (t == KB_I32)
+        *abs = *rel = 0;
+    else
+        kb_tolerance_terms(m, reduction_len, abs, rel);
 }
 
 double kb_tolerance(kb_math m, int64_t reduction_len, double ref)

@@ -1,5 +1,6 @@
 /* The shared cuBLASLt product (kernels/lt_gemm.h). */
 #include <stdint.h>
+#include <stdlib.h>
 #include "kernels/lt_gemm.h"
 
 static const char *lt_error(cublasStatus_t s)
@@ -117,6 +118,48 @@ void kb_lt_destroy(kb_lt_product *p)
         cublasLtMatmulDescDestroy(p->desc);
     p->y = p->x = p->w = NULL;
     p->desc = NULL;
+}
+
+void kb_lt_single_free(void *ctx)
+{
+    kb_lt_single *c = ctx;
+    if (!c)
+        return;
+    cudaFree(c->workspace);
+    kb_lt_destroy(&c->product);
+    if (c->lt)
+        cublasLtDestroy(c->lt);
+    free(c);
+}
+
+const char *kb_lt_single_open(kb_lt_single **out)
+{
+    kb_lt_single *c = calloc(1, sizeof *c);
+    *out = NULL;
+    if (!c)
+        return "out of host memory";
+    const char *err = cublasLtCreate(&c->lt) == CUBLAS_STATUS_SUCCESS ? NULL : "cannot create a cuBLASLt handle";
+    if (!err && cudaMalloc(&c->workspace, KB_LT_WORKSPACE_BYTES) != cudaSuccess)
+        err = "cannot allocate the cuBLASLt workspace";
+    if (err)
+        kb_lt_single_free(c);
+    else
+        *out = c;
+    return err;
+}
+
+const char *kb_lt_single_done(kb_lt_single *c, const char *err, void **ctx)
+{
+    if (err)
+        kb_lt_single_free(c);
+    else
+        *ctx = c;
+    return err;
+}
+
+const char *kb_lt_single_run(const kb_lt_single *c, const void *X, const void *W, void *Y, cudaStream_t stream)
+{
+    return kb_lt_run(&c->product, c->lt, NULL, X, W, Y, c->workspace, stream);
 }
 
 void kb_lt_warm(void)

@@ -54,6 +54,24 @@ const char *kb_lt_plan_linear(kb_lt_product *p, cublasLtHandle_t lt, int M, int 
 const char *kb_lt_run(const kb_lt_product *p, cublasLtHandle_t lt, const void *bias, const void *X,
                       const void *W, void *Y, void *workspace, cudaStream_t stream);
 void kb_lt_destroy(kb_lt_product *p);
+
+/* A library variant's context: one product with its own handle and
+ * workspace.  kb_lt_single_open makes the handle and workspace (the
+ * caller plans the product, then keeps it for every launch); NULL or one
+ * line, and on failure nothing is left to free.  kb_lt_single_free takes
+ * a half-made one too (a variant's teardown). */
+typedef struct {
+    cublasLtHandle_t lt;
+    kb_lt_product product;
+    void *workspace;
+} kb_lt_single;
+const char *kb_lt_single_open(kb_lt_single **out);
+void kb_lt_single_free(void *ctx);
+/* A setup's last step: err, the planning's outcome, and c kept in *ctx,
+ * or freed when err is set. */
+const char *kb_lt_single_done(kb_lt_single *c, const char *err, void **ctx);
+/* Y = X W (+ Y) with its planned product, no bias. */
+const char *kb_lt_single_run(const kb_lt_single *c, const void *X, const void *W, void *Y, cudaStream_t stream);
 /* cuBLASLt's first handle and heuristic query on the current GPU, made and
  * dropped: the library's one-time costs, paid where nothing is timed.  No
  * kernel runs. */

@@ -53,62 +53,10 @@
 #include "kernels/lt_gemm.h"
 #include "harness/harness.h"
 #include "model/gpu.h"
+#include "model/kernel_call.h"
+#include "ops/heads.h"
+#include "ops/split_tf32.h"
 
-
-/* ---- kernels: head layout and the tf32 split -------------------------------- */
-
-/* x is n x (parts * H * dh), token-major (b, t); part p goes to out[p] in
- * (B, H, T, dh) order, the layout the attention op reads. */
-__global__ void split_heads_kernel(const float *__restrict__ x, int parts, int B, int T, int H, int dh,
-                                   float *__restrict__ o0, float *__restrict__ o1, float *__restrict__ o2)
-{
-    const int64_t per_part = (int64_t)B * T * H * dh;
-    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= per_part * parts)
-        return;
-    const int p = (int)(i / per_part);
-    int64_t r = i % per_part;
-    const int c = (int)(r % dh);
-    r /= dh;
-    const int t = (int)(r % T);
-    r /= T;
-    const int h = (int)(r % H);
-    const int b = (int)(r / H);
-    const int d = H * dh;
-    float *o = p == 0 ? o0 : p == 1 ? o1 : o2;
-    o[i - p * per_part] = x[((int64_t)b * T + t) * parts * d + (int64_t)p * d + h * dh + c];
-}
-
-/* o is (B, H, T, dh); x is n x (H * dh), token-major. */
-__global__ void merge_heads_kernel(const float *__restrict__ o, int B, int T, int H, int dh, float *__restrict__ x)
-{
-    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    const int d = H * dh;
-    if (i >= (int64_t)B * T * d)
-        return;
-    const int col = (int)(i % d), h = col / dh, c = col % dh;
-    const int64_t token = i / d, b = token / T, t = token % T;
-    x[i] = o[((b * H + h) * T + t) * dh + c];
-}
-
-/* x (M x K) -> [xh xh xl] (M x 3K): xh is x rounded to tf32, xl = x - xh
- * exactly.  The tensor cores then lose only xl's own tf32 rounding. */
-__global__ void split_tf32_kernel(const float *__restrict__ x, int64_t M, int K, float *__restrict__ out)
-{
-    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= M * K)
-        return;
-    const float v = x[i];
-    uint32_t bits;
-    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(bits) : "f"(v));
-    const float hi = __uint_as_float(bits);
-    float *row = out + (i / K) * 3 * K + i % K;
-    row[0] = hi;
-    row[K] = hi;
-    row[2 * K] = v - hi;
-}
-
-static unsigned blocks_for(int64_t n) { return (unsigned)KB_CEIL_DIV(n, 256); }
 
 /* ---- weights on the device ---------------------------------------------------- */
 
@@ -177,6 +125,8 @@ struct kb_tf_gpu {
     /* Attention over the source, over the target (its mask), and across;
      * the residual norms over source and target tokens; the final norms. */
     Call attn_src, attn_tgt, attn_cross, add_src, add_tgt, norm_src, norm_tgt;
+    kb_call to_heads, from_heads; /* split_heads and merge_heads around attention */
+    kb_call split_tf32;           /* the 3xtf32 path's activations */
 };
 
 static int64_t slot_floats(int64_t n) { return (n + 63) / 64 * 64; }
@@ -367,8 +317,8 @@ static const char *linear(kb_tf_gpu *g, const Linear &l, int M, const float *X, 
     const float *A = X;
     int K = l.in;
     if (g->gemm == KB_TF_GEMM_3XTF32) {
-        split_tf32_kernel<<<blocks_for((int64_t)M * K), 256, 0, s>>>(X, M, K, g->split);
-        KB_TRY(kb_cuda_status(cudaGetLastError()));
+        const kb_split_tf32_args a = {M, K, X, g->split};
+        KB_TRY(kb_call_launch(&g->split_tf32, &a, s));
         A = g->split;
         K *= 3;
     }
@@ -390,18 +340,16 @@ static const char *attend(kb_tf_gpu *g, const Call &c, int Tq, int Tk, int causa
     const int H = g->cfg.heads, dh = g->cfg.d_model / H;
     const kb_attention_args a = attention_args(g, Tq, Tk, causal);
     KB_TRY(c.v->launch(&a, c.ctx, s));
-    const int64_t n = (int64_t)g->B * Tq * g->cfg.d_model;
-    merge_heads_kernel<<<blocks_for(n), 256, 0, s>>>(g->o_heads, g->B, Tq, H, dh, g->cat);
-    KB_LAUNCHED();
+    const kb_merge_heads_args m = {g->B, H, Tq, dh, g->o_heads, g->cat};
+    return kb_call_launch(&g->from_heads, &m, s);
 }
 
 static const char *split(kb_tf_gpu *g, const float *x, int parts, int T, float *o0, float *o1, float *o2,
                          cudaStream_t s)
 {
     const int H = g->cfg.heads, dh = g->cfg.d_model / H;
-    const int64_t n = (int64_t)parts * g->B * T * g->cfg.d_model;
-    split_heads_kernel<<<blocks_for(n), 256, 0, s>>>(x, parts, g->B, T, H, dh, o0, o1, o2);
-    KB_LAUNCHED();
+    const kb_split_heads_args a = {g->B, T, parts, H, dh, x, {o0, o1, o2}};
+    return kb_call_launch(&g->to_heads, &a, s);
 }
 
 /* proj = SelfAttn(x) over T tokens per sequence. */
@@ -694,6 +642,14 @@ static const char *create(kb_tf_gpu *g, const kb_tf_model *m, const kb_tf_kernel
         return e == cudaErrorMemoryAllocation ? "out of device memory for the cuBLASLt workspace" : cudaGetErrorString(e);
     if (cublasLtCreate(&g->lt) != CUBLAS_STATUS_SUCCESS)
         return "cannot create a cuBLASLt handle";
+    const int H = g->cfg.heads, dh = g->cfg.d_model / H;
+    const kb_split_heads_args split = {g->B, g->max_Ts, 3, H, dh, g->qkv, {g->heads[0], g->heads[1], g->heads[2]}};
+    const kb_merge_heads_args merge = {g->B, H, g->max_Tt, dh, g->o_heads, g->cat};
+    KB_TRY(kb_call_setup(&g->to_heads, "split_heads", "naive", KB_F32, &split));
+    KB_TRY(kb_call_setup(&g->from_heads, "merge_heads", "naive", KB_F32, &merge));
+    const kb_split_tf32_args tf32 = {g->B * (g->max_Ts > g->max_Tt ? g->max_Ts : g->max_Tt), g->cfg.d_ff, g->src,
+                                     g->split};
+    KB_TRY(kb_call_setup(&g->split_tf32, "split_tf32", "naive", KB_F32, &tf32));
     return setup_kernels(g, k);
 }
 
@@ -726,6 +682,9 @@ extern "C" void kb_tf_gpu_destroy(kb_tf_gpu *g)
     for (Call *c : {&g->attn_src, &g->attn_tgt, &g->attn_cross, &g->add_src, &g->add_tgt, &g->norm_src, &g->norm_tgt})
         if (c->ready && c->v->teardown)
             c->v->teardown(c->ctx);
+    kb_call_teardown(&g->to_heads);
+    kb_call_teardown(&g->from_heads);
+    kb_call_teardown(&g->split_tf32);
     for (int i = 0; i < g->nplans; ++i)
         kb_lt_destroy(&g->plans[i].product);
     if (g->lt)

@@ -1,28 +1,33 @@
-/* The Llama-style model in bf16 on the GPU (model/llama_gpu.h).
+/* The Llama-style model in bf16 on the GPU (model/llama_gpu.h), composed
+ * from variants of the op tables, found by name and set up once
+ * (setup_kernels; docs/model.md lists them).
  *
  * Decode is memory-bound: at batch 1 each weight is read once per token, so
  * the time is the bytes of the weights and the KV cache over the copy
- * bandwidth.  Every linear layer is one matrix-vector kernel (gemv_kernel):
- * a block stages its input vector in shared memory as bf16 (RMSNorm fused
- * in front when the input is the residual stream), then each warp takes
- * two weight rows at a time and streams them with 16-byte loads, four in
- * flight per row per lane.  The two rows are chosen so that the epilogue
- * has what it needs: a RoPE pair (i, i + head_dim/2) of one head, or a
- * SwiGLU pair (gate row i, up row i); elsewhere two neighbours.
+ * bandwidth.  Every linear layer is one matrix-vector kernel, the `gemv`
+ * variant of its op (kernels/gemv.cuh): a block stages its input vector in
+ * shared memory as bf16 (RMSNorm fused in front when the input is the
+ * residual stream), then each warp streams two weight rows at a time,
+ * chosen so that the epilogue has what it needs.
  *
- *   per layer: qkv  gemv(RMSNorm(x)) -> RoPE -> q, and k, v into the cache
- *              o    flash_decode(q, cache)
- *              x   += gemv(o)                     (Wo, residual)
- *              h    gemv(RMSNorm(x)) -> silu(g) u (gate and up rows stacked)
- *              x   += gemv(h)                     (Wdown, residual)
- *   logits = gemv(RMSNorm(x)) (the LM head); pick = argmax, the next token
+ *   embedding  gather block (the token from the decode state)
+ *   per layer: q, k, v  qkv_rope gemv: RMSNorm, the product, RoPE, the cache
+ *              o        attention flash_decode(q, cache)
+ *              x       += linear gemv (Wo)
+ *              h        gate_up gemv: RMSNorm, the product, SwiGLU
+ *              x       += linear gemv (Wdown)
+ *   logits, pick: lm_head gemv: RMSNorm, the product, the greedy pick
  *
- * 5 kernels a layer and 2 more, one graph per step.
+ * 5 kernels a layer and 2 more, one graph per step; the GEMVs launch as
+ * programmatic dependents (sm_90 on), so one kernel's start overlaps the
+ * last one's tail, and the embedding starts that chain.
  *
- * Prefill: the same steps over n tokens with cuBLASLt products (bf16 in,
- * fp32 accumulation; x += in the epilogue for Wo and Wdown) and flash_wgmma
- * (causal) over the cache; off Hopper, or at a head dim flash_wgmma does
- * not take, flash_mma, the rung it builds on (pick_attention). */
+ * Prefill: the same steps over n tokens: rmsnorm block, cuBLASLt products
+ * (bf16 in, fp32 accumulation; x += in the epilogue for Wo and Wdown),
+ * rope sincos into the cache, flash_wgmma (causal) over it (off Hopper,
+ * or at a head dim flash_wgmma does not take, flash_mma, the rung it
+ * builds on: pick_attention), merge_heads vectorized and swiglu
+ * vectorized; the last row's LM head is lm_head gemv's. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -34,416 +39,19 @@
 #include "ops/attention.h"
 #include "kernels/cuda_util.h"
 #include "kernels/lt_gemm.h"
-#include "kernels/reduce.cuh"
+#include "model/kernel_call.h"
+#include "ops/decode.h"
+#include "ops/gather.h"
+#include "ops/heads.h"
+#include "ops/linear.h"
+#include "ops/rmsnorm.h"
+#include "ops/rope.h"
+#include "ops/swiglu.h"
 #include "model/llama_gpu.h"
 
 typedef __nv_bfloat16 bf16;
 
-
-enum { ST_LEN, ST_STEP, ST_TOK, ST_COUNT }; /* device state: keys in the cache after this token, step, token */
-
-#define GEMV_WARPS 8
 #define MAX_HEAD_DIM 128
-
-/* Programmatic dependent launch (Hopper): a kernel launched with the
- * attribute may start while the one before it finishes; it reads nothing
- * that kernel writes, and writes nothing, before pdl_wait().  Each kernel
- * lets its successor start at once (pdl_release), so the successor's
- * launch, and the weight loads it issues before waiting, overlap the
- * predecessor's tail.  No-ops before sm_90 and without the attribute. */
-__device__ __forceinline__ void pdl_release()
-{
-#if __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.launch_dependents;");
-#endif
-}
-
-__device__ __forceinline__ void pdl_wait()
-{
-#if __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-}
-
-/* ---- kernels ---------------------------------------------------------------------- */
-
-/* Rows of the embedding as fp32: x[t] = embed[ids[t]]. */
-__global__ void embed_kernel(const int *__restrict__ ids, const bf16 *__restrict__ embed, float *__restrict__ x, int d)
-{
-    pdl_release();
-    pdl_wait();
-    const bf16 *row = embed + (size_t)ids[blockIdx.x] * d;
-    for (int c = threadIdx.x; c < d; c += blockDim.x)
-        x[(size_t)blockIdx.x * d + c] = __bfloat162float(row[c]);
-}
-
-/* The sum of every thread's s, on every thread of the block. */
-__device__ float block_sum(float s)
-{
-    __shared__ float part[32];
-    s = kb_warp_allreduce<32>(s, KbSum{});
-    if (threadIdx.x % 32 == 0)
-        part[threadIdx.x / 32] = s;
-    __syncthreads();
-    float t = 0;
-    for (int w = 0; w < (int)blockDim.x / 32; ++w)
-        t += part[w];
-    __syncthreads(); /* part is reused by the next call */
-    return t;
-}
-
-/* h[t] = bf16(RMSNorm(x[t]) * w), one block a row, 4 values a load (d a multiple of 8). */
-__global__ void rmsnorm_kernel(const float *__restrict__ x, const float *__restrict__ w, float eps, int d,
-                               bf16 *__restrict__ h)
-{
-    const float4 *row = reinterpret_cast<const float4 *>(x + (size_t)blockIdx.x * d);
-    const float4 *w4 = reinterpret_cast<const float4 *>(w);
-    __nv_bfloat162 *out = reinterpret_cast<__nv_bfloat162 *>(h + (size_t)blockIdx.x * d);
-    float ss = 0;
-    for (int c = threadIdx.x; c < d / 4; c += blockDim.x) {
-        const float4 v = row[c];
-        ss += v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
-    }
-    const float r = rsqrtf(block_sum(ss) / d + eps);
-    for (int c = threadIdx.x; c < d / 4; c += blockDim.x) {
-        const float4 v = row[c], g = w4[c];
-        out[2 * c] = __floats2bfloat162_rn(v.x * r * g.x, v.y * r * g.y);
-        out[2 * c + 1] = __floats2bfloat162_rn(v.z * r * g.z, v.w * r * g.w);
-    }
-}
-
-/* The rotation of pair (a, b) = (x[i], x[i + half]) at position pos. */
-__device__ __forceinline__ void rope(float &a, float &b, int pos, float inv_freq)
-{
-    float s, c;
-    sincosf((float)pos * inv_freq, &s, &c);
-    const float ra = a * c - b * s, rb = b * c + a * s;
-    a = ra, b = rb;
-}
-
-/* Prefill: qkv [n, (H + 2 KV) hd] -> q (H, n, hd) rotated, k rotated and v
- * into the cache at positions 0..n-1.  One thread per pair (t, head, i). */
-__global__ void rope_scatter_kernel(const bf16 *__restrict__ qkv, int n, int H, int KV, int hd, int max_len,
-                                    const float *__restrict__ inv_freq, bf16 *__restrict__ q, bf16 *__restrict__ kc,
-                                    bf16 *__restrict__ vc)
-{
-    const int half = hd / 2, heads = H + 2 * KV;
-    const int64_t id = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (id >= (int64_t)n * heads * half)
-        return;
-    const int i = (int)(id % half), head = (int)(id / half % heads), t = (int)(id / half / heads);
-    const bf16 *src = qkv + ((size_t)t * heads + head) * hd;
-    float a = __bfloat162float(src[i]), b = __bfloat162float(src[i + half]);
-    bf16 *dst;
-    if (head < H + KV) {
-        rope(a, b, t, inv_freq[i]);
-        dst = head < H ? q + ((size_t)head * n + t) * hd : kc + ((size_t)(head - H) * max_len + t) * hd;
-    } else
-        dst = vc + ((size_t)(head - H - KV) * max_len + t) * hd;
-    dst[i] = __float2bfloat16_rn(a);
-    dst[i + half] = __float2bfloat16_rn(b);
-}
-
-/* Prefill: attention's (H, n, hd) -> (n, H hd), the layout of Wo's input;
- * 8 values (16 bytes) a thread, hd being a multiple of 16. */
-__global__ void merge_heads_kernel(const bf16 *__restrict__ o, int n, int H, int hd, bf16 *__restrict__ out)
-{
-    const int64_t id = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, v = hd / 8;
-    if (id >= (int64_t)n * H * v)
-        return;
-    const int c = (int)(id % v), h = (int)(id / v % H), t = (int)(id / v / H);
-    reinterpret_cast<uint4 *>(out)[id] = reinterpret_cast<const uint4 *>(o + ((size_t)h * n + t) * hd)[c];
-}
-
-/* Prefill: gu [n, 2 ff] (gate | up) -> h [n, ff] = silu(gate) * up, 8
- * values a thread (ff a multiple of 8). */
-__global__ void swiglu_kernel(const bf16 *__restrict__ gu, int n, int ff, bf16 *__restrict__ h)
-{
-    const int64_t id = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, v = ff / 8;
-    if (id >= (int64_t)n * v)
-        return;
-    const int64_t t = id / v, c = id % v;
-    const uint4 g8 = reinterpret_cast<const uint4 *>(gu + t * 2 * ff)[c];
-    const uint4 u8 = reinterpret_cast<const uint4 *>(gu + t * 2 * ff + ff)[c];
-    const __nv_bfloat162 *g = reinterpret_cast<const __nv_bfloat162 *>(&g8), *u = reinterpret_cast<const __nv_bfloat162 *>(&u8);
-    uint4 r8;
-    __nv_bfloat162 *r = reinterpret_cast<__nv_bfloat162 *>(&r8);
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-        const float2 fg = __bfloat1622float2(g[e]), fu = __bfloat1622float2(u[e]);
-        r[e] = __floats2bfloat162_rn(fg.x / (1.0f + __expf(-fg.x)) * fu.x, fg.y / (1.0f + __expf(-fg.y)) * fu.y);
-    }
-    reinterpret_cast<uint4 *>(h)[id] = r8;
-}
-
-enum GemvOut { GEMV_QKV, GEMV_RESIDUAL, GEMV_SWIGLU, GEMV_LOGITS };
-
-struct GemvArgs {
-    const bf16 *w;      /* [rows, K] */
-    int N, K;           /* outputs; K a multiple of 8 */
-    int ksplit;         /* warps that share one pair of rows, each a slice of K: 1, 2, 4 or 8 */
-    const float *x;     /* fp32 input, RMSNorm'd with norm (when norm is set) */
-    const float *norm;
-    float eps;
-    const bf16 *xb;     /* bf16 input (when norm is NULL) */
-    float *y;           /* GEMV_RESIDUAL: y += W x; GEMV_LOGITS: y = W x */
-    bf16 *yb;           /* GEMV_SWIGLU: silu(W[i] x) * (W[N + i] x) */
-    /* GEMV_QKV: q (H, 1, hd), and k, v at position len - 1 of this layer's cache */
-    bf16 *q, *kc, *vc;
-    int H, KV, hd, max_len;
-    int *state;
-    const float *inv_freq;
-    /* GEMV_LOGITS: the greedy pick (see pick_finish) */
-    unsigned long long *best; /* the largest (logit, -index) so far, packed; 0 between steps */
-    unsigned *done;           /* blocks finished; 0 between steps */
-    int *out, max_tokens, set_len;
-    float *keep;              /* the logits of each step, when kept */
-};
-
-#define STAGE_REGS 2 /* 16-byte loads a thread issues at once when staging a GEMV's input */
-
-/* Stage the GEMV input in shared memory as bf16: xb as it is, or x
- * RMSNorm'd and scaled by norm.  Each thread issues all its loads (up to
- * STAGE_REGS of x and of norm) before it uses any, so staging costs one
- * trip to memory for K up to 4 STAGE_REGS blockDim; longer inputs loop. */
-__device__ void stage_input(const GemvArgs &a, bf16 *xs)
-{
-    const int t = threadIdx.x, nt = blockDim.x;
-    if (!a.norm) {
-        const uint4 *src = reinterpret_cast<const uint4 *>(a.xb);
-        uint4 *dst = reinterpret_cast<uint4 *>(xs);
-        for (int c0 = 0; c0 < a.K / 8; c0 += STAGE_REGS * nt) {
-            uint4 v[STAGE_REGS];
-#pragma unroll
-            for (int i = 0; i < STAGE_REGS; ++i)
-                if (c0 + t + i * nt < a.K / 8)
-                    v[i] = src[c0 + t + i * nt];
-#pragma unroll
-            for (int i = 0; i < STAGE_REGS; ++i)
-                if (c0 + t + i * nt < a.K / 8)
-                    dst[c0 + t + i * nt] = v[i];
-        }
-        return;
-    }
-    const float4 *x4 = reinterpret_cast<const float4 *>(a.x), *w4 = reinterpret_cast<const float4 *>(a.norm);
-    const int n = a.K / 4;
-    float4 xv[STAGE_REGS], wv[STAGE_REGS];
-    float ss = 0;
-#pragma unroll
-    for (int i = 0; i < STAGE_REGS; ++i)
-        if (t + i * nt < n)
-            xv[i] = x4[t + i * nt], wv[i] = w4[t + i * nt];
-#pragma unroll
-    for (int i = 0; i < STAGE_REGS; ++i)
-        if (t + i * nt < n)
-            ss += xv[i].x * xv[i].x + xv[i].y * xv[i].y + xv[i].z * xv[i].z + xv[i].w * xv[i].w;
-    for (int c = t + STAGE_REGS * nt; c < n; c += nt) {
-        const float4 v = x4[c];
-        ss += v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
-    }
-    const float r = rsqrtf(block_sum(ss) / a.K + a.eps);
-    auto put = [&](int c, float4 v, float4 w) {
-        __nv_bfloat162 *d = reinterpret_cast<__nv_bfloat162 *>(xs + 4 * c);
-        d[0] = __floats2bfloat162_rn(v.x * r * w.x, v.y * r * w.y);
-        d[1] = __floats2bfloat162_rn(v.z * r * w.z, v.w * r * w.w);
-    };
-#pragma unroll
-    for (int i = 0; i < STAGE_REGS; ++i)
-        if (t + i * nt < n)
-            put(t + i * nt, xv[i], wv[i]);
-    for (int c = t + STAGE_REGS * nt; c < n; c += nt)
-        put(c, x4[c], w4[c]);
-}
-
-/* Rows (r0, r1) of output pair p: a RoPE pair of one head, a SwiGLU pair
- * (gate, up), or neighbours (the last one twice when N is odd). */
-template <int OUT>
-__device__ __forceinline__ void pair_rows(const GemvArgs &a, int p, int &r0, int &r1)
-{
-    if (OUT == GEMV_QKV)
-        r0 = p / (a.hd / 2) * a.hd + p % (a.hd / 2), r1 = r0 + a.hd / 2;
-    else if (OUT == GEMV_SWIGLU)
-        r0 = p, r1 = a.N + p;
-    else
-        r0 = 2 * p, r1 = min(2 * p + 1, a.N - 1);
-}
-
-template <int OUT>
-__device__ __forceinline__ int pair_count(const GemvArgs &a)
-{
-    return OUT == GEMV_QKV ? (a.H + 2 * a.KV) * (a.hd / 2) : OUT == GEMV_SWIGLU ? a.N : (a.N + 1) / 2;
-}
-
-/* Four 16-byte chunks of each row from chunk c on (32 apart: one per lane). */
-__device__ __forceinline__ void load4(const uint4 *a, const uint4 *b, int c, int end, uint4 (&wa)[4], uint4 (&wb)[4])
-{
-#pragma unroll
-    for (int u = 0; u < 4; ++u) {
-        const bool ok = c + u * 32 < end;
-        wa[u] = ok ? __ldcs(a + c + u * 32) : make_uint4(0, 0, 0, 0);
-        wb[u] = ok ? __ldcs(b + c + u * 32) : make_uint4(0, 0, 0, 0);
-    }
-}
-
-__device__ __forceinline__ void fma4(const uint4 (&wa)[4], const uint4 (&wb)[4], const uint4 *xv, int c, int end,
-                                     float &s0, float &s1)
-{
-#pragma unroll
-    for (int u = 0; u < 4; ++u) {
-        if (c + u * 32 >= end)
-            break;
-        const uint4 xx = xv[c + u * 32];
-        const __nv_bfloat162 *pa = reinterpret_cast<const __nv_bfloat162 *>(&wa[u]);
-        const __nv_bfloat162 *pb = reinterpret_cast<const __nv_bfloat162 *>(&wb[u]);
-        const __nv_bfloat162 *px = reinterpret_cast<const __nv_bfloat162 *>(&xx);
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-            const float2 fx = __bfloat1622float2(px[e]), fa = __bfloat1622float2(pa[e]), fb = __bfloat1622float2(pb[e]);
-            s0 = fmaf(fa.x, fx.x, fmaf(fa.y, fx.y, s0));
-            s1 = fmaf(fb.x, fx.x, fmaf(fb.y, fx.y, s1));
-        }
-    }
-}
-
-/* A logit as a key that orders like the float, with ties to the lower index. */
-__device__ __forceinline__ unsigned long long pick_key(float v, int i)
-{
-    const unsigned u = __float_as_uint(v), ordered = u & 0x80000000u ? ~u : u | 0x80000000u;
-    return (unsigned long long)ordered << 32 | (unsigned)~i;
-}
-
-/* The epilogue of pair (s0, s1) at rows (r0, r1); lane 0 only. */
-template <int OUT>
-__device__ __forceinline__ void epilogue(const GemvArgs &a, int p, int r0, int r1, float s0, float s1, int step,
-                                         unsigned long long &best)
-{
-    if (OUT == GEMV_QKV) {
-        const int half = a.hd / 2, head = p / half, i = p % half, pos = a.state[ST_LEN] - 1;
-        bf16 *dst;
-        if (head < a.H + a.KV) {
-            rope(s0, s1, pos, a.inv_freq[i]);
-            dst = head < a.H ? a.q + (size_t)head * a.hd : a.kc + ((size_t)(head - a.H) * a.max_len + pos) * a.hd;
-        } else
-            dst = a.vc + ((size_t)(head - a.H - a.KV) * a.max_len + pos) * a.hd;
-        dst[i] = __float2bfloat16_rn(s0);
-        dst[i + half] = __float2bfloat16_rn(s1);
-    } else if (OUT == GEMV_RESIDUAL) {
-        a.y[r0] += s0;
-        if (r1 != r0)
-            a.y[r1] += s1;
-    } else if (OUT == GEMV_SWIGLU)
-        a.yb[p] = __float2bfloat16_rn(s0 / (1.0f + __expf(-s0)) * s1);
-    else {
-        a.y[r0] = s0, a.y[r1] = s1;
-        if (a.keep && step < a.max_tokens)
-            a.keep[(size_t)step * a.N + r0] = s0, a.keep[(size_t)step * a.N + r1] = s1;
-        best = max(best, max(pick_key(s0, r0), pick_key(s1, r1)));
-    }
-}
-
-/* GEMV_LOGITS, the last block to finish: the greedy pick becomes the next
- * token and generated token `step`; set_len >= 0 (a prefill) sets the
- * cache length for the next token, else it grows by one.  The pick's
- * slots are left zeroed for the next step. */
-__device__ void pick_finish(const GemvArgs &a, int step)
-{
-    const int tok = (int)~(unsigned)(*a.best & 0xffffffffu);
-    if (step < a.max_tokens)
-        a.out[step] = tok;
-    a.state[ST_TOK] = tok;
-    a.state[ST_STEP] = step + 1;
-    a.state[ST_LEN] = a.set_len >= 0 ? a.set_len : a.state[ST_LEN] + 1;
-    *a.best = 0;
-    *a.done = 0;
-}
-
-/* y = W x for a batch of one.  The block stages x in shared memory (as
- * bf16, RMSNorm'd when norm is set); ksplit warps take each pair of rows,
- * each a slice of K, and the block's pairs advance by the grid, so a block
- * pays for its staging once.  The first loads are issued before the
- * staging, and each pair's before the last one's epilogue, so the memory
- * pipe is never idle for long. */
-template <int OUT>
-__global__ void __launch_bounds__(GEMV_WARPS * 32, 3) gemv_kernel(GemvArgs a)
-{
-    extern __shared__ __align__(16) unsigned char smem_raw[];
-    __shared__ float2 part[GEMV_WARPS];
-    __shared__ unsigned long long block_best[GEMV_WARPS];
-    bf16 *xs = reinterpret_cast<bf16 *>(smem_raw);
-    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, ks = a.ksplit, per_block = GEMV_WARPS / ks;
-    const int pairs = pair_count<OUT>(a), chunks = a.K / 8, slice = ((chunks + ks - 1) / ks + 31) / 32 * 32;
-    const int c_beg = warp % ks * slice, c_end = min(c_beg + slice, chunks);
-    const int block_iters = (pairs + per_block - 1) / per_block;
-    unsigned long long best = 0;
-    pdl_release();
-
-    uint4 wa[4], wb[4];
-    int bp = blockIdx.x, p = bp * per_block + warp / ks, r0 = 0, r1 = 0;
-    if (bp < block_iters && p < pairs) {
-        pair_rows<OUT>(a, p, r0, r1);
-        load4(reinterpret_cast<const uint4 *>(a.w + (size_t)r0 * a.K), reinterpret_cast<const uint4 *>(a.w + (size_t)r1 * a.K),
-              c_beg + lane, c_end, wa, wb);
-    }
-    pdl_wait(); /* the input, the state and every output are the previous kernels' */
-    const int step = OUT == GEMV_LOGITS ? a.state[ST_STEP] : 0;
-    stage_input(a, xs);
-    __syncthreads();
-    const uint4 *xv = reinterpret_cast<const uint4 *>(xs);
-
-    for (; bp < block_iters; bp += gridDim.x) {
-        p = bp * per_block + warp / ks;
-        const bool mine = p < pairs;
-        float s0 = 0, s1 = 0;
-        if (mine) {
-            pair_rows<OUT>(a, p, r0, r1);
-            const uint4 *ra = reinterpret_cast<const uint4 *>(a.w + (size_t)r0 * a.K);
-            const uint4 *rb = reinterpret_cast<const uint4 *>(a.w + (size_t)r1 * a.K);
-            for (int c = c_beg + lane;; c += 128) { /* wa, wb hold chunks c.. */
-                fma4(wa, wb, xv, c, c_end, s0, s1);
-                if (c + 128 >= c_end)
-                    break;
-                load4(ra, rb, c + 128, c_end, wa, wb);
-            }
-            /* The next pair's first loads, in flight during this one's sums. */
-            const int pn = (bp + gridDim.x) * per_block + warp / ks;
-            if (bp + gridDim.x < block_iters && pn < pairs) {
-                int n0, n1;
-                pair_rows<OUT>(a, pn, n0, n1);
-                load4(reinterpret_cast<const uint4 *>(a.w + (size_t)n0 * a.K),
-                      reinterpret_cast<const uint4 *>(a.w + (size_t)n1 * a.K), c_beg + lane, c_end, wa, wb);
-            }
-            s0 = kb_warp_allreduce<32>(s0, KbSum{});
-            s1 = kb_warp_allreduce<32>(s1, KbSum{});
-        }
-        if (ks > 1) { /* the slices' sums, to the pair's first warp */
-            if (lane == 0)
-                part[warp] = make_float2(s0, s1);
-            __syncthreads();
-            if (mine && warp % ks == 0 && lane == 0)
-                for (int j = 1; j < ks; ++j)
-                    s0 += part[warp + j].x, s1 += part[warp + j].y;
-            __syncthreads();
-        }
-        if (mine && warp % ks == 0 && lane == 0)
-            epilogue<OUT>(a, p, r0, r1, s0, s1, step, best);
-    }
-    if (OUT != GEMV_LOGITS)
-        return;
-    /* The block's best to the grid's; the last block to finish picks. */
-    if (lane == 0)
-        block_best[warp] = best;
-    __syncthreads();
-    if (threadIdx.x)
-        return;
-    for (int w = 0; w < GEMV_WARPS; ++w)
-        best = max(best, block_best[w]);
-    atomicMax(a.best, best);
-    __threadfence();
-    if (atomicAdd(a.done, 1u) == gridDim.x - 1) {
-        __threadfence();
-        pick_finish(a, step);
-    }
-}
 
 /* ---- the model on the device -------------------------------------------------------- */
 
@@ -460,7 +68,7 @@ struct Attn {
 
 struct kb_llama_gpu {
     kb_llama_config c;
-    int max_len, max_prefill, max_tokens, sms;
+    int max_len, max_prefill, max_tokens;
     bf16 *embed, *lm_head;
     Layer *layers;
     float *final_norm, *inv_freq;
@@ -468,17 +76,16 @@ struct kb_llama_gpu {
     float *x, *logits, *keep;                  /* [max_prefill, d], [V], [max_tokens, V] or NULL */
     int keeping;                               /* launches from now on keep the logits */
     bf16 *h, *qkv, *gu, *q, *o, *om;           /* prefill (and decode) activations */
-    int *state, *out, *ids;
-    unsigned long long *pick_best;             /* the LM head's greedy pick in flight (zero between steps) */
-    unsigned *pick_done;
-    int resident[4];                           /* blocks of each GEMV kernel an SM holds */
-    int pdl;                                   /* programmatic dependent launch (sm_90 on) */
+    int *state, *out, *ids;                    /* state: the decode state (ops/decode.h) */
     cublasLtHandle_t lt;
     void *workspace;
     int planned;                               /* the n of the plans below; 0 when none */
     kb_lt_product p_qkv, p_o, p_gu, p_d;
     Attn decode_attn;                          /* flash_decode, set up once: Tk is the cache's length */
     Attn prefill_attn;                         /* flash_mma, set up per plan */
+    /* The op tables' variants, set up once (setup_kernels): the prefill's
+     * embedding, norm, RoPE, SwiGLU and head merge, the decode's GEMVs. */
+    kb_call embedding, norm, rotary, swiglu, merge, step_qkv, step_residual, step_gate_up, step_head;
     char why[256];
 };
 
@@ -602,6 +209,34 @@ static void teardown_attention(Attn *a)
     a->ctx = NULL;
 }
 
+/* The prefill's and the decode's kernels: variants of the op tables. */
+static const char *setup_kernels(kb_llama_gpu *g)
+{
+    const kb_llama_config *c = &g->c;
+    const kb_rmsnorm_args norm = {g->max_prefill, c->d_model, (float)c->eps, g->x, g->final_norm, {NULL}};
+    KB_TRY(kb_call_setup(&g->norm, "rmsnorm", "block", KB_BF16, &norm));
+    const kb_gather_args embedding = {g->max_prefill, c->vocab, c->d_model, g->ids, g->embed, g->x};
+    KB_TRY(kb_call_setup(&g->embedding, "gather", "block", KB_BF16, &embedding));
+    const kb_swiglu_args swiglu = {g->max_prefill, c->d_ff, {NULL}, {NULL}};
+    KB_TRY(kb_call_setup(&g->swiglu, "swiglu", "vectorized", KB_BF16, &swiglu));
+    const kb_rope_args rope = {g->max_prefill, c->heads, c->kv_heads, c->head_dim, 0, g->max_len};
+    KB_TRY(kb_call_setup(&g->rotary, "rope", "sincos", KB_BF16, &rope));
+    const kb_merge_heads_args merge = {1, c->heads, g->max_prefill, c->head_dim, NULL, NULL};
+    KB_TRY(kb_call_setup(&g->merge, "merge_heads", "vectorized", KB_BF16, &merge));
+    /* The GEMVs set up at the widest input, whose vector each block holds:
+     * one shared-memory size and one occupancy for all four kernels. */
+    const int qd = c->heads * c->head_dim, ff_or_d = c->d_ff > c->d_model ? c->d_ff : c->d_model;
+    const int widest = ff_or_d > qd ? ff_or_d : qd;
+    const kb_qkv_rope_args qkv = {widest, c->heads, c->kv_heads, c->head_dim, g->max_len};
+    const kb_linear_args residual = {1, c->d_model, widest};
+    const kb_gate_up_args gate_up = {c->d_ff, widest};
+    const kb_lm_head_args head = {c->vocab, widest};
+    KB_TRY(kb_call_setup(&g->step_qkv, "qkv_rope", "gemv", KB_BF16, &qkv));
+    KB_TRY(kb_call_setup(&g->step_residual, "linear", "gemv", KB_BF16, &residual));
+    KB_TRY(kb_call_setup(&g->step_gate_up, "gate_up", "gemv", KB_BF16, &gate_up));
+    return kb_call_setup(&g->step_head, "lm_head", "gemv", KB_BF16, &head);
+}
+
 static const char *allocate(kb_llama_gpu *g)
 {
     const kb_llama_config *c = &g->c;
@@ -618,16 +253,12 @@ static const char *allocate(kb_llama_gpu *g)
     KB_TRY(dalloc(&g->o, n * qd));
     KB_TRY(dalloc(&g->om, n * qd));
     KB_TRY(dalloc(&g->logits, c->vocab));
-    KB_TRY(dalloc(&g->state, ST_COUNT));
+    KB_TRY(dalloc(&g->state, KB_DECODE_STATE));
     KB_TRY(dalloc(&g->out, g->max_tokens));
     KB_TRY(dalloc(&g->ids, n));
-    KB_TRY(dalloc(&g->pick_best, 1));
-    KB_TRY(dalloc(&g->pick_done, 1));
-    KB_CUDA_TRY(cudaMemset(g->pick_best, 0, sizeof *g->pick_best));
-    KB_CUDA_TRY(cudaMemset(g->pick_done, 0, sizeof *g->pick_done));
     if (g->keeping)
         KB_TRY(dalloc(&g->keep, (int64_t)g->max_tokens * c->vocab));
-    KB_CUDA_TRY(cudaMemset(g->state, 0, sizeof(int) * ST_COUNT));
+    KB_CUDA_TRY(cudaMemset(g->state, 0, sizeof(int) * KB_DECODE_STATE));
     /* The cache past what a run has written is read by no kernel, but start it finite. */
     KB_CUDA_TRY(cudaMemset(g->kcache, 0, sizeof(bf16) * cache));
     KB_CUDA_TRY(cudaMemset(g->vcache, 0, sizeof(bf16) * cache));
@@ -638,13 +269,10 @@ static const char *create(kb_llama_gpu *g, const kb_llama_model *m)
 {
     const kb_llama_config *c = &g->c;
     const int64_t vd = (int64_t)c->vocab * c->d_model;
-    int dev = 0;
+    int dev = 0, major = 0, minor = 0;
     KB_CUDA_TRY(cudaGetDevice(&dev));
-    KB_CUDA_TRY(cudaDeviceGetAttribute(&g->sms, cudaDevAttrMultiProcessorCount, dev));
-    int major = 0, minor = 0;
     KB_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
     KB_CUDA_TRY(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
-    g->pdl = major >= 9;
     KB_TRY(find_attention(&g->decode_attn, "flash_decode"));
     KB_TRY(pick_attention(&g->prefill_attn, "flash_wgmma", "flash_mma", major * 10 + minor, c->head_dim));
     KB_TRY(dalloc(&g->embed, vd));
@@ -667,20 +295,11 @@ static const char *create(kb_llama_gpu *g, const kb_llama_model *m)
         return "cannot create a cuBLASLt handle";
     KB_CUDA_TRY(cudaMalloc(&g->workspace, KB_LT_WORKSPACE_BYTES));
     /* Decode attention: one query per head against the whole cache, of
-     * which state[ST_LEN] keys hold data at each step. */
+     * which state[KB_DECODE_LEN] keys hold data at each step. */
     g->decode_attn.args = kb_attention_args{1, c->heads, 1, g->max_len, c->head_dim, 0,
                                             (float)(1.0 / sqrt((double)c->head_dim)), g->q, g->kcache, g->vcache, g->o,
-                                            c->kv_heads, (int64_t)g->max_len * c->head_dim, g->state + ST_LEN};
-    const int widest = c->d_ff > c->d_model ? c->d_ff : c->d_model, qd = c->heads * c->head_dim;
-    const int smem = (int)sizeof(bf16) * (widest > qd ? widest : qd); /* the input vector */
-    const void *kernels[4] = {(const void *)gemv_kernel<GEMV_QKV>, (const void *)gemv_kernel<GEMV_RESIDUAL>,
-                              (const void *)gemv_kernel<GEMV_SWIGLU>, (const void *)gemv_kernel<GEMV_LOGITS>};
-    for (int k = 0; k < 4; ++k) {
-        KB_CUDA_TRY(cudaFuncSetAttribute(kernels[k], cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-        KB_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&g->resident[k], kernels[k], GEMV_WARPS * 32, smem));
-        if (g->resident[k] < 1)
-            return "a GEMV kernel does not fit on an SM";
-    }
+                                            c->kv_heads, (int64_t)g->max_len * c->head_dim, g->state + KB_DECODE_LEN};
+    KB_TRY(setup_kernels(g));
     return setup_attention(g, &g->decode_attn);
 }
 
@@ -724,6 +343,9 @@ extern "C" void kb_llama_gpu_destroy(kb_llama_gpu *g)
         return;
     destroy_plans(g);
     teardown_attention(&g->decode_attn);
+    for (kb_call *k : {&g->embedding, &g->norm, &g->rotary, &g->swiglu, &g->merge, &g->step_qkv, &g->step_residual,
+                       &g->step_gate_up, &g->step_head})
+        kb_call_teardown(k);
     for (int l = 0; g->layers && l < g->c.layers; ++l) {
         Layer *L = &g->layers[l];
         cudaFree(L->attn_norm), cudaFree(L->mlp_norm), cudaFree(L->wqkv), cudaFree(L->wo), cudaFree(L->wgu),
@@ -733,7 +355,7 @@ extern "C" void kb_llama_gpu_destroy(kb_llama_gpu *g)
     if (g->lm_head != g->embed)
         cudaFree(g->lm_head);
     void *bufs[] = {g->embed, g->final_norm, g->inv_freq, g->kcache, g->vcache, g->x, g->logits, g->keep, g->h, g->qkv, g->gu, g->q, g->o, g->om, g->state,
-                    g->out, g->ids, g->pick_best, g->pick_done, g->workspace};
+                    g->out, g->ids, g->workspace};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; ++i)
         cudaFree(bufs[i]);
     if (g->lt)
@@ -763,61 +385,37 @@ extern "C" const char *kb_llama_gpu_plan(kb_llama_gpu *g, int n)
     return NULL;
 }
 
-static unsigned blocks_for(int64_t threads, int per_block) { return (unsigned)((threads + per_block - 1) / per_block); }
-
-/* Launch kernel(*arg) with programmatic dependent launch where the GPU
- * has it (sm_90 on). */
-static const char *launch_pdl(const kb_llama_gpu *g, const void *kernel, unsigned grid, size_t smem, cudaStream_t s,
-                              void *arg)
+/* x = the embedding's rows of the n tokens ids (device memory). */
+static const char *embed(const kb_llama_gpu *g, const int *ids, int n, cudaStream_t s)
 {
-    cudaLaunchAttribute attr;
-    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr.val.programmaticStreamSerializationAllowed = 1;
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(grid);
-    cfg.blockDim = dim3(GEMV_WARPS * 32);
-    cfg.dynamicSmemBytes = smem;
-    cfg.stream = s;
-    cfg.attrs = &attr;
-    cfg.numAttrs = g->pdl ? 1 : 0;
-    void *args[] = {arg};
-    return kb_cuda_status(cudaLaunchKernelExC(&cfg, kernel, args));
+    const kb_gather_args a = {n, g->c.vocab, g->c.d_model, ids, g->embed, g->x};
+    return kb_call_launch(&g->embedding, &a, s);
 }
 
-/* One GEMV launch over `pairs` pairs of rows: at most as many blocks as
- * the GPU holds at once; warps share a pair (ksplit) while all the pairs
- * still fit in one round of the resident warps, each slice at least 256
- * elements, so a small product takes one trip to memory per warp. */
-template <int OUT>
-static const char *gemv(const kb_llama_gpu *g, GemvArgs &a, int64_t pairs, cudaStream_t s)
+/* h = bf16(RMSNorm(x) * w) over rows of the residual stream. */
+static const char *norm(const kb_llama_gpu *g, const float *x, const float *w, int rows, bf16 *h, cudaStream_t s)
 {
-    const int64_t capacity = (int64_t)g->sms * g->resident[OUT], warps = capacity * GEMV_WARPS;
-    const int chunks = a.K / 8;
-    a.ksplit = 1;
-    while (a.ksplit < GEMV_WARPS && pairs * 2 * a.ksplit <= warps && chunks / (2 * a.ksplit) >= 32)
-        a.ksplit *= 2;
-    const int64_t want = (pairs * a.ksplit + GEMV_WARPS - 1) / GEMV_WARPS;
-    return launch_pdl(g, (const void *)gemv_kernel<OUT>, (unsigned)(want < capacity ? want : capacity),
-                      sizeof(bf16) * a.K, s, &a);
+    kb_rmsnorm_args a = {rows, g->c.d_model, (float)g->c.eps, x, w, {NULL}};
+    a.y16 = (uint16_t *)h;
+    return kb_call_launch(&g->norm, &a, s);
 }
 
-static GemvArgs gemv_args(const bf16 *w, int N, int K)
-{
-    GemvArgs a;
-    memset(&a, 0, sizeof a);
-    a.w = w, a.N = N, a.K = K;
-    return a;
-}
-
-/* Logits of the residual row x_last and the greedy pick. */
+/* Logits of the residual row x_last and the greedy pick (the LM head's
+ * GEMV: every step, a prefill's last row too). */
 static const char *head_and_pick(kb_llama_gpu *g, const float *x_last, int set_len, cudaStream_t s)
 {
     const kb_llama_config *c = &g->c;
-    GemvArgs a = gemv_args(g->lm_head, c->vocab, c->d_model);
-    a.x = x_last, a.norm = g->final_norm, a.eps = (float)c->eps, a.y = g->logits;
-    a.state = g->state, a.best = g->pick_best, a.done = g->pick_done, a.out = g->out;
-    a.max_tokens = g->max_tokens, a.set_len = set_len, a.keep = g->keeping ? g->keep : NULL;
-    return gemv<GEMV_LOGITS>(g, a, (c->vocab + 1) / 2, s);
+    const kb_lm_head_args a = {c->vocab, c->d_model, (float)c->eps, x_last, g->final_norm,
+                               (const uint16_t *)g->lm_head, g->logits, g->state, g->out, g->max_tokens, set_len,
+                               g->keeping ? g->keep : NULL};
+    return kb_call_launch(&g->step_head, &a, s);
+}
+
+/* The residual stream x += W in, a decode step's o_proj or down_proj. */
+static const char *residual(const kb_llama_gpu *g, const bf16 *in, const bf16 *w, int N, int K, cudaStream_t s)
+{
+    const kb_linear_args a = {1, N, K, (const uint16_t *)in, (const uint16_t *)w, g->x};
+    return kb_call_launch(&g->step_residual, &a, s);
 }
 
 static const char *lt(const kb_llama_gpu *g, const kb_lt_product *p, const void *X, const void *W, void *Y,
@@ -834,28 +432,26 @@ extern "C" const char *kb_llama_gpu_prefill(kb_llama_gpu *g, const int *ids, int
     const int d = c->d_model, H = c->heads, KV = c->kv_heads, hd = c->head_dim;
     const int64_t kv_layer = (int64_t)KV * g->max_len * hd;
     KB_CUDA_TRY(cudaMemcpyAsync(g->ids, ids, sizeof(int) * n, cudaMemcpyHostToDevice, s));
-    KB_CUDA_TRY(cudaMemsetAsync(g->state + ST_STEP, 0, sizeof(int), s));
-    embed_kernel<<<n, 256, 0, s>>>(g->ids, g->embed, g->x, d);
-    KB_CUDA_TRY(cudaGetLastError());
+    KB_CUDA_TRY(cudaMemsetAsync(g->state + KB_DECODE_STEP, 0, sizeof(int), s));
+    KB_TRY(embed(g, g->ids, n, s));
     for (int l = 0; l < c->layers; ++l) {
         const Layer *L = &g->layers[l];
-        rmsnorm_kernel<<<n, 256, 0, s>>>(g->x, L->attn_norm, (float)c->eps, d, g->h);
-        KB_CUDA_TRY(cudaGetLastError());
+        KB_TRY(norm(g, g->x, L->attn_norm, n, g->h, s));
         KB_TRY(lt(g, &g->p_qkv, g->h, L->wqkv, g->qkv, s));
-        rope_scatter_kernel<<<blocks_for((int64_t)n * (H + 2 * KV) * hd / 2, 256), 256, 0, s>>>(
-            g->qkv, n, H, KV, hd, g->max_len, g->inv_freq, g->q, g->kcache + l * kv_layer, g->vcache + l * kv_layer);
-        KB_CUDA_TRY(cudaGetLastError());
+        const kb_rope_args ra = {n, H, KV, hd, 0, g->max_len, g->qkv, g->inv_freq, NULL, g->q,
+                                 g->kcache + l * kv_layer, g->vcache + l * kv_layer};
+        KB_TRY(kb_call_launch(&g->rotary, &ra, s));
         kb_attention_args a = g->prefill_attn.args;
         a.k = g->kcache + l * kv_layer, a.v = g->vcache + l * kv_layer;
         KB_TRY(g->prefill_attn.v->launch(&a, g->prefill_attn.ctx, s));
-        merge_heads_kernel<<<blocks_for((int64_t)n * H * hd / 8, 256), 256, 0, s>>>(g->o, n, H, hd, g->om);
-        KB_CUDA_TRY(cudaGetLastError());
+        const kb_merge_heads_args mh = {1, H, n, hd, g->o, g->om};
+        KB_TRY(kb_call_launch(&g->merge, &mh, s));
         KB_TRY(lt(g, &g->p_o, g->om, L->wo, g->x, s));
-        rmsnorm_kernel<<<n, 256, 0, s>>>(g->x, L->mlp_norm, (float)c->eps, d, g->h);
-        KB_CUDA_TRY(cudaGetLastError());
+        KB_TRY(norm(g, g->x, L->mlp_norm, n, g->h, s));
         KB_TRY(lt(g, &g->p_gu, g->h, L->wgu, g->gu, s));
-        swiglu_kernel<<<blocks_for((int64_t)n * c->d_ff / 8, 256), 256, 0, s>>>(g->gu, n, c->d_ff, g->h);
-        KB_CUDA_TRY(cudaGetLastError());
+        kb_swiglu_args sw = {n, c->d_ff, {NULL}, {NULL}};
+        sw.gu16 = (const uint16_t *)g->gu, sw.h16 = (uint16_t *)g->h;
+        KB_TRY(kb_call_launch(&g->swiglu, &sw, s));
         KB_TRY(lt(g, &g->p_d, g->h, L->wd, g->x, s));
     }
     return head_and_pick(g, g->x + (size_t)(n - 1) * d, n + 1, s);
@@ -866,28 +462,22 @@ extern "C" const char *kb_llama_gpu_decode(kb_llama_gpu *g, cudaStream_t s)
     const kb_llama_config *c = &g->c;
     const int d = c->d_model, qd = c->heads * c->head_dim;
     const int64_t kv_layer = (int64_t)c->kv_heads * g->max_len * c->head_dim;
-    embed_kernel<<<1, 256, 0, s>>>(g->state + ST_TOK, g->embed, g->x, d);
-    KB_CUDA_TRY(cudaGetLastError());
+    KB_TRY(embed(g, g->state + KB_DECODE_TOKEN, 1, s));
     for (int l = 0; l < c->layers; ++l) {
         const Layer *L = &g->layers[l];
-        GemvArgs a = gemv_args(L->wqkv, qd + 2 * c->kv_heads * c->head_dim, d);
-        a.x = g->x, a.norm = L->attn_norm, a.eps = (float)c->eps;
-        a.q = g->q, a.kc = g->kcache + l * kv_layer, a.vc = g->vcache + l * kv_layer;
-        a.H = c->heads, a.KV = c->kv_heads, a.hd = c->head_dim, a.max_len = g->max_len;
-        a.state = g->state, a.inv_freq = g->inv_freq;
-        KB_TRY(gemv<GEMV_QKV>(g, a, a.N / 2, s));
+        bf16 *kc = g->kcache + l * kv_layer, *vc = g->vcache + l * kv_layer;
+        const kb_qkv_rope_args qkv = {d, c->heads, c->kv_heads, c->head_dim, g->max_len, (float)c->eps, g->x,
+                                      L->attn_norm, (const uint16_t *)L->wqkv, g->inv_freq, g->state + KB_DECODE_LEN,
+                                      (uint16_t *)g->q, (uint16_t *)kc, (uint16_t *)vc};
+        KB_TRY(kb_call_launch(&g->step_qkv, &qkv, s));
         kb_attention_args at = g->decode_attn.args;
-        at.k = a.kc, at.v = a.vc;
+        at.k = kc, at.v = vc;
         KB_TRY(g->decode_attn.v->launch(&at, g->decode_attn.ctx, s));
-        a = gemv_args(L->wo, d, qd);
-        a.xb = g->o, a.y = g->x;
-        KB_TRY(gemv<GEMV_RESIDUAL>(g, a, (d + 1) / 2, s));
-        a = gemv_args(L->wgu, c->d_ff, d);
-        a.x = g->x, a.norm = L->mlp_norm, a.eps = (float)c->eps, a.yb = g->h;
-        KB_TRY(gemv<GEMV_SWIGLU>(g, a, c->d_ff, s));
-        a = gemv_args(L->wd, d, c->d_ff);
-        a.xb = g->h, a.y = g->x;
-        KB_TRY(gemv<GEMV_RESIDUAL>(g, a, (d + 1) / 2, s));
+        KB_TRY(residual(g, g->o, L->wo, d, qd, s));
+        const kb_gate_up_args gu = {c->d_ff, d, (float)c->eps, g->x, L->mlp_norm, (const uint16_t *)L->wgu,
+                                    (uint16_t *)g->h};
+        KB_TRY(kb_call_launch(&g->step_gate_up, &gu, s));
+        KB_TRY(residual(g, g->h, L->wd, d, c->d_ff, s));
     }
     return head_and_pick(g, g->x, -1, s);
 }

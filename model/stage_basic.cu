@@ -9,17 +9,17 @@
  * row-major operands with no transposes.  A weight W (out x in) is uploaded
  * as W^T (in x out), so Y^T = X W^T is one matmul.  Per head h:
  *   Q^T = X Wq^T, K^T = X Wk^T          matmul variant     t x l
- *   K = (K^T)^T                         transpose kernel   l x t
+ *   K = (K^T)^T                         transpose          l x t
  *   V^T = (X Wvd^T) Wvu^T               two matmuls        t x l, t x n
  *   S = Q^T K = A^T                     matmul             t x t, S[i][j] = query i . key j
- *   mask: S[i][j] = -inf for j > i      mask kernel
+ *   mask: S[i][j] = -inf for j > i      mask
  *   P = row softmax of S = A_norm^T     softmax variant (a row of S is a
  *                                       column of A: the column softmax)
  *   dE^T = P V^T = (V A_norm)^T         matmul             t x n
- *   X' = X + dE_0^T, then X' += dE_h^T  add kernel; every head reads the
+ *   X' = X + dE_0^T, then X' += dE_h^T  add; every head reads the
  *                                       block's input X, none another's X'
  * then the MLP, X = ReLU(X' Wup^T + b_up) Wdown^T + b_down (two matmuls,
- * each followed by a bias kernel, ReLU in the first), and the LM head
+ * each followed by bias, ReLU in the first), and the LM head
  * logits (t x vocab) = X Wout^T.  The embedding lives once on the device,
  * as Emb^T (n x vocab), the LM head's operand when tied; kb_stage_embed
  * (model/stage_gpu.h, shared with the other fp32 stages) reads a token's
@@ -30,8 +30,9 @@
  * (the op's fp32 baseline, plain fp32 math, its best fp32 row; the
  * hand-written double_buffered's 128x256 tiles leave most SMs idle at
  * these t x 64 products) and softmax `vectorized` (a row in registers,
- * -inf gives 0).  No variant adds a bias across rows, masks or
- * transposes, so those are the small kernels here.
+ * -inf gives 0), and the `naive` variants of transpose, mask, add and
+ * bias, the plain one-thread-an-element kernels a first implementation
+ * writes (the mask's value is -inf here; its op checks a finite one).
  *
  * Decoding recomputes the sequence: step s runs the whole forward over the
  * prompt and the s + 1 tokens chosen so far, then kb_stage_argmax writes
@@ -57,8 +58,12 @@
 #include <string.h>
 #include "harness/harness.h"
 #include "kernels/cuda_util.h"
+#include "ops/add.h"
+#include "ops/bias.h"
+#include "ops/mask.h"
 #include "ops/matmul.h"
 #include "ops/softmax.h"
+#include "ops/transpose.h"
 #include "model/stage_gpu.h"
 #include "model/stages.h"
 #include "reference/basic.h"
@@ -66,44 +71,6 @@
 
 static const char *const kMatmul = "cublas", *const kSoftmax = "vectorized";
 constexpr int kCheckSteps = 3; /* fewer than the other stages: each step recomputes the sequence */
-
-/* ---- kernels ------------------------------------------------------------------------- */
-
-/* out (C x R) = in (R x C)^T. */
-__global__ void transpose_kernel(const float *__restrict__ in, int R, int C, float *__restrict__ out)
-{
-    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < (int64_t)R * C)
-        out[(i % C) * R + i / C] = in[i];
-}
-
-/* The causal mask on S (T x T), S[i][j] = query i . key j: keys after the query get -inf. */
-__global__ void mask_kernel(float *s, int T)
-{
-    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < (int64_t)T * T && i % T > i / T)
-        s[i] = -INFINITY;
-}
-
-__global__ void add_kernel(const float *a, const float *b, int64_t n, float *y)
-{
-    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n)
-        y[i] = a[i] + b[i];
-}
-
-/* y (R x C) += b along each row, then ReLU when relu: the document's B
- * "duplicatively added to each column", columns being our rows. */
-__global__ void bias_kernel(float *y, const float *__restrict__ b, int R, int C, int relu)
-{
-    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= (int64_t)R * C)
-        return;
-    const float v = y[i] + b[i % C];
-    y[i] = relu ? fmaxf(v, 0.0f) : v;
-}
-
-static unsigned blocks_for(int64_t n) { return (unsigned)KB_CEIL_DIV(n, 256); }
 
 /* ---- the stage's state --------------------------------------------------------------- */
 
@@ -120,7 +87,8 @@ struct Basic {
     int n, l, ff, vocab, heads, layers;
     int prompt, tokens, max_t; /* max_t: the longest sequence a forward runs */
     cudaStream_t s;
-    kb_stage_call mm, sm;
+    kb_call mm, sm, tr, mask, add, bias;
+    kb_stage_ends ends; /* the embedding and the pick */
     float *weights, *acts;
     int *ids; /* max_t + 1: the last pick has a slot */
     HeadW *head; /* layers x heads */
@@ -130,8 +98,6 @@ struct Basic {
 };
 
 }  // namespace
-
-static const char *launched() { return kb_cuda_status(cudaGetLastError()); }
 
 /* ---- the forward ------------------------------------------------------------------------ */
 
@@ -154,13 +120,13 @@ static const char *head(Basic *g, const HeadW &w, int T)
     const int n = g->n, l = g->l;
     KB_TRY(matmul(g, T, l, n, g->x, w.q, g->q));
     KB_TRY(matmul(g, T, l, n, g->x, w.k, g->kt));
-    transpose_kernel<<<blocks_for((int64_t)T * l), 256, 0, g->s>>>(g->kt, T, l, g->k);
-    KB_TRY(launched());
+    const kb_transpose_args tr = {T, l, g->kt, g->k};
+    KB_TRY(kb_call_launch(&g->tr, &tr, g->s));
     KB_TRY(matmul(g, T, l, n, g->x, w.vd, g->vd));
     KB_TRY(matmul(g, T, n, l, g->vd, w.vu, g->v));
     KB_TRY(matmul(g, T, T, l, g->q, g->k, g->sc));
-    mask_kernel<<<blocks_for((int64_t)T * T), 256, 0, g->s>>>(g->sc, T);
-    KB_TRY(launched());
+    const kb_mask_args mask = {T, T, -INFINITY, g->sc};
+    KB_TRY(kb_call_launch(&g->mask, &mask, g->s));
     KB_TRY(softmax(g, T, T, g->sc, g->p));
     return matmul(g, T, n, T, g->p, g->v, g->de);
 }
@@ -171,8 +137,8 @@ static const char *attention(Basic *g, int layer, int T)
     const int64_t count = (int64_t)T * g->n;
     for (int h = 0; h < g->heads; ++h) {
         KB_TRY(head(g, g->head[layer * g->heads + h], T));
-        add_kernel<<<blocks_for(count), 256, 0, g->s>>>(h == 0 ? g->x : g->xa, g->de, count, g->xa);
-        KB_TRY(launched());
+        const kb_add_args add = {count, h == 0 ? g->x : g->xa, g->de, g->xa};
+        KB_TRY(kb_call_launch(&g->add, &add, g->s));
     }
     return NULL;
 }
@@ -181,17 +147,16 @@ static const char *attention(Basic *g, int layer, int T)
 static const char *mlp(Basic *g, const LayerW &w, int T)
 {
     KB_TRY(matmul(g, T, g->ff, g->n, g->xa, w.up, g->h));
-    bias_kernel<<<blocks_for((int64_t)T * g->ff), 256, 0, g->s>>>(g->h, w.b_up, T, g->ff, 1);
-    KB_TRY(launched());
+    const kb_bias_args up = {T, g->ff, 1, w.b_up, g->h}, down = {T, g->n, 0, w.b_down, g->x};
+    KB_TRY(kb_call_launch(&g->bias, &up, g->s));
     KB_TRY(matmul(g, T, g->n, g->ff, g->h, w.down, g->x));
-    bias_kernel<<<blocks_for((int64_t)T * g->n), 256, 0, g->s>>>(g->x, w.b_down, T, g->n, 0);
-    return launched();
+    return kb_call_launch(&g->bias, &down, g->s);
 }
 
 /* logits (T x vocab) of ids[0..T). */
 static const char *forward(Basic *g, int T)
 {
-    KB_TRY(kb_stage_embed(g->ids, T, g->embT, g->vocab, g->n, 1.0f, NULL, g->x, g->s));
+    KB_TRY(kb_stage_embed(&g->ends, g->ids, T, g->embT, g->vocab, g->n, 1.0f, NULL, g->x, g->s));
     for (int layer = 0; layer < g->layers; ++layer) {
         KB_TRY(attention(g, layer, T));
         KB_TRY(mlp(g, g->layer[layer], T));
@@ -203,7 +168,7 @@ static const char *forward(Basic *g, int T)
 static const char *step(Basic *g, int T)
 {
     KB_TRY(forward(g, T));
-    return kb_stage_argmax(g->logits + (int64_t)(T - 1) * g->vocab, g->vocab, g->ids + T, g->s);
+    return kb_stage_argmax(&g->ends, g->logits + (int64_t)(T - 1) * g->vocab, g->vocab, g->ids + T, g->s);
 }
 
 /* Decode steps tokens from a sequence of `from` ids: each a full recompute. */
@@ -343,7 +308,7 @@ static const char *allocate(Basic *g, int tied)
 /* ---- the variants ---------------------------------------------------------------------------- */
 
 /* NULL when c's variant runs shape s, else one line why not. */
-static const char *refused(const kb_stage_call &c, const char *op_name, kb_shape s)
+static const char *refused(const kb_call &c, const char *op_name, kb_shape s)
 {
     static char why[256];
     const char *no = c.v->unsupported ? c.v->unsupported(&s) : NULL;
@@ -373,15 +338,25 @@ static const char *setup_variants(Basic *g)
     kb_matmul_args ma = {};
     ma.M = ma.N = ma.K = g->max_t, ma.A = g->x, ma.B = g->x, ma.C = g->h;
     const kb_softmax_args sa = {g->max_t, g->max_t, g->sc, g->p};
-    KB_TRY(kb_stage_call_setup(&g->mm, "matmul", kMatmul, &ma));
-    KB_TRY(kb_stage_call_setup(&g->sm, "softmax", kSoftmax, &sa));
+    KB_TRY(kb_call_setup(&g->mm, "matmul", kMatmul, KB_F32, &ma));
+    KB_TRY(kb_call_setup(&g->sm, "softmax", kSoftmax, KB_F32, &sa));
+    KB_TRY(kb_stage_ends_setup(&g->ends));
+    const kb_transpose_args tr = {};
+    const kb_mask_args mask = {};
+    const kb_add_args add = {};
+    const kb_bias_args bias = {};
+    KB_TRY(kb_call_setup(&g->tr, "transpose", "naive", KB_F32, &tr));
+    KB_TRY(kb_call_setup(&g->mask, "mask", "naive", KB_F32, &mask));
+    KB_TRY(kb_call_setup(&g->add, "add", "naive", KB_F32, &add));
+    KB_TRY(kb_call_setup(&g->bias, "bias", "naive", KB_F32, &bias));
     return fits(g);
 }
 
 static void destroy(Basic *g)
 {
-    kb_stage_call_teardown(&g->mm);
-    kb_stage_call_teardown(&g->sm);
+    for (kb_call *c : {&g->mm, &g->sm, &g->tr, &g->mask, &g->add, &g->bias})
+        kb_call_teardown(c);
+    kb_stage_ends_teardown(&g->ends);
     if (g->s)
         cudaStreamDestroy(g->s);
     cudaFree(g->weights);

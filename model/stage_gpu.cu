@@ -6,6 +6,8 @@
 #include "kernels/cuda_util.h"
 #include "kernels/lt_gemm.h"
 #include "model/stage_gpu.h"
+#include "ops/argmax.h"
+#include "ops/embed_t.h"
 
 int kb_stage_fault = 0;
 
@@ -86,95 +88,31 @@ extern "C" const char *kb_stage_upload(kb_stage_mem *m, kb_stage_layout_fn lay_o
     return kb_cuda_status(e);
 }
 
-__global__ void embed_kernel(const int *__restrict__ ids, int n, const float *__restrict__ table_t, int vocab, int d,
-                             float scale, const float *__restrict__ pe, float *__restrict__ x)
+extern "C" const char *kb_stage_ends_setup(kb_stage_ends *e)
 {
-    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= (int64_t)n * d)
-        return;
-    const int64_t t = i / d, c = i % d;
-    const float e = scale * table_t[c * vocab + ids[t]];
-    x[i] = pe ? e + pe[i] : e;
+    const kb_embed_t_args embed = {};
+    const kb_argmax_args pick = {};
+    KB_TRY(kb_call_setup(&e->embed, "embed_t", "naive", KB_F32, &embed));
+    return kb_call_setup(&e->pick, "argmax", "block", KB_F32, &pick);
 }
 
-extern "C" const char *kb_stage_embed(const int *ids, int n, const float *table_t, int vocab, int d, float scale,
-                                      const float *pe, float *x, cudaStream_t s)
+extern "C" void kb_stage_ends_teardown(kb_stage_ends *e)
 {
-    const int64_t total = (int64_t)n * d;
-    embed_kernel<<<(unsigned)KB_CEIL_DIV(total, 256), 256, 0, s>>>(ids, n, table_t, vocab, d, scale, pe, x);
-    KB_LAUNCHED();
+    kb_call_teardown(&e->embed);
+    kb_call_teardown(&e->pick);
 }
 
-/* A logit as a key that orders like the float, ties to the lower index. */
-__device__ unsigned long long pick_key(float v, int i)
+extern "C" const char *kb_stage_embed(const kb_stage_ends *e, const int *ids, int n, const float *table_t, int vocab,
+                                      int d, float scale, const float *pe, float *x, cudaStream_t s)
 {
-    const unsigned u = __float_as_uint(v), ordered = u & 0x80000000u ? ~u : u | 0x80000000u;
-    return (unsigned long long)ordered << 32 | (unsigned)~i;
+    const kb_embed_t_args a = {n, vocab, d, scale, ids, table_t, pe, x};
+    return kb_call_launch(&e->embed, &a, s);
 }
 
-__device__ unsigned long long warp_max(unsigned long long k)
+extern "C" const char *kb_stage_argmax(const kb_stage_ends *e, const float *logits, int n, int *out, cudaStream_t s)
 {
-    for (int off = 16; off > 0; off /= 2) {
-        const unsigned long long o = __shfl_xor_sync(0xffffffffu, k, off);
-        k = o > k ? o : k;
-    }
-    return k;
-}
-
-#define PICK_THREADS 1024
-
-/* One block: each thread's best over a stride, then the warps', then the block's. */
-__global__ void __launch_bounds__(PICK_THREADS) argmax_kernel(const float *__restrict__ x, int n, int *out)
-{
-    __shared__ unsigned long long part[PICK_THREADS / 32];
-    unsigned long long best = 0;
-    for (int i = threadIdx.x; i < n; i += PICK_THREADS) {
-        const unsigned long long k = pick_key(x[i], i);
-        best = k > best ? k : best;
-    }
-    best = warp_max(best);
-    if (threadIdx.x % 32 == 0)
-        part[threadIdx.x / 32] = best;
-    __syncthreads();
-    if (threadIdx.x >= 32)
-        return;
-    best = warp_max(part[threadIdx.x]);
-    if (threadIdx.x == 0)
-        *out = (int)~(unsigned)best;
-}
-
-extern "C" const char *kb_stage_argmax(const float *logits, int n, int *out, cudaStream_t s)
-{
-    argmax_kernel<<<1, PICK_THREADS, 0, s>>>(logits, n, out);
-    KB_LAUNCHED();
-}
-
-extern "C" const char *kb_stage_call_setup(kb_stage_call *c, const char *op, const char *name, const void *args)
-{
-    static char why[256];
-    const kb_op *o = kb_find_op(op);
-    const kb_variant *v = o ? kb_find_variant(o, name, KB_F32) : NULL;
-    int dev = 0, major = 0, minor = 0;
-    KB_CUDA_TRY(cudaGetDevice(&dev));
-    KB_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-    KB_CUDA_TRY(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
-    const char *no = !v ? "not in this build" : v->dtype != KB_F32 ? "not fp32"
-                     : v->min_cc > major * 10 + minor ? "too new for this GPU"
-                     : v->setup ? v->setup(args, &c->ctx) : NULL;
-    if (no) {
-        snprintf(why, sizeof why, "%s %s: %s", op, name, no);
-        return why;
-    }
-    c->v = v;
-    c->ready = 1;
-    return NULL;
-}
-
-extern "C" void kb_stage_call_teardown(kb_stage_call *c)
-{
-    if (c->ready && c->v->teardown)
-        c->v->teardown(c->ctx);
-    c->ready = 0;
+    const kb_argmax_args a = {1, n, logits, out};
+    return kb_call_launch(&e->pick, &a, s);
 }
 
 extern "C" double kb_stage_rel_l2(const float *got, const float *ref, int64_t n)

@@ -2,15 +2,16 @@
  * paper: model/stage_paper.c, modern: model/stage_modern.cu) share: device memory that is counted
  * against the free memory before any of it is allocated and freed as one
  * list on every path, weights staged on the host in the layout the
- * cuBLASLt products read, the token embedding and the greedy pick as
- * kernels (the next token stays on the device, so a decode never waits for
- * the host), and the check's reduced length and error measure. */
+ * cuBLASLt products read, the token embedding and the greedy pick (variants
+ * of the embed_t and argmax ops), and the check's reduced length and error
+ * measure. */
 #ifndef KBENCH_MODEL_STAGE_GPU_H
 #define KBENCH_MODEL_STAGE_GPU_H
 
 #include <stddef.h>
 #include <stdint.h>
 #include <cuda_runtime_api.h>
+#include "model/kernel_call.h"
 #include "model/stages.h"
 
 #ifdef __cplusplus
@@ -71,24 +72,21 @@ typedef void (*kb_stage_layout_fn)(void *user, kb_stage_block *b);
 int64_t kb_stage_count(kb_stage_layout_fn lay_out, void *user);
 const char *kb_stage_upload(kb_stage_mem *m, kb_stage_layout_fn lay_out, void *user);
 
+/* Both ends of every fp32 stage's forward, variants of the op tables:
+ * the token embedding (embed_t naive) and the greedy pick (argmax block).
+ * The next token stays on the device, so a decode never waits for the host. */
+typedef struct {
+    kb_call embed, pick;
+} kb_stage_ends;
+const char *kb_stage_ends_setup(kb_stage_ends *e);
+void kb_stage_ends_teardown(kb_stage_ends *e);
 /* x[t] = scale * table[:, ids[t]] + pe[t] (pe may be NULL) for t < n, the
  * table stored transposed, d x vocab (the LM head's operand, so a tied
  * model keeps one copy). */
-const char *kb_stage_embed(const int *ids, int n, const float *table_t, int vocab, int d, float scale, const float *pe,
-                           float *x, cudaStream_t s);
+const char *kb_stage_embed(const kb_stage_ends *e, const int *ids, int n, const float *table_t, int vocab, int d,
+                           float scale, const float *pe, float *x, cudaStream_t s);
 /* *out = the index of the largest logit, the first on ties (greedy). */
-const char *kb_stage_argmax(const float *logits, int n, int *out, cudaStream_t s);
-
-/* A variant of the op tables, by name, and the context its setup made. */
-typedef struct {
-    const kb_variant *v;
-    void *ctx;
-    int ready; /* set up: teardown owed */
-} kb_stage_call;
-/* Find variant `name` of `op` (refused when not in this build, not fp32, or
- * too new for this GPU) and run its setup with args.  NULL, or one line. */
-const char *kb_stage_call_setup(kb_stage_call *c, const char *op, const char *name, const void *args);
-void kb_stage_call_teardown(kb_stage_call *c);
+const char *kb_stage_argmax(const kb_stage_ends *e, const float *logits, int n, int *out, cudaStream_t s);
 
 /* ||got - ref|| / ||ref||, infinite when got has a NaN or Inf. */
 double kb_stage_rel_l2(const float *got, const float *ref, int64_t n);

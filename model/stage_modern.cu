@@ -5,19 +5,19 @@
  *
  *   h   = RMSNorm(x) * input_layernorm     the rmsnorm op's `vectorized`
  *   qkv = h [Wq; Wk; Wv]^T                 one cuBLASLt SGEMM
- *   q, and k, v into the cache             rope_cache_kernel (RoPE, HF's
+ *   q, and k, v into the cache             the rope op's `table` (HF's
  *                                          rotate_half, from a cos/sin table)
  *   o   = attention(q, k, v)               the attention op's `flash`,
  *                                          causal (see below)
- *   x  += merge(o) Wo^T                    merge_heads_kernel, SGEMM with
+ *   x  += merge(o) Wo^T                    merge_heads `naive`, SGEMM with
  *                                          the residual as its C (beta = 1)
  *   h   = RMSNorm(x) * post_attention_layernorm
  *   x  += (silu(h Wg^T) * (h Wu^T)) Wd^T   one SGEMM for gate and up,
- *                                          swiglu_kernel, SGEMM (beta = 1)
+ *                                          swiglu `naive`, SGEMM (beta = 1)
  *
  * then the final RMSNorm of the last position, the LM head (one SGEMM on
- * one row) and the greedy pick on the device, into the id list the next
- * step embeds from.  flash reads K and V as (Hkv, Tk, D) with no stride
+ * one row) and the greedy pick on the device (argmax `block`), into the id
+ * list the next step embeds from (embed_t `naive`).  flash reads K and V as (Hkv, Tk, D) with no stride
  * of its own (its kv_stride and tk_len are flash_mma's and flash_decode's),
  * while the cache is (KV, max_len, hd) per layer so that it can grow.  A
  * prefill's keys are its own tokens: they go to a (KV, n, hd) copy that one
@@ -34,66 +34,18 @@
 #include "kernels/cuda_util.h"
 #include "kernels/lt_gemm.h"
 #include "ops/rmsnorm.h"
+#include "ops/heads.h"
+#include "ops/rope.h"
+#include "ops/swiglu.h"
 #include "model/llama.h"
 #include "model/stage_gpu.h"
 
 
 #define ATTENTION_VARIANT "flash"
 #define NORM_VARIANT "vectorized"
-
-/* ---- kernels: where no registry op fits ------------------------------------------ */
-
-/* qkv [n, (H + 2 KV) hd] of positions p0.. -> q (H, n, hd) rotated, k
- * rotated and v into (KV, ld, hd) at their positions: the layer's cache
- * (ld = max_len) or a prefill's own keys (p0 = 0, ld = n).  One thread per
- * pair (i, i + hd/2) of a head of a token. */
-__global__ void rope_cache_kernel(const float *__restrict__ qkv, int n, int p0, int H, int KV, int hd, int64_t ld,
-                                  const float2 *__restrict__ rope, float *__restrict__ q, float *__restrict__ kc,
-                                  float *__restrict__ vc)
-{
-    const int half = hd / 2, heads = H + 2 * KV;
-    const int64_t id = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (id >= (int64_t)n * heads * half)
-        return;
-    const int i = (int)(id % half), head = (int)(id / half % heads), t = (int)(id / half / heads), pos = p0 + t;
-    const float *src = qkv + ((int64_t)t * heads + head) * hd;
-    float a = src[i], b = src[i + half];
-    if (head < H + KV) {
-        const float2 cs = rope[(int64_t)pos * half + i];
-        const float ra = a * cs.x - b * cs.y;
-        b = b * cs.x + a * cs.y;
-        a = ra;
-    }
-    float *dst = head < H        ? q + ((int64_t)head * n + t) * hd
-                 : head < H + KV ? kc + ((int64_t)(head - H) * ld + pos) * hd
-                                 : vc + ((int64_t)(head - H - KV) * ld + pos) * hd;
-    dst[i] = a;
-    dst[i + half] = b;
-}
-
-/* Attention's (H, n, hd) -> (n, H hd), the layout of Wo's input. */
-__global__ void merge_heads_kernel(const float *__restrict__ o, int n, int H, int hd, float *__restrict__ om)
-{
-    const int64_t id = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (id >= (int64_t)n * H * hd)
-        return;
-    const int c = (int)(id % hd), h = (int)(id / hd % H);
-    const int64_t t = id / hd / H;
-    om[id] = o[((int64_t)h * n + t) * hd + c];
-}
-
-/* gu [n, 2 ff] (gate | up) -> a [n, ff] = silu(gate) * up. */
-__global__ void swiglu_kernel(const float *__restrict__ gu, int n, int ff, float *__restrict__ a)
-{
-    const int64_t id = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (id >= (int64_t)n * ff)
-        return;
-    const int64_t t = id / ff, j = id % ff;
-    const float g = gu[t * 2 * ff + j], u = gu[t * 2 * ff + ff + j];
-    a[id] = g / (1.0f + expf(-g)) * u;
-}
-
-static unsigned blocks_for(int64_t threads) { return (unsigned)KB_CEIL_DIV(threads, 256); }
+#define SWIGLU_VARIANT "naive"
+#define MERGE_VARIANT "naive"
+#define ROPE_VARIANT "table"
 
 /* ---- the stage's state -------------------------------------------------------------- */
 
@@ -122,7 +74,8 @@ struct Modern {
     cublasLtHandle_t lt;
     Products pre, dec;
     kb_lt_product head;
-    kb_stage_call attn, norm;
+    kb_call attn, norm, rotary, swiglu, merge;
+    kb_stage_ends ends; /* the embedding and the pick */
     kb_stage_mem mem;
 };
 
@@ -258,8 +211,12 @@ static void tear_down(Modern *g)
     destroy_products(&g->pre);
     destroy_products(&g->dec);
     kb_lt_destroy(&g->head);
-    kb_stage_call_teardown(&g->attn);
-    kb_stage_call_teardown(&g->norm);
+    kb_call_teardown(&g->attn);
+    kb_call_teardown(&g->norm);
+    kb_call_teardown(&g->rotary);
+    kb_call_teardown(&g->swiglu);
+    kb_call_teardown(&g->merge);
+    kb_stage_ends_teardown(&g->ends);
     if (g->lt)
         cublasLtDestroy(g->lt);
     kb_stage_free(&g->mem);
@@ -307,9 +264,16 @@ static const char *set_up(Modern *g)
         return "cannot create a cuBLASLt handle";
     kb_attention_args a = {};
     a.B = 1, a.H = c->heads / c->kv_heads, a.Tq = 1, a.Tk = 1, a.D = c->head_dim, a.Hkv = 1;
-    KB_TRY(kb_stage_call_setup(&g->attn, "attention", ATTENTION_VARIANT, &a));
-    const kb_rmsnorm_args r = {g->max_n, c->d_model, (float)c->eps, g->x, g->final_norm, g->h};
-    KB_TRY(kb_stage_call_setup(&g->norm, "rmsnorm", NORM_VARIANT, &r));
+    KB_TRY(kb_call_setup(&g->attn, "attention", ATTENTION_VARIANT, KB_F32, &a));
+    const kb_rmsnorm_args r = {g->max_n, c->d_model, (float)c->eps, g->x, g->final_norm, {g->h}};
+    KB_TRY(kb_call_setup(&g->norm, "rmsnorm", NORM_VARIANT, KB_F32, &r));
+    const kb_swiglu_args sw = {g->max_n, c->d_ff, {g->gu}, {g->a}};
+    KB_TRY(kb_call_setup(&g->swiglu, "swiglu", SWIGLU_VARIANT, KB_F32, &sw));
+    const kb_rope_args ro = {g->max_n, c->heads, c->kv_heads, c->head_dim, 0, g->max_len};
+    KB_TRY(kb_call_setup(&g->rotary, "rope", ROPE_VARIANT, KB_F32, &ro));
+    const kb_merge_heads_args mh = {1, c->heads, g->max_n, c->head_dim, g->o, g->om};
+    KB_TRY(kb_call_setup(&g->merge, "merge_heads", MERGE_VARIANT, KB_F32, &mh));
+    KB_TRY(kb_stage_ends_setup(&g->ends));
     KB_TRY(plan(g, &g->dec, 1));
     return kb_lt_plan(&g->head, g->lt, CUBLAS_COMPUTE_32F, CUDA_R_32F, 1, c->vocab, c->d_model,
                       CUBLASLT_EPILOGUE_DEFAULT, NULL, g->hl, g->head_t, g->logits);
@@ -325,7 +289,7 @@ static const char *lt(const Modern *g, const kb_lt_product *p, const float *X, c
 
 static const char *norm(const Modern *g, const float *x, const float *w, int rows, float *y, cudaStream_t s)
 {
-    const kb_rmsnorm_args a = {rows, g->m.cfg.d_model, (float)g->m.cfg.eps, x, w, y};
+    const kb_rmsnorm_args a = {rows, g->m.cfg.d_model, (float)g->m.cfg.eps, x, w, {y}};
     return g->norm.v->launch(&a, g->norm.ctx, s);
 }
 
@@ -369,19 +333,18 @@ static const char *layer(const Modern *g, const Products *p, int l, int p0, int 
     const Layer *L = &g->layers[l];
     KB_TRY(norm(g, g->x, L->attn_norm, n, g->h, s));
     KB_TRY(lt(g, &p->qkv, g->h, L->wqkv, g->qkv, s));
-    rope_cache_kernel<<<blocks_for((int64_t)n * (H + 2 * KV) * hd / 2), 256, 0, s>>>(g->qkv, n, p0, H, KV, hd, ld,
-                                                                                    g->rope, g->q, K, V);
-    KB_CUDA_TRY(cudaGetLastError());
+    const kb_rope_args ro = {n, H, KV, hd, p0, ld, g->qkv, NULL, (const float *)g->rope, g->q, K, V};
+    KB_TRY(kb_call_launch(&g->rotary, &ro, s));
     KB_TRY(attend(g, K, V, ld, n, keys, s));
     if (prefill)
         KB_TRY(keep_prefill(g, cache, n, s));
-    merge_heads_kernel<<<blocks_for((int64_t)n * H * hd), 256, 0, s>>>(g->o, n, H, hd, g->om);
-    KB_CUDA_TRY(cudaGetLastError());
+    const kb_merge_heads_args mh = {1, H, n, hd, g->o, g->om};
+    KB_TRY(kb_call_launch(&g->merge, &mh, s));
     KB_TRY(lt(g, &p->o, g->om, L->wo, g->x, s));
     KB_TRY(norm(g, g->x, L->mlp_norm, n, g->h, s));
     KB_TRY(lt(g, &p->gu, g->h, L->wgu, g->gu, s));
-    swiglu_kernel<<<blocks_for((int64_t)n * c->d_ff), 256, 0, s>>>(g->gu, n, c->d_ff, g->a);
-    KB_CUDA_TRY(cudaGetLastError());
+    const kb_swiglu_args sw = {n, c->d_ff, {g->gu}, {g->a}};
+    KB_TRY(kb_call_launch(&g->swiglu, &sw, s));
     return lt(g, &p->down, g->a, L->wd, g->x, s);
 }
 
@@ -392,12 +355,12 @@ static const char *layer(const Modern *g, const Products *p, int l, int p0, int 
 static const char *forward(const Modern *g, const Products *p, int p0, int n, int keys, cudaStream_t s)
 {
     const kb_llama_config *c = &g->m.cfg;
-    KB_TRY(kb_stage_embed(g->ids + p0, n, g->emb_t, c->vocab, c->d_model, 1.0f, NULL, g->x, s));
+    KB_TRY(kb_stage_embed(&g->ends, g->ids + p0, n, g->emb_t, c->vocab, c->d_model, 1.0f, NULL, g->x, s));
     for (int l = 0; l < c->layers; ++l)
         KB_TRY(layer(g, p, l, p0, n, keys, s));
     KB_TRY(norm(g, g->x + (size_t)(n - 1) * c->d_model, g->final_norm, 1, g->hl, s));
     KB_TRY(lt(g, &g->head, g->hl, g->head_t, g->logits, s));
-    return kb_stage_argmax(g->logits, c->vocab, g->ids + p0 + n, s);
+    return kb_stage_argmax(&g->ends, g->logits, c->vocab, g->ids + p0 + n, s);
 }
 
 /* A decode step: the token at position p0 against the cache. */

@@ -41,6 +41,7 @@ typedef struct {
     void *ws;
     cublasLtHandle_t lt;
     kb_lt_product lm;
+    kb_stage_ends ends; /* the embedding and the pick */
 } paper;
 
 /* ---- weights ------------------------------------------------------------------ */
@@ -118,6 +119,7 @@ static const char *set_up(paper *p, cudaStream_t s)
     KB_TRY(kb_stage_upload(&p->mem, lay_out, p));
     KB_TRY(kb_tf_gpu_create(&p->m, KB_TF_ENCODER, 1, p->max_len, 1, KB_TF_GEMM_FP32, NULL, &p->tf));
     KB_TRY(make_pe(p, s));
+    KB_TRY(kb_stage_ends_setup(&p->ends));
     if (cublasLtCreate(&p->lt) != CUBLAS_STATUS_SUCCESS)
         return "cannot create a cuBLASLt handle";
     /* Planned at the second row: as little aligned as any last row can be. */
@@ -128,6 +130,7 @@ static const char *set_up(paper *p, cudaStream_t s)
 static void tear_down(paper *p)
 {
     kb_lt_destroy(&p->lm);
+    kb_stage_ends_teardown(&p->ends);
     if (p->lt)
         cublasLtDestroy(p->lt);
     kb_tf_gpu_destroy(p->tf);
@@ -145,11 +148,12 @@ static const char *forward(paper *p, int n, int seen, cudaStream_t s)
 {
     const int d = p->d;
     KB_TRY(kb_tf_gpu_set_tokens(p->tf, seen, 1));
-    KB_TRY(kb_stage_embed(p->ids, seen, p->emb_t, p->V, d, sqrtf((float)d), p->pe, kb_tf_gpu_src(p->tf), s));
+    KB_TRY(kb_stage_embed(&p->ends, p->ids, seen, p->emb_t, p->V, d, sqrtf((float)d), p->pe, kb_tf_gpu_src(p->tf),
+                          s));
     KB_TRY(kb_tf_gpu_encode(p->tf, s));
     const float *last = kb_tf_gpu_out(p->tf) + (size_t)(seen - 1) * d;
     KB_TRY(kb_lt_run(&p->lm, p->lt, NULL, last, p->head_t, p->logits, p->ws, s));
-    return kb_stage_argmax(p->logits, p->V, p->ids + n, s);
+    return kb_stage_argmax(&p->ends, p->logits, p->V, p->ids + n, s);
 }
 
 /* A decode step over the n tokens so far. */

@@ -50,18 +50,28 @@ static void reference(const kb_shape *s, kb_dtype t, const void *const *in, int 
     free(pos);
 }
 
-/* ids: integral values spread over [0, V); the table: the default uniform fill. */
-static void fill(const kb_shape *s, int i, float *x, int64_t n, uint64_t seed, unsigned quirks)
+void kb_fill_ids(float *x, int64_t n, int64_t V, uint64_t seed)
 {
-    (void)quirks;
     kb_fill_uniform(x, n, seed);
-    if (i != 0)
-        return;
-    const int64_t V = s->d[2];
     for (int64_t k = 0; k < n; ++k) {
         int64_t id = (int64_t)((x[k] + 1.0f) * 0.5f * (float)V);
         x[k] = (float)(id < V ? id : V - 1);
     }
+}
+
+void kb_fill_embedding(int i, int64_t V, float *x, int64_t n, uint64_t seed)
+{
+    if (i == 0)
+        kb_fill_ids(x, n, V, seed);
+    else
+        kb_fill_uniform(x, n, seed);
+}
+
+/* ids: integral values spread over [0, V); the table: the default uniform fill. */
+static void fill(const kb_shape *s, int i, float *x, int64_t n, uint64_t seed, unsigned quirks)
+{
+    (void)quirks;
+    kb_fill_embedding(i, s->d[2], x, n, seed);
 }
 
 const kb_op kb_op_embed = {

@@ -26,6 +26,12 @@ typedef struct {
 
 extern const kb_op kb_op_embed;
 
+/* Token ids spread over [0, V), as integral floats, from a seeded draw:
+ * the ids input of embed, gather and embed_t. */
+void kb_fill_ids(float *x, int64_t n, int64_t V, uint64_t seed);
+/* The fill of those ops: tensor 0 their ids, the others uniform. */
+void kb_fill_embedding(int i, int64_t V, float *x, int64_t n, uint64_t seed);
+
 #ifdef __cplusplus
 }
 #endif

@@ -93,6 +93,19 @@ int main(void)
     CHECK(kb_tolerance(KB_MATH_3XTF32, 4096, 1) == kb_tolerance(KB_MATH_F32, 4096, 1));
     CHECK(kb_rel_l2_tolerance(KB_MATH_3XTF32, 64) == kb_rel_l2_tolerance(KB_MATH_F32, 64));
 
+    /* Integers compare exactly, even under bf16's relative bound: a token
+     * id off by one of 49152 fails (bf16's 8 * 2^-8 relative would pass it). */
+    const int32_t ids[2] = {49151, 7}, off[2] = {49150, 7};
+    const double want[2] = {49151, 7};
+    kb_check ic;
+    kb_compare_rows(ids, KB_I32, want, 2, KB_MATH_BF16, 1, &ic);
+    CHECK(ic.pass && ic.max_abs_err == 0);
+    kb_compare_rows(off, KB_I32, want, 2, KB_MATH_BF16, 1, &ic);
+    CHECK(!ic.pass && ic.bad_elems == 1);
+    double ia, ir;
+    kb_tolerance_terms_for(KB_MATH_F32, KB_I32, 4096, &ia, &ir);
+    CHECK(ia == 0 && ir == 0);
+
     /* f32, K = 4096: an fp32-rounding-sized error passes, a dropped term (~0.25) fails. */
     double ref[3] = {21.0, -3.5, 0.125};
     float ok[3] = {21.0f + 2e-4f, -3.5f, 0.125f};

@@ -15,28 +15,9 @@
  * Gap to the limit: 19 points to the measured ceiling at 4096^3, 18 at
  * 8192^3; 73% and 74% of the 1071 TFLOP/s datasheet figure at 1980 MHz.
  * History: docs/notes/matmul.md. */
-#include <stdlib.h>
-#include <cublasLt.h>
+#include "kernels/cuda_util.h"
 #include "kernels/lt_gemm.h"
 #include "ops/matmul.h"
-
-typedef struct {
-    cublasLtHandle_t lt;
-    kb_lt_product product;
-    void *workspace;
-} lt_ctx;
-
-static void teardown(void *ctx)
-{
-    lt_ctx *c = (lt_ctx *)ctx;
-    if (!c)
-        return;
-    cudaFree(c->workspace);
-    kb_lt_destroy(&c->product);
-    if (c->lt)
-        cublasLtDestroy(c->lt);
-    free(c);
-}
 
 /* fp32 compute and scales, operands of type T, no epilogue; the heuristic
  * sees the harness's tensors, whose alignment the timed launches share. */
@@ -44,28 +25,17 @@ template <cudaDataType_t T>
 static const char *setup(const void *args, void **ctx)
 {
     const kb_matmul_args *a = (const kb_matmul_args *)args;
-    lt_ctx *c = (lt_ctx *)calloc(1, sizeof *c);
-    if (!c)
-        return "out of host memory";
-    const char *err = cublasLtCreate(&c->lt) == CUBLAS_STATUS_SUCCESS ? NULL : "cannot create a cuBLASLt handle";
-    if (!err)
-        err = kb_lt_plan(&c->product, c->lt, CUBLAS_COMPUTE_32F, T, a->M, a->N, a->K,
-                         CUBLASLT_EPILOGUE_DEFAULT, NULL, a->A16, a->B16, a->C16);
-    if (!err && cudaMalloc(&c->workspace, KB_LT_WORKSPACE_BYTES) != cudaSuccess)
-        err = "cannot allocate the cuBLASLt workspace";
-    if (err) {
-        teardown(c);
-        return err;
-    }
-    *ctx = c;
-    return NULL;
+    kb_lt_single *c;
+    KB_TRY(kb_lt_single_open(&c));
+    return kb_lt_single_done(c, kb_lt_plan(&c->product, c->lt, CUBLAS_COMPUTE_32F, T, a->M, a->N, a->K,
+                                           CUBLASLT_EPILOGUE_DEFAULT, NULL, a->A16, a->B16, a->C16),
+                             ctx);
 }
 
 static const char *launch(const void *args, void *ctx, cudaStream_t stream)
 {
     const kb_matmul_args *a = (const kb_matmul_args *)args;
-    const lt_ctx *c = (const lt_ctx *)ctx;
-    return kb_lt_run(&c->product, c->lt, NULL, a->A16, a->B16, a->C16, c->workspace, stream);
+    return kb_lt_single_run((const kb_lt_single *)ctx, a->A16, a->B16, a->C16, stream);
 }
 
 extern "C" const kb_variant matmul_cublaslt[] = {
@@ -77,7 +47,7 @@ extern "C" const kb_variant matmul_cublaslt[] = {
         .needs = KB_NEEDS_CUBLAS,
         .min_cc = 80,
         .setup = setup<CUDA_R_16BF>,
-        .teardown = teardown,
+        .teardown = kb_lt_single_free,
         .launch = launch,
     },
     {
@@ -88,7 +58,7 @@ extern "C" const kb_variant matmul_cublaslt[] = {
         .needs = KB_NEEDS_CUBLAS,
         .min_cc = 70,
         .setup = setup<CUDA_R_16F>,
-        .teardown = teardown,
+        .teardown = kb_lt_single_free,
         .launch = launch,
     },
     KB_VARIANT_END,

@@ -20,7 +20,8 @@
  * loads in flight on the row is covered by the other rows on the SM.
  * History:
  * docs/notes/softmax-layernorm.md.
- * The f16 form: the same code on f16 storage, 8-byte packs, fp32 math. */
+ * The f16 form: the same code, y rounded to f16 as it is stored (8-byte
+ * packs); x and gamma stay fp32. */
 #include "ops/rmsnorm.h"
 #include "kernels/cuda_util.h"
 #include "kernels/combine.cuh"
@@ -31,8 +32,8 @@
 
 template <class Cfg, typename T>
 __global__ void __launch_bounds__(Cfg::BLOCK) rmsnorm_vectorized_kernel(int R, int C, float eps,
-                                                                       const T *__restrict__ x,
-                                                                       const T *__restrict__ gamma,
+                                                                       const float *__restrict__ x,
+                                                                       const float *__restrict__ gamma,
                                                                        T *__restrict__ y)
 {
     const KbRowPos p = kb_row_pos<Cfg>(R, C);
@@ -67,11 +68,11 @@ __global__ void __launch_bounds__(Cfg::BLOCK) rmsnorm_vectorized_kernel(int R, i
 /* Rows too long for registers: sum of squares from a first read, y from a second. */
 template <int VEC, typename T>
 __global__ void __launch_bounds__(KB_TWO_READ_BLOCK) rmsnorm_two_read_kernel(int C, float eps,
-                                                                             const T *__restrict__ x,
-                                                                             const T *__restrict__ gamma,
+                                                                             const float *__restrict__ x,
+                                                                             const float *__restrict__ gamma,
                                                                              T *__restrict__ y)
 {
-    const T *in = x + (size_t)blockIdx.x * C;
+    const float *in = x + (size_t)blockIdx.x * C;
     T *out = y + (size_t)blockIdx.x * C;
     float sq = 0.0f;
 #pragma unroll 4
@@ -96,12 +97,12 @@ __global__ void __launch_bounds__(KB_TWO_READ_BLOCK) rmsnorm_two_read_kernel(int
     }
 }
 
-/* The tensors hold the form's storage type T. */
+/* y holds the form's storage type T; x and gamma are fp32 (ops/rmsnorm.h). */
 template <typename T>
 static const char *launch(const void *args, void *ctx, cudaStream_t stream)
 {
     const kb_rmsnorm_args *a = (const kb_rmsnorm_args *)args;
-    const T *x = (const T *)a->x, *gamma = (const T *)a->gamma;
+    const float *x = a->x, *gamma = a->gamma;
     T *y = (T *)a->y;
     (void)ctx;
     bool in_registers = kb_row_dispatch(a->C, [&](auto cfg) {
@@ -128,7 +129,7 @@ extern "C" const kb_variant rmsnorm_vectorized[] = {
     },
     {
         .name = "vectorized",
-        .summary = "f16 in and out, fp32 math, 8-byte packs, warp or block per row, row in registers",
+        .summary = "fp32 x, y rounded to f16, warp or block per row, row in registers",
         .dtype = KB_F16,
         .math = KB_MATH_F16,
         .launch = launch<__half>,
