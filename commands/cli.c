@@ -13,7 +13,7 @@ void kb_print_usage(FILE *f)
 {
     fputs("usage: kbench list\n"
           "       kbench run [--op OP[,OP]] [--variant NAME|GLOB[,..]] [--sizes SHAPE[,SHAPE]]\n"
-          "                  [--dtype f32|bf16[,..]] [--quick] [--check] [--hot]\n"
+          "                  [--dtype f32|bf16|f16|e4m3|e5m2[,..]] [--quick] [--check] [--hot]\n"
           "                  [--csv FILE | --out-dir DIR] [--device N] [--max-time SECONDS]\n"
           "                  [--max-noise PCT] [--min-samples N] [--format csv|md|jsonl]\n"
           "                  [--family NAME[,..]] [--test-sizes] [--ceilings] [--energy]\n"
@@ -76,7 +76,7 @@ static int add_dtype(kb_options *o, const char *name, char *err, size_t errlen)
 {
     kb_dtype t;
     if (kb_parse_dtype(name, &t) != 0)
-        return fail(err, errlen, "unknown dtype '%s' (expected f32 or bf16)", name);
+        return fail(err, errlen, "unknown dtype '%s' (expected f32, bf16, f16, e4m3 or e5m2)", name);
     o->dtype_mask |= 1 << t;
     return 0;
 }

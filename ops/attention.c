@@ -67,7 +67,7 @@ static const char *validate(const kb_shape *s)
 
 const kb_op kb_op_attention = {
     .name = "attention",
-    .summary = "softmax(Q K^T / sqrt(D) + mask) V, multi-head or grouped-query; f32 and bf16",
+    .summary = "softmax(Q K^T / sqrt(D) + mask) V, multi-head or grouped-query; f32, bf16 and f16",
     .shape_fields = "BxHxTqxTkxD[xHkv][c]",
     .nd = 5,
     .nd_max = 6,

@@ -1,7 +1,7 @@
 /* attention contract: multi-head scaled dot-product attention,
  *     O = softmax(Q K^T / sqrt(D) + mask) V
  * with grouped-query attention: Q and O are (B, H, Tq, D), K and V are
- * (B, Hkv, Tk, D), all contiguous, in the variant's dtype (f32 or bf16),
+ * (B, Hkv, Tk, D), all contiguous, in the variant's dtype (f32, bf16 or f16),
  * and query head h reads KV head h / (H / Hkv); Hkv divides H (Hkv = H is
  * plain multi-head attention).  Shapes are written BxHxTqxTkxD, or
  * BxHxTqxTkxDxHkv for fewer KV heads (the five-field form has Hkv = H),

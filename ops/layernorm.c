@@ -53,7 +53,7 @@ void layernorm_fill(const kb_shape *s, int i, float *x, int64_t n, uint64_t seed
 
 const kb_op kb_op_layernorm = {
     .name = "layernorm",
-    .summary = "row-wise LayerNorm over the last dim with gamma, beta, eps=1e-5, fp32",
+    .summary = "row-wise LayerNorm over the last dim with gamma, beta, eps=1e-5; f32 and f16",
     KB_ROWWISE_SHAPES,
     .baseline = {[KB_F32] = "naive", [KB_F16] = "naive"},
     .variants = layernorm_variants,

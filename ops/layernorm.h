@@ -1,6 +1,6 @@
 /* layernorm contract: y = (x - mean) / sqrt(var + eps) * gamma + beta over
- * the last dim of an R x C fp32 matrix (biased variance, eps = 1e-5, as
- * torch.nn.LayerNorm).  Shapes are written RxC; any R, C >= 1.
+ * the last dim of an R x C matrix (f32, or f16 storage with fp32 math;
+ * biased variance, eps = 1e-5, as torch.nn.LayerNorm).  Shapes are written RxC; any R, C >= 1.
  *
  * Bytes: x read and y written once, plus gamma and beta (8*R*C + 8*C).
  * FLOPs: counted as 8 per element; the measure is GB/s against the copy

@@ -33,7 +33,7 @@ static void reference(const kb_shape *s, kb_dtype t, const void *const *in, int 
 
 const kb_op kb_op_matmul = {
     .name = "matmul",
-    .summary = "C = A*B, row-major, A is MxK; f32 and bf16 (fp32 accumulation)",
+    .summary = "C = A*B, row-major, A is MxK; f32, bf16 and f16 (fp32 accumulation)",
     .shape_fields = "MxNxK",
     .nd = 3,
     .families =

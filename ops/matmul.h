@@ -1,7 +1,7 @@
 /* matmul contract: C = A * B, row-major, A is MxK, B is KxN, C is MxN.
  * Any M, N, K >= 1.  Shapes are written MxNxK.
- * Two dtypes, as the variant's: f32, or bf16 storage of A, B and C with
- * fp32 accumulation (the tensor cores' bf16 path).
+ * Three dtypes, as the variant's: f32, or bf16 or f16 storage of A, B and C with
+ * fp32 accumulation (the tensor cores' 16-bit paths).
  *
  * FLOPs: 2*M*N*K.  Bytes: A and B read once, C written once, at 4 or 2
  * bytes an element.
@@ -30,7 +30,7 @@ typedef struct {
 
 extern const kb_op kb_op_matmul;
 
-/* Reference rows of C in double from A and B stored as dtype t (f32 or bf16):
+/* Reference rows of C in double from A and B stored as dtype t (f32, bf16 or f16):
  * ref[r*N + j] = sum_k A[rows[r],k] * B[k,j]. */
 void matmul_reference_rows(int M, int N, int K, kb_dtype t, const void *A, const void *B,
                            const int64_t *rows, int nrows, double *ref);

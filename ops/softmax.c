@@ -44,7 +44,7 @@ static void fill(const kb_shape *s, int i, float *x, int64_t n, uint64_t seed, u
 
 const kb_op kb_op_softmax = {
     .name = "softmax",
-    .summary = "row-wise softmax over the last dim, fp32",
+    .summary = "row-wise softmax over the last dim; f32 and f16",
     KB_ROWWISE_SHAPES,
     .baseline = {[KB_F32] = "cudnn", [KB_F16] = "cudnn"},
     .variants = softmax_variants,

@@ -1,5 +1,6 @@
 /* softmax contract: y[r, :] = softmax(x[r, :]) over the last dim of an R x C
- * fp32 matrix, row-major.  Shapes are written RxC; any R, C >= 1.
+ * matrix, row-major, in the variant's dtype (f32 or f16; fp32 math).
+ * Shapes are written RxC; any R, C >= 1.
  *
  * Bytes: x read once, y written once (8*R*C).  FLOPs: counted as 5 per
  * element (max, subtract, exp, sum, scale); the measure is GB/s against the
