@@ -27,8 +27,10 @@ void kb_meta_set_value(kb_meta_set *m, const char *key, const char *fmt, ...)
     int i = 0;
     while (i < m->n && strcmp(m->meta[i].key, key) != 0)
         ++i;
-    if (i == (int)(sizeof m->meta / sizeof *m->meta))
-        return;
+    if (i == KB_META_MAX) { /* a line dropped unseen once took the ceilings with it */
+        fprintf(stderr, "kbench: the CSV's metadata is full (%d lines): raise KB_META_MAX\n", KB_META_MAX);
+        abort();
+    }
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(m->text[i], sizeof m->text[i], fmt, ap);

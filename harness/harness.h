@@ -264,10 +264,13 @@ typedef struct {
     const char *key, *value;
 } kb_meta;
 /* The CSV header's metadata, owned for a run's lifetime: room for a run
- * over KB_MAX_RANKS GPUs (a device_<k> line each, name and ceilings). */
+ * of every op, a baseline line for each of its dtypes, the ceilings, and
+ * KB_MAX_RANKS GPUs (a device_<k> line each, name and ceilings).
+ * test_ceilings checks that such a run fits. */
+#define KB_META_MAX 256
 typedef struct {
-    char keys[64][64], text[64][320];
-    kb_meta meta[64];
+    char keys[KB_META_MAX][64], text[KB_META_MAX][320];
+    kb_meta meta[KB_META_MAX];
     int n;
 } kb_meta_set;
 /* Set key to the formatted value, replacing an earlier value of that key. */

@@ -4,8 +4,8 @@
 #   bash plots/render.sh [--optional] [--out-dir DIR] [FILE.csv]
 #   bash plots/render.sh [--optional] [--out-dir DIR] --overlay BASE.csv NEW.csv
 #
-# Without FILE.csv it draws every GPU's runs under results/: those with the
-# columns of that GPU's newest run, merged oldest first by the `# date:` in
+# Without FILE.csv it draws every GPU kind's runs under results/ (a folder
+# each): those with the columns of its newest run, merged oldest first by the `# date:` in
 # their metadata so that each row (op, variant, dtype, shape) comes from the
 # newest run that measured it (tools/merge_csv.sh --newest); that is how the
 # committed plots are made.  The plots go to plots/<gpu>/, named after the
@@ -85,17 +85,20 @@ trap 'rm -rf "$data"; [[ -n $outdir ]] && rm -f "$outdir"/.tmp.$$.*' EXIT
 # Each GPU's runs (see the top), merged into one CSV and drawn by a call of
 # this script; exits with the first failure's code.
 if [[ ${#csvs[@]} -eq 0 ]]; then
-    declare -A columns parts # by " GPU": a run may lack its gpu line
-    while IFS=$'\t' read -r _ gpu csv; do # newest first
+    # By the run's folder, results/<gpu>/, one kind of machine each: one
+    # H200 and two H200s are named alike in their `# gpu:` lines.
+    declare -A columns parts
+    while IFS=$'\t' read -r _ _ csv; do # newest first
+        kind=" $(dirname "$csv")"
         header=$(grep -m 1 -v '^#' "$csv")
-        [[ -n ${columns[" $gpu"]+set} ]] || columns[" $gpu"]=$header
-        [[ $header != "${columns[" $gpu"]}" ]] || parts[" $gpu"]=$csv$'\n'${parts[" $gpu"]:-}
+        [[ -n ${columns[$kind]+set} ]] || columns[$kind]=$header
+        [[ $header != "${columns[$kind]}" ]] || parts[$kind]=$csv$'\n'${parts[$kind]:-}
     done < <(tac <<<"$runs")
     n=0 rc=0
     for gpu in "${!parts[@]}"; do
         mapfile -t run <<<"${parts[$gpu]%$'\n'}"
         merged=$data/$((++n)).csv
-        bash "$root/tools/merge_csv.sh" --newest "$merged" "${run[@]}" || die 2 "cannot merge the runs of$gpu"
+        bash "$root/tools/merge_csv.sh" --newest "$merged" "${run[@]}" || die 2 "cannot merge the runs in$gpu"
         # The titles name the newest run's file (the merged one is a temporary).
         newest=$(for f in "${run[@]}"; do
             printf '%s\t%s\n' "$(sed -n 's/^# date: //p' "$f" | head -n 1)" "$(basename "$f")"

@@ -31,6 +31,27 @@ static const char *meta_value(const kb_meta_set *m, const char *key)
     return NULL;
 }
 
+/* The metadata of a run of every op on 8 GPUs fits: every op's baselines,
+ * the ceilings and the datasheet's, each GPU's line (kb_meta_set's room
+ * once overflowed silently and took the ceilings' lines with it). */
+static void metadata_fits(const kb_device_info *d, kb_ceilings *c)
+{
+    static kb_meta_set meta;
+    static kb_options o;
+    for (o.nops = 0; kb_ops[o.nops]; ++o.nops)
+        o.ops[o.nops] = kb_ops[o.nops];
+    kb_collect_meta(d, &o, &meta);
+    kb_apply_ceilings(NULL, 0, c, &meta);
+    for (int k = 0; k < KB_MAX_RANKS; ++k) {
+        char key[32];
+        snprintf(key, sizeof key, "device_%d", k);
+        kb_meta_set_value(&meta, key, "NVIDIA H200; pci_bus_id 00000000:19:00.0; sm_count 132; ceiling_mem_gb_s 4240");
+    }
+    CHECK(meta_value(&meta, "baseline_bf16_reduce_scatter") && meta_value(&meta, "ceiling_mem_gb_s"));
+    CHECK(meta_value(&meta, "datasheet_tc_gflop_s") && meta_value(&meta, "device_7"));
+    printf("a run of every op on %d GPUs: %d metadata lines of %d\n", KB_MAX_RANKS, meta.n, KB_META_MAX);
+}
+
 int main(void)
 {
     /* An H100 SXM's attributes: 132 SMs at 1980 MHz, HBM3 at 2619 MHz x 5120 bits. */
@@ -38,6 +59,9 @@ int main(void)
                         .mem_clock_khz = 2619000, .bus_width_bits = 5120};
     kb_ceilings c;
     kb_datasheet_ceilings(&d, &c);
+    c.mem_gb_s = 3000;
+    metadata_fits(&d, &c);
+    c.mem_gb_s = 0;
     CHECK_NEAR(c.ds_mem_gb_s, 3352.3, 0.1);
     CHECK_NEAR(c.ds_fp32_gflop_s, 66908.2, 0.1);
     CHECK_NEAR(c.ds_tc_gflop_s, 1070530.6, 0.1);

@@ -240,6 +240,17 @@ grep -q '>oldvar<' "$svg" && grep -q '>coalesced<' "$svg" || fail "the runs were
 grep -q 0123456789ab "$svg" && ! grep -q fedcba987654 "$svg" || fail "the title does not name the newest run"
 ! grep -q ancient "$svg" || fail "a run with other columns was merged"
 [[ -f $out/speed-gone-f32.png ]] || fail "render.sh removed a plot it did not draw"
+# A run of two GPUs of the same name, in a folder of its own, is drawn into
+# plots/<gpu>-x2 and never merged into the one-GPU runs.
+mkdir -p "$work/results/h100-x2"
+sample_csv | sed 's/^# date: .*/# date: 2026-11-30T00:00:00Z\n# devices: 0,1/; s/^matmul,coalesced,/matmul,twogpu,/' \
+    >"$work/results/h100-x2/run.csv"
+bash "$work/plots/render.sh" >"$work/log" 2>&1 || fail "render.sh with a run of two GPUs: $(cat "$work/log")"
+grep -q '>twogpu<' "$work/plots/h100-x2/speed-matmul-f32.svg" 2>/dev/null ||
+    fail "the two-GPU run was not drawn into plots/h100-x2: $(cat "$work/log")"
+! grep -q '>twogpu<' "$out/speed-matmul-f32.svg" && ! grep -q '>oldvar<' "$work/plots/h100-x2/speed-matmul-f32.svg" ||
+    fail "the one-GPU and two-GPU runs were merged"
+rm -rf "$work/results/h100-x2" "$work/plots/h100-x2"
 
 # The unit of an (op, dtype) comes from the `bound` kbench wrote for its
 # largest row, whatever the op: here a compute-bound softmax and a
