@@ -34,7 +34,12 @@
  * Gap to the limit: 70% of the run's bf16 ceiling (967 TFLOP/s) at
  * D = 128, 75% at D = 256; decode at B = 8 and more reads at the copy
  * ceiling (3005 GB/s), at B = 1 at 69% of it.
- * The f16 form: the same graph on CUDNN_DATA_HALF tensors (and P). */
+ * The f16 form: the same graph on CUDNN_DATA_HALF tensors (and P).  Measured
+ * f16 (results/h200/kbench-20261202-075017.csv, H200): 656.0 TFLOP/s at
+ * 4x16x8192x8192x128 (1901 MHz), 69.0% of that run's 951 TFLOP/s tensor
+ * ceiling, 692.5 (72.8%) at 2x16x4096x4096x256; decode 2,663 GB/s (62.9% of
+ * its 4237 GB/s copy ceiling) at 1x32x1x32768x128x8, 4,472 (105.5%) at B = 8,
+ * Tk = 131072. */
 #include <cudnn.h>
 #include <float.h>
 #include <math.h>

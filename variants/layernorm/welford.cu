@@ -27,7 +27,10 @@
  * no loads in flight on that row, which other rows on the SM (or other SMs, at
  * one 1024-thread block per SM for C = 32768) must cover. History:
  * docs/notes/softmax-layernorm.md.
- * The f16 form: the same code on f16 storage, 8-byte packs, fp32 math. */
+ * The f16 form: the same code on f16 storage, 8-byte packs, fp32 math.
+ * Measured f16 (results/h200/kbench-20261202-075017.csv, H200, cold L2): 3,155
+ * GB/s at 65536x4096, 74.5% of that run's 4237 GB/s memory ceiling, 19.41x
+ * naive (f16); 48.8% at 1024x32768, 37.7% at 128x262144. */
 #include "ops/layernorm.h"
 #include "kernels/cuda_util.h"
 #include "kernels/combine.cuh"

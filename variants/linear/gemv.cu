@@ -9,10 +9,15 @@
  * a persistent grid and no wasted tile rows.
  * Prediction: ~80-90% of the copy ceiling on the weights at the models'
  * sizes (4-32 MB a product); smaller ones are launches and tails.
- * Measured: not yet (no GPU run); in the model, a Llama-3.2-1B decode
- * step ran at 77.6% of the copy ceiling (docs/model.md).
- * Gap to the limit: the grid's ramp and tail, a few microseconds a
- * launch, which PDL overlaps with the neighbours' in the model. */
+ * Measured (results/h200/kbench-20261202-075017.csv, H200, cold L2): 2,101 GB/s
+ * at 1x2048x8192 (16.0 us), 49.6% of the run's 4237 GB/s memory ceiling, 1.17x
+ * cublaslt, far under the 80-90% predicted; 994 GB/s (23.4%, 1.08x) at
+ * 1x2048x2048; the 2048x2048x8192 prefill product SKIPs (M must be 1).  In the
+ * model, a Llama-3.2-1B decode step ran at 77.6% of the copy ceiling
+ * (docs/model.md).
+ * Gap to the limit: 50.4 points at 1x2048x8192: the grid's ramp and tail, a
+ * few microseconds a launch, which PDL overlaps with the neighbours' in the
+ * model. */
 #include "kernels/gemv.cuh"
 #include "ops/linear.h"
 

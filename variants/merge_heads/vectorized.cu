@@ -6,8 +6,12 @@
  * Builds on naive: one 16-byte load and store in place of 8 (bf16) or 4
  * (f32) narrow ones.
  * Prediction: near the copy ceiling in both dtypes at D >= 64.
- * Measured: not yet (no GPU run).
- * Gap to the limit: none expected beyond a copy kernel's. */
+ * Measured (results/h200/kbench-20261202-075017.csv, H200, cold L2): f32 2,500
+ * GB/s at 1x32x2048x64 (13.4 us), 59.0% of the run's 4237 GB/s memory ceiling,
+ * 1.92x naive; bf16 1,833 GB/s (43.3%, 9.2 us), 2.78x; 45.2% (f32) and 30.0%
+ * (bf16) at 32x8x128x64.
+ * Gap to the limit: 41.0 points (f32) and 56.7 (bf16) at 1x32x2048x64, where a
+ * copy kernel's was expected: the largest shape is a 9-13 us job. */
 #include "ops/heads.h"
 #include "kernels/cuda_util.h"
 #include "kernels/dtype.cuh"

@@ -21,7 +21,10 @@
  * History:
  * docs/notes/softmax-layernorm.md.
  * The f16 form: the same code, y rounded to f16 as it is stored (8-byte
- * packs); x and gamma stay fp32. */
+ * packs); x and gamma stay fp32.  Measured f16
+ * (results/h200/kbench-20261202-075017.csv, H200, cold L2): 4,278 GB/s at
+ * 65536x4096, 101.0% of that run's 4237 GB/s memory ceiling, 15.17x naive
+ * (f16); 73.5% at 1024x32768, 51.6% at 128x262144. */
 #include "ops/rmsnorm.h"
 #include "kernels/cuda_util.h"
 #include "kernels/combine.cuh"

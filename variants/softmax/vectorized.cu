@@ -30,7 +30,10 @@
  * loads in flight for a moment, which other rows on the SM (or, at C = 32768
  * with one block per SM, other SMs) have to cover. History:
  * docs/notes/softmax-layernorm.md.
- * The f16 form: the same code on f16 storage, 8-byte packs, fp32 math. */
+ * The f16 form: the same code on f16 storage, 8-byte packs, fp32 math.
+ * Measured f16 (results/h200/kbench-20261202-075017.csv, H200, cold L2): 4,070
+ * GB/s at 65536x4096, 96.1% of that run's 4237 GB/s memory ceiling, 1.78x
+ * cudnn (f16); 58.8% (2.85x) at 1024x32768, 48.7% (9.65x) at 128x262144. */
 #include "ops/softmax.h"
 #include "kernels/cuda_util.h"
 #include "kernels/combine.cuh"
