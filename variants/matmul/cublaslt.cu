@@ -10,8 +10,10 @@
  * Builds on cublas: the same library GEMM through cuBLASLt.
  * Measured (results/h100/kbench-20261127-195738.csv, H100, cold L2): 782.5
  * TFLOP/s at 4096^3 and 789.4 at 8192^3, 81.0% and 81.7% of the run's 967
- * TFLOP/s bf16 tensor ceiling, 1.00x and 1.01x cublas (bf16); f16 not yet
- * measured.
+ * TFLOP/s bf16 tensor ceiling, 1.00x and 1.01x cublas (bf16).  f16 on an
+ * H200 (results/h200/kbench-20261202-075017.csv): 758.7 TFLOP/s at 4096^3
+ * and 758.2 at 8192^3, 79.8% and 79.7% of its 951 TFLOP/s ceiling, 1.00x
+ * cublas (f16).
  * Gap to the limit: 19 points to the measured ceiling at 4096^3, 18 at
  * 8192^3; 73% and 74% of the 1071 TFLOP/s datasheet figure at 1980 MHz.
  * History: docs/notes/matmul.md. */
