@@ -13,6 +13,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 #include "harness/case.h"
 #include "kernels/cuda_util.h"
 
@@ -94,7 +96,7 @@ static double host_need(const kb_host_case *h)
 }
 
 /* Allocate the host tensors and reference rows; 0, or -1 with all freed
- * and no_memory_gib set. */
+ * and no_room set. */
 static int host_case_alloc(kb_host_case *h)
 {
     int ok = 1;
@@ -107,7 +109,8 @@ static int host_case_alloc(kb_host_case *h)
     }
     if (ok)
         return 0;
-    h->no_memory_gib = host_need(h) / 1073741824.0;
+    snprintf(h->no_room, sizeof h->no_room, "needs %.1f GiB of host memory for its inputs and reference, which it "
+             "could not get", host_need(h) / 1073741824.0);
     for (int i = 0; i < h->n; ++i) {
         free(h->ref[i]);
         free(h->host[i]);
@@ -150,17 +153,115 @@ static int draw_input(kb_host_case *h, int i)
     return 0;
 }
 
+/* ---- room: a case is checked against the machine before it is made ---- */
+
+/* The device memory the case needs on its fullest GPU: each tensor's
+ * part, the pristine copy of what is read, and the sampled rows and their
+ * reference of what is checked (all of them: a bound). */
+static double device_need(const kb_host_case *h)
+{
+    const double parts = h->op->distributed && h->shape.ranks > 1 ? h->shape.ranks : 1;
+    double need = 0;
+    for (int i = 0; i < h->n; ++i) {
+        const kb_tensor *t = &h->t[i];
+        need += (double)t->elems * (double)kb_dtype_size(t->dtype) / parts * (kb_is_read(t) ? 2 : 1);
+        if (kb_is_checked(t))
+            need += (double)h->nrows[i] * ((double)t->row_len * sizeof(double) + sizeof(int64_t));
+    }
+    return need;
+}
+
+/* NULL when the case fits, else why not: a tensor's size overflows (the
+ * shape parser lets no such shape through, but a case never trusts it), the
+ * GPU could never hold it (95% of its memory), or the host cannot now. */
+static const char *room_for(const kb_host_case *h, double host_avail, double device_total, char *why, size_t len)
+{
+    for (int i = 0; i < h->n; ++i)
+        if (h->t[i].elems <= 0) {
+            snprintf(why, len, "tensor %s's size overflows", h->t[i].name);
+            return why;
+        }
+    const double gib = 1073741824.0, dev = device_need(h), host = host_need(h);
+    if (device_total > 0 && dev > 0.95 * device_total) {
+        snprintf(why, len, "needs %.1f GiB of device memory with the inputs' copies and the reference%s, the GPU has "
+                 "%.1f GiB", dev / gib, h->op->distributed ? " on each GPU" : "", device_total / gib);
+        return why;
+    }
+    if (host > host_avail) {
+        snprintf(why, len, "needs %.1f GiB of host memory for its inputs and reference, %.1f GiB available",
+                 host / gib, host_avail / gib);
+        return why;
+    }
+    return NULL;
+}
+
+double kb_host_available(void)
+{
+    double avail = INFINITY;
+    FILE *f = fopen("/proc/meminfo", "r");
+    char line[128];
+    unsigned long long kib;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %llu kB", &kib) == 1)
+            avail = (double)kib * 1024;
+    if (f)
+        fclose(f);
+    struct rlimit as;
+    unsigned long long pages = 0;
+    f = fopen("/proc/self/statm", "r");
+    if (f && fscanf(f, "%llu", &pages) != 1)
+        pages = 0;
+    if (f)
+        fclose(f);
+    if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) {
+        const double left = (double)as.rlim_cur - (double)pages * (double)sysconf(_SC_PAGESIZE);
+        avail = left < avail ? left : avail;
+    }
+    return avail;
+}
+
+/* The run's GPU's memory, read on the thread that opened it (the plan's
+ * thread has no CUDA context of its own to ask). */
+static double device_total_b;
+
+static void note_device_total(void)
+{
+    size_t free_b = 0, total_b = 0;
+    if (cudaMemGetInfo(&free_b, &total_b) == cudaSuccess)
+        device_total_b = (double)total_b;
+    else
+        cudaGetLastError();
+}
+
+const char *kb_case_room(const kb_job *job, double host_avail, double device_total, char *why, size_t len)
+{
+    kb_host_case h;
+    host_case_init(&h, job);
+    for (int i = 0; i < h.n; ++i)
+        if (h.t[i].elems <= 0)
+            return room_for(&h, host_avail, device_total, why, len);
+    pick_rows(&h);
+    const char *no = room_for(&h, host_avail, device_total, why, len);
+    host_case_free(&h);
+    return no;
+}
+
 /* Inputs (in the storage dtype), the derived ones from the others, sampled
- * rows and their reference. */
+ * rows and their reference; nothing when the case does not fit the host's
+ * memory now (the cases made ahead and held count against it, being
+ * allocated) or the GPU's. */
 static void host_case_make(kb_host_case *h)
 {
     double t0 = kb_now_s();
     pick_rows(h);
+    if (room_for(h, kb_host_available(), device_total_b, h->no_room, sizeof h->no_room))
+        return;
     if (host_case_alloc(h) != 0)
         return;
     for (int i = 0; i < h->n; ++i)
         if (kb_is_read(&h->t[i]) && !h->t[i].derived && draw_input(h, i) != 0) {
-            h->no_memory_gib = host_need(h) / 1073741824.0;
+            snprintf(h->no_room, sizeof h->no_room, "needs %.1f GiB of host memory for its inputs and reference, "
+                     "which it could not get", host_need(h) / 1073741824.0);
             return;
         }
     if (h->op->prepare)
@@ -258,6 +359,7 @@ static void stop_ahead(void)
 void kb_case_plan(const kb_job *jobs, int n)
 {
     stop_ahead();
+    note_device_total();
     ahead.plan = jobs;
     ahead.taken = 0;
     for (int i = 0; i < AHEAD; ++i)
@@ -580,6 +682,8 @@ const char *kb_case_for(kb_case *c, const kb_job *job, char *why, size_t len)
         return NULL;
     kb_case_free(c);
     double t0 = kb_now_s();
+    if (device_total_b == 0) /* once: the plan's thread reads it */
+        note_device_total();
     if (!take_ahead(job, &c->h)) {
         host_case_init(&c->h, job);
         host_case_make(&c->h);
@@ -587,9 +691,8 @@ const char *kb_case_for(kb_case *c, const kb_job *job, char *why, size_t len)
     kb_phase_host(c->h.inputs_s, c->h.reference_s);
     t0 = kb_phase_end(PH_HOST_WAIT, t0);
     const char *skip = NULL;
-    if (c->h.no_memory_gib > 0) {
-        snprintf(why, len, "needs %.1f GiB of host memory for its inputs and reference, which it could not get",
-                 c->h.no_memory_gib);
+    if (c->h.no_room[0]) {
+        snprintf(why, len, "%s", c->h.no_room);
         skip = why;
     } else
         skip = case_to_device(c, why, len);

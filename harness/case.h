@@ -26,7 +26,9 @@ typedef struct {
     int nrows[KB_MAX_TENSORS];
     double *ref[KB_MAX_TENSORS];
     double inputs_s, reference_s; /* host time spent making them */
-    double no_memory_gib;        /* > 0: the host could not hold this much, nothing was made */
+    /* Why the case was not made (it does not fit the host or the GPU, found
+     * before anything was allocated, or an allocation failed), else "". */
+    char no_room[192];
 } kb_host_case;
 
 /* The device half: the tensors, a pristine copy of each input and inout
@@ -46,6 +48,15 @@ typedef struct {
     int nrows[KB_MAX_TENSORS * KB_MAX_RANKS];
     int has_inout;
 } kb_case;
+
+/* Whether the job's case fits before any of it is made: NULL, or why not,
+ * naming what it needs and what there is, host_avail bytes of host memory
+ * and device_total bytes on the GPU (kb_case_for's check, with the
+ * machine's figures; the CPU tests give it others). */
+const char *kb_case_room(const kb_job *job, double host_avail, double device_total, char *why, size_t len);
+/* The host memory a case may still take: MemAvailable, and under an
+ * address-space limit what is left of it; bytes. */
+double kb_host_available(void);
 
 /* Make `c` the case of this job: reused when op, shape, dtype and quirks
  * match, else taken from the background or made now.  NULL, or why the row

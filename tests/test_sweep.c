@@ -181,8 +181,37 @@ static void test_rows_grouped_by_case(void)
     free(jobs);
 }
 
+/* A case is checked against the machine before any of it is made: the
+ * issue's oversized shapes are refused with what they need and what there
+ * is, a normal one passes, and a small host refuses on its own figure. */
+static void test_case_room(void)
+{
+    char why[192];
+    const double gib = 1073741824.0, h200_host = 125 * gib, h200_gpu = 139.8 * gib;
+    kb_job job = {kb_find_op("attention"), NULL, {0}};
+    job.variant = kb_find_variant(job.op, "cudnn", KB_BF16);
+    char err[256];
+    CHECK(job.variant && kb_parse_shape(job.op, "64x64x32768x32768x128", &job.shape, err, sizeof err) == 0);
+    if (!job.variant)
+        return;
+    const char *no = kb_case_room(&job, h200_host, h200_gpu, why, sizeof why);
+    CHECK(no && strstr(no, "GiB of device memory") && strstr(no, "the GPU has 139.8 GiB"));
+    printf("64x64x32768x32768x128 bf16: %s\n", no ? no : "fits");
+    CHECK(kb_parse_shape(job.op, "1x1x128x128x64", &job.shape, err, sizeof err) == 0);
+    CHECK(kb_case_room(&job, h200_host, h200_gpu, why, sizeof why) == NULL);
+    CHECK((no = kb_case_room(&job, 1e5, h200_gpu, why, sizeof why)) && strstr(no, "GiB available"));
+    /* softmax 400000x65536: 105 GB of input on the host, more than the GPU can hold with its copy */
+    job.op = kb_find_op("softmax");
+    job.variant = kb_find_variant(job.op, "vectorized", KB_F32);
+    CHECK(kb_parse_shape(job.op, "400000x65536", &job.shape, err, sizeof err) == 0);
+    CHECK((no = kb_case_room(&job, h200_host, h200_gpu, why, sizeof why)) && strstr(no, "device memory"));
+    CHECK((no = kb_case_room(&job, h200_host, 0, why, sizeof why)) == NULL || strstr(no, "host memory"));
+    CHECK(kb_host_available() > 0);
+}
+
 int main(void)
 {
+    test_case_room();
     test_stop_rule();
     test_energy_rows();
     test_families_well_formed();
