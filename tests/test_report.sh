@@ -204,19 +204,19 @@ bad_input "report takes one of --across and --stages" stages.csv --stages --acro
 
 # The committed README's tables are what the committed runs give.
 if [[ -n $root ]]; then
-    report 0 "$root"/results/h100/*.csv
+    report 0 "$root"/results/h200/*.csv
     sed -n '/<!-- report:begin -->/,/<!-- report:end -->/p' "$root/README.md" | sed '1d;$d' >committed
     diff committed out >/dev/null ||
-        fail "README.md's table is stale; regenerate it: kbench report results/h100/*.csv --readme README.md"
+        fail "README.md's table is stale; regenerate it: kbench report results/h200/*.csv --readme README.md"
     report 0 --across "$root"/results/h200-x2/*.csv
     sed -n '/<!-- report-across:begin -->/,/<!-- report-across:end -->/p' "$root/README.md" | sed '1d;$d' >committed
     diff committed out >/dev/null ||
         fail "README.md's table across GPUs is stale; regenerate it: kbench report --across results/h200-x2/*.csv --readme README.md"
     if grep -q '<!-- report-stages:begin -->' "$root/README.md"; then
-        report 0 --stages "$root"/results/h100/*.csv
+        report 0 --stages "$root"/results/h200/*.csv
         sed -n '/<!-- report-stages:begin -->/,/<!-- report-stages:end -->/p' "$root/README.md" | sed '1d;$d' >committed
         diff committed out >/dev/null ||
-            fail "README.md's stage table is stale; regenerate it: kbench report --stages results/h100/*.csv --readme README.md"
+            fail "README.md's stage table is stale; regenerate it: kbench report --stages results/h200/*.csv --readme README.md"
     fi
 fi
 
