@@ -15,10 +15,13 @@ if [[ -z $runs ]]; then
     echo "kbench: compare needs two runs under $src/results; found none" >&2
     exit 2
 fi
-# BASE then NEW: the newest run, and the newest one before it of its GPU.
+# BASE then NEW: the newest run, and the newest one before it of its kind
+# of machine: in its folder, results/<gpu>/ (one H200 and two H200s share
+# a gpu name), or, with `gpu`, of its gpu name.
 pick_pair() {
-    awk -F'\t' '{ gpu[NR] = $2; path[NR] = $3 }
-        END { for (i = NR - 1; i > 0; --i) if (gpu[i] == gpu[NR]) { print path[i]; break }
+    awk -F'\t' -v by="${1:-folder}" '{ path[NR] = $3; key[NR] = $2 }
+        by == "folder" { key[NR] = $3; sub(/\/[^\/]*$/, "", key[NR]) }
+        END { for (i = NR - 1; i > 0; --i) if (key[i] == key[NR]) { print path[i]; break }
               print path[NR] }'
 }
 mapfile -t pair < <(pick_pair <<<"$runs")
@@ -39,7 +42,7 @@ committed_base() {
         git -C "$top" show "HEAD:$f" >"$head/${f##*/}" || return 0
         cmp -s "$head/${f##*/}" "$top/$f" && rm "$head/${f##*/}"
     done < <(git -C "$top" ls-tree -r --name-only HEAD -- "$rel/")
-    { bash "$src/tools/list_runs.sh" "$head"; awk -F'\t' -v p="$new" '$3 == p' <<<"$runs"; } | pick_pair
+    { bash "$src/tools/list_runs.sh" "$head"; awk -F'\t' -v p="$new" '$3 == p' <<<"$runs"; } | pick_pair gpu
 }
 if [[ ${#pair[@]} -lt 2 ]]; then
     mapfile -t pair < <(committed_base)
