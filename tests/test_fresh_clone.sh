@@ -55,8 +55,8 @@ compare() { # compare: run it, check the exit code; its output in ../compare.log
 }
 new=${runs[-1]}
 base=
-for f in "${runs[@]}"; do
-    [[ $f == "$new" || $(meta gpu "$f") != "$(meta gpu "$new")" ]] || base=$f
+for f in "${runs[@]}"; do # the run before it in its folder: one kind of machine
+    [[ $f == "$new" || $(dirname "$f") != "$(dirname "$new")" ]] || base=$f
 done
 compare
 if [[ -n $base ]]; then
