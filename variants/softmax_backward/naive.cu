@@ -1,0 +1,46 @@
+/* softmax_backward naive: a thread a row, two passes over its y and dy
+ * (the row's sum of dy y, then dx), as the gradient is written.
+ *
+ * Builds on nothing: the rung a ladder starts from.
+ * Prediction: far under the copy ceiling: a warp's 32 rows put its loads
+ * C floats apart (a 128-byte line a lane), and a 65536-row matrix is 512
+ * blocks of 128 threads.
+ * Measured (run 2 of docs/notes/backward.md, H200, cold L2): 405 GB/s at
+ * 65536x4096, 8.4% of the datasheet's 4814 GB/s; 4 GB/s at 128x262144.
+ * Gap to the limit: every later rung's. */
+#include "ops/softmax_backward.h"
+#include "kernels/cuda_util.h"
+
+#define BLOCK 128
+
+__global__ void __launch_bounds__(BLOCK) softmax_backward_naive_kernel(kb_softmax_backward_args a)
+{
+    const int row = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row >= a.R)
+        return;
+    const size_t base = (size_t)row * a.C;
+    float dot = 0.0f;
+    for (int j = 0; j < a.C; ++j)
+        dot += a.dy[base + j] * a.y[base + j];
+    for (int j = 0; j < a.C; ++j)
+        a.dx[base + j] = a.y[base + j] * (a.dy[base + j] - dot);
+}
+
+static const char *launch(const void *args, void *ctx, cudaStream_t stream)
+{
+    const kb_softmax_backward_args *a = (const kb_softmax_backward_args *)args;
+    (void)ctx;
+    softmax_backward_naive_kernel<<<KB_CEIL_DIV(a->R, BLOCK), BLOCK, 0, stream>>>(*a);
+    KB_LAUNCHED();
+}
+
+extern "C" const kb_variant softmax_backward_naive[] = {
+    {
+        .name = "naive",
+        .summary = "a thread a row, two passes",
+        .dtype = KB_F32,
+        .math = KB_MATH_F32,
+        .launch = launch,
+    },
+    KB_VARIANT_END,
+};

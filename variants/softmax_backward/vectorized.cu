@@ -1,0 +1,125 @@
+/* softmax_backward vectorized: the row of y and dy in registers, read once,
+ * dx written once.  Each thread loads its share of both rows as float4
+ * packs, the dot product sum_j dy_j y_j is reduced over the row's group of
+ * threads (shuffles, then one value per warp through shared memory for a
+ * block), and dx = y (dy - dot) is stored from the same registers.  The
+ * spread of a row is the forward's (kb_row_dispatch): a group of 4..32
+ * lanes per row for C <= 1024, a block of C/32 threads per row beyond.
+ * Two rows in registers take twice the forward's: past C = 16384 (8192
+ * for scalar packs) a block's 1024 (512) threads would spill, so those
+ * rows take two reads: the dot product from a cached first read, dx from a
+ * second, one 1024-thread block per row.
+ *
+ * Builds on naive: a group of threads per row, coalesced 16-byte accesses,
+ * one read of each input.
+ * Prediction: ~90% of the copy ceiling from C = 128 to 16384 with
+ * thousands of rows, as the forward's vectorized; ~70% beyond (20 bytes
+ * moved per 12 counted).
+ * Measured (run 2 of docs/notes/backward.md, H200, cold L2): 4,342 GB/s at
+ * 65536x4096, 90.2% of the datasheet's 4814 GB/s (past the copy ceiling:
+ * two reads a write), 1.58x cudnn, 2.0x PyTorch eager; 76.8% at 1024x32768,
+ * 50.3% at 128x262144 on two reads.
+ * Gap to the limit: 10 points at 65536x4096; the two-read rows lose the
+ * second read's share. */
+#include "ops/softmax_backward.h"
+#include "kernels/cuda_util.h"
+#include "kernels/combine.cuh"
+#include "kernels/reduce.cuh"
+#include "kernels/cache_hints.cuh"
+#include "kernels/row_cfg.cuh"
+#include "kernels/row_dispatch.cuh"
+
+template <class Cfg>
+__global__ void __launch_bounds__(Cfg::BLOCK) softmax_backward_vectorized_kernel(int R, int C, const float *__restrict__ y,
+                                                                                 const float *__restrict__ dy,
+                                                                                 float *__restrict__ dx)
+{
+    const KbRowPos p = kb_row_pos<Cfg>(R, C);
+    float vy[Cfg::PACKS][Cfg::VEC], vd[Cfg::PACKS][Cfg::VEC];
+    float dot = 0.0f;
+#pragma unroll
+    for (int k = 0; k < Cfg::PACKS; ++k) {
+        const int col = kb_pack_col<Cfg>(k, p.rank);
+        if (col < p.cols) {
+            kb_load_once(vy[k], y + p.base + col);
+            kb_load_once(vd[k], dy + p.base + col);
+#pragma unroll
+            for (int j = 0; j < Cfg::VEC; ++j)
+                dot = fmaf(vd[k][j], vy[k][j], dot);
+        }
+    }
+    dot = kb_group_allreduce<Cfg::GROUP>(dot, KbSum{}, 0.0f);
+#pragma unroll
+    for (int k = 0; k < Cfg::PACKS; ++k) {
+        const int col = kb_pack_col<Cfg>(k, p.rank);
+        if (col < p.cols) {
+#pragma unroll
+            for (int j = 0; j < Cfg::VEC; ++j)
+                vd[k][j] = vy[k][j] * (vd[k][j] - dot);
+            kb_store_once(dx + p.base + col, vd[k]);
+        }
+    }
+}
+
+/* Rows too long for registers: one block per row, two reads. */
+template <int VEC>
+__global__ void __launch_bounds__(KB_TWO_READ_BLOCK) softmax_backward_two_read_kernel(int C, const float *__restrict__ y,
+                                                                                      const float *__restrict__ dy,
+                                                                                      float *__restrict__ dx)
+{
+    const size_t base = (size_t)blockIdx.x * C;
+    float dot = 0.0f;
+#pragma unroll 4
+    for (int col = threadIdx.x * VEC; col < C; col += KB_TWO_READ_BLOCK * VEC) {
+        float vy[VEC], vd[VEC];
+        kb_load_cached(vy, y + base + col); /* read again below: keep them in L2 */
+        kb_load_cached(vd, dy + base + col);
+#pragma unroll
+        for (int j = 0; j < VEC; ++j)
+            dot = fmaf(vd[j], vy[j], dot);
+    }
+    dot = kb_block_allreduce(dot, KbSum{}, 0.0f);
+#pragma unroll 4
+    for (int col = threadIdx.x * VEC; col < C; col += KB_TWO_READ_BLOCK * VEC) {
+        float vy[VEC], vd[VEC];
+        kb_load_stream(vy, y + base + col);
+        kb_load_stream(vd, dy + base + col);
+#pragma unroll
+        for (int j = 0; j < VEC; ++j)
+            vd[j] = vy[j] * (vd[j] - dot);
+        kb_store_stream(dx + base + col, vd);
+    }
+}
+
+static const char *launch(const void *args, void *ctx, cudaStream_t stream)
+{
+    const kb_softmax_backward_args *a = (const kb_softmax_backward_args *)args;
+    (void)ctx;
+    bool in_registers = false;
+    kb_row_dispatch(a->C, [&](auto cfg) {
+        using Cfg = decltype(cfg);
+        if constexpr (Cfg::MAX_C <= (Cfg::VEC == 4 ? 16384 : 8192)) {
+            softmax_backward_vectorized_kernel<Cfg>
+                <<<kb_row_grid<Cfg>(a->R), Cfg::BLOCK, 0, stream>>>(a->R, a->C, a->y, a->dy, a->dx);
+            in_registers = true;
+        }
+    });
+    if (!in_registers) {
+        if (a->C % 4 == 0)
+            softmax_backward_two_read_kernel<4><<<a->R, KB_TWO_READ_BLOCK, 0, stream>>>(a->C, a->y, a->dy, a->dx);
+        else
+            softmax_backward_two_read_kernel<1><<<a->R, KB_TWO_READ_BLOCK, 0, stream>>>(a->C, a->y, a->dy, a->dx);
+    }
+    KB_LAUNCHED();
+}
+
+extern "C" const kb_variant softmax_backward_vectorized[] = {
+    {
+        .name = "vectorized",
+        .summary = "float4, y and dy rows in registers: one read each (two past C = 16384)",
+        .dtype = KB_F32,
+        .math = KB_MATH_F32,
+        .launch = launch,
+    },
+    KB_VARIANT_END,
+};
