@@ -30,7 +30,7 @@ static void reference(const kb_shape *s, kb_dtype t, const void *const *in, int 
     rmsnorm_reference_rows((int)s->d[1], KB_RMSNORM_EPS, tensor(s, t, 0).dtype, in[0], in[1], rows, nrows, ref);
 }
 
-static void fill(const kb_shape *s, int i, float *x, int64_t n, uint64_t seed, unsigned quirks)
+void rmsnorm_fill(const kb_shape *s, int i, float *x, int64_t n, uint64_t seed, unsigned quirks)
 {
     (void)quirks;
     int64_t R = s->d[0], C = s->d[1];
@@ -50,5 +50,5 @@ const kb_op kb_op_rmsnorm = {
     .baseline = {[KB_F32] = "naive", [KB_BF16] = "naive", [KB_F16] = "naive"},
     .variants = rmsnorm_variants,
     KB_OP_CONTRACT(kb_rmsnorm_args),
-    .fill = fill,
+    .fill = rmsnorm_fill,
 };

@@ -32,6 +32,8 @@ extern const kb_op kb_op_rmsnorm;
 /* Reference rows in double, from x and gamma of dtype t. */
 void rmsnorm_reference_rows(int C, double eps, kb_dtype t, const void *x, const void *gamma,
                             const int64_t *rows, int nrows, double *y);
+/* x (tensor 0) uniform with the numerics rows above; others uniform. */
+void rmsnorm_fill(const kb_shape *s, int i, float *x, int64_t n, uint64_t seed, unsigned quirks);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,217 @@
+/* The fused backward of layernorm and rmsnorm, written once: one kernel
+ * reads x and dy once, writes dx and leaves each block's partial column
+ * sums of dgamma (and dbeta) in a workspace; a second, small kernel sums
+ * the partials over the blocks.  Deterministic: no atomics, a fixed order.
+ *
+ * Rows are held in registers as the forward's (row_cfg.cuh): a group of
+ * GROUP threads a row, and a thread's columns are the same in every row it
+ * takes, so its share of the column sums stays in registers while its block
+ * walks rows grid-stride.  Blocks are as many as fit the GPU at once: the
+ * partials are one row a row-group of a resident block (a few MB at most),
+ * against the GBs of x and dy.
+ *
+ * x, dy and dgamma's partials take 3 (layernorm: 4) floats of registers a
+ * column a thread, so a thread holds 4 packs, half the forward's 8 (with 8,
+ * 120 and 162 registers a thread left 4 and 3 blocks of 128 threads an SM:
+ * 68.6% and 57.7% of the datasheet's bandwidth at 65536x4096).  Rows up to
+ * 8192 columns fit a block; kb_norm_backward_unsupported refuses longer. */
+#ifndef KBENCH_NORM_BACKWARD_CUH
+#define KBENCH_NORM_BACKWARD_CUH
+
+#include <stdint.h>
+#include <stdlib.h>
+#include "kernels/cuda_util.h"
+#include "kernels/combine.cuh"
+#include "kernels/reduce.cuh"
+#include "kernels/cache_hints.cuh"
+#include "kernels/row_cfg.cuh"
+#include "kernels/row_dispatch.cuh"
+
+/* Both ops' tensors; mean and dbeta are NULL for rmsnorm. */
+struct KbNormGrad {
+    int R, C;
+    const float *x, *gamma, *dy, *mean, *rstd;
+    float *dx, *dgamma, *dbeta;
+};
+
+#define KB_NORM_BACKWARD_MAX_C 8192
+
+/* kb_row_dispatch's layouts at no more than 4 packs a thread: calls
+ * f(Cfg{}) for rows of C <= 8192 columns. */
+template <class F>
+inline void kb_norm_backward_dispatch(int C, F &&f)
+{
+    if (C % 4 == 0) {
+        if (C <= 16) f(KbRowCfg<4, 1, 4>{});
+        else if (C <= 32) f(KbRowCfg<4, 1, 8>{});
+        else if (C <= 64) f(KbRowCfg<4, 1, 16>{});
+        else if (C <= 128) f(KbRowCfg<4, 1, 32>{});
+        else if (C <= 256) f(KbRowCfg<4, 2, 32>{});
+        else if (C <= 512) f(KbRowCfg<4, 4, 32>{});
+        else if (C <= 1024) f(KbRowCfg<4, 4, 64>{});
+        else if (C <= 2048) f(KbRowCfg<4, 4, 128>{});
+        else if (C <= 4096) f(KbRowCfg<4, 4, 256>{});
+        else f(KbRowCfg<4, 4, 512>{});
+    } else {
+        if (C <= 32) f(KbRowCfg<1, 1, 32>{});
+        else if (C <= 64) f(KbRowCfg<1, 2, 32>{});
+        else if (C <= 128) f(KbRowCfg<1, 4, 32>{});
+        else if (C <= 256) f(KbRowCfg<1, 8, 32>{});
+        else if (C <= 512) f(KbRowCfg<1, 16, 32>{});
+        else if (C <= 1024) f(KbRowCfg<1, 8, 128>{});
+        else if (C <= 2048) f(KbRowCfg<1, 8, 256>{});
+        else if (C <= 4096) f(KbRowCfg<1, 8, 512>{});
+        else f(KbRowCfg<1, 8, 1024>{});
+    }
+}
+
+template <class Cfg, bool LAYER>
+__global__ void __launch_bounds__(Cfg::BLOCK) kb_norm_backward_rows(KbNormGrad a, float *partial)
+{
+    constexpr int P = Cfg::PACKS, V = Cfg::VEC;
+    const int group = threadIdx.x / Cfg::GROUP, rank = threadIdx.x % Cfg::GROUP;
+    float dg[P][V] = {}, db[P][V] = {};
+    /* The bound is the block's, so a group past the last row still joins
+     * its warp's shuffles (with no columns). */
+    for (int first = blockIdx.x * Cfg::ROWS_PER_BLOCK; first < a.R; first += gridDim.x * Cfg::ROWS_PER_BLOCK) {
+        const int row = first + group, cols = row < a.R ? a.C : 0;
+        const size_t base = (size_t)(row < a.R ? row : 0) * a.C;
+        const float mean = LAYER && cols ? a.mean[row] : 0.0f, rstd = cols ? a.rstd[row] : 0.0f;
+        float xh[P][V], g[P][V], s1 = 0.0f, s2 = 0.0f;
+#pragma unroll
+        for (int k = 0; k < P; ++k) {
+            const int col = kb_pack_col<Cfg>(k, rank);
+            if (col < cols) {
+                float gm[V];
+                kb_load_once(xh[k], a.x + base + col);
+                kb_load_once(g[k], a.dy + base + col);
+                kb_load_cached(gm, a.gamma + col);
+#pragma unroll
+                for (int j = 0; j < V; ++j) {
+                    xh[k][j] = (xh[k][j] - mean) * rstd;
+                    dg[k][j] = fmaf(g[k][j], xh[k][j], dg[k][j]);
+                    if (LAYER)
+                        db[k][j] += g[k][j];
+                    g[k][j] *= gm[j];
+                    s1 += g[k][j];
+                    s2 = fmaf(g[k][j], xh[k][j], s2);
+                }
+            }
+        }
+        if (LAYER)
+            s1 = kb_group_allreduce<Cfg::GROUP>(s1, KbSum{}, 0.0f) / a.C;
+        s2 = kb_group_allreduce<Cfg::GROUP>(s2, KbSum{}, 0.0f) / a.C;
+#pragma unroll
+        for (int k = 0; k < P; ++k) {
+            const int col = kb_pack_col<Cfg>(k, rank);
+            if (col < cols) {
+#pragma unroll
+                for (int j = 0; j < V; ++j)
+                    g[k][j] = rstd * (g[k][j] - (LAYER ? s1 : 0.0f) - xh[k][j] * s2);
+                kb_store_once(a.dx + base + col, g[k]);
+            }
+        }
+    }
+    /* This row-group's partial sums: row (block, group) of dgamma's
+     * partials, then as many rows again for dbeta's. */
+    const size_t slot = (size_t)blockIdx.x * Cfg::ROWS_PER_BLOCK + group;
+    const size_t slots = (size_t)gridDim.x * Cfg::ROWS_PER_BLOCK;
+#pragma unroll
+    for (int k = 0; k < P; ++k) {
+        const int col = kb_pack_col<Cfg>(k, rank);
+        if (col < a.C) {
+            kb_store_once(partial + slot * a.C + col, dg[k]);
+            if (LAYER)
+                kb_store_once(partial + (slots + slot) * a.C + col, db[k]);
+        }
+    }
+}
+
+/* Column sums of the partials: 32 columns a block, 8 row slices summed
+ * through shared memory in a fixed order. */
+static __global__ void __launch_bounds__(256) kb_norm_backward_columns(int C, int slots, const float *partial, float *out)
+{
+    __shared__ float sum[8][33];
+    const int col = blockIdx.x * 32 + threadIdx.x;
+    float s = 0.0f;
+    if (col < C)
+        for (int r = threadIdx.y; r < slots; r += 8)
+            s += partial[(size_t)r * C + col];
+    sum[threadIdx.y][threadIdx.x] = s;
+    __syncthreads();
+    if (threadIdx.y == 0 && col < C) {
+        for (int r = 1; r < 8; ++r)
+            s += sum[r][threadIdx.x];
+        out[col] = s;
+    }
+}
+
+/* The launch plan and its workspace, made in a variant's setup. */
+struct KbNormBackwardPlan {
+    unsigned grid;
+    int slots;
+    float *partial;
+};
+
+template <bool LAYER>
+static const char *kb_norm_backward_setup(int R, int C, void **ctx)
+{
+    KbNormBackwardPlan *p = (KbNormBackwardPlan *)calloc(1, sizeof *p);
+    if (!p)
+        return "out of host memory";
+    int sms = 0, dev = 0, per_sm = 0, rows_per_block = 1;
+    const char *e = kb_cuda_status(cudaGetDevice(&dev));
+    if (!e)
+        e = kb_cuda_status(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    kb_norm_backward_dispatch(C, [&](auto cfg) {
+        using Cfg = decltype(cfg);
+        rows_per_block = Cfg::ROWS_PER_BLOCK;
+        if (!e)
+            e = kb_cuda_status(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                &per_sm, kb_norm_backward_rows<Cfg, LAYER>, Cfg::BLOCK, 0));
+    });
+    const int64_t groups = KB_CEIL_DIV((int64_t)R, rows_per_block), resident = (int64_t)sms * per_sm;
+    p->grid = (unsigned)(groups < resident ? groups : resident);
+    p->slots = (int)p->grid * rows_per_block;
+    if (!e && p->grid == 0)
+        e = "kb_norm_backward_rows fits no block on this GPU";
+    if (!e)
+        e = kb_cuda_status(cudaMalloc(&p->partial, (size_t)p->slots * C * sizeof(float) * (LAYER ? 2 : 1)));
+    if (e) {
+        free(p);
+        return e;
+    }
+    *ctx = p;
+    return NULL;
+}
+
+static void kb_norm_backward_teardown(void *ctx)
+{
+    KbNormBackwardPlan *p = (KbNormBackwardPlan *)ctx;
+    if (p)
+        cudaFree(p->partial);
+    free(p);
+}
+
+template <bool LAYER>
+static const char *kb_norm_backward_launch(const KbNormGrad &a, const KbNormBackwardPlan *p, cudaStream_t stream)
+{
+    kb_norm_backward_dispatch(a.C, [&](auto cfg) {
+        using Cfg = decltype(cfg);
+        kb_norm_backward_rows<Cfg, LAYER><<<p->grid, Cfg::BLOCK, 0, stream>>>(a, p->partial);
+    });
+    KB_CUDA_TRY(cudaGetLastError());
+    const dim3 block(32, 8), grid(KB_CEIL_DIV(a.C, 32));
+    kb_norm_backward_columns<<<grid, block, 0, stream>>>(a.C, p->slots, p->partial, a.dgamma);
+    if (LAYER)
+        kb_norm_backward_columns<<<grid, block, 0, stream>>>(a.C, p->slots, p->partial + (size_t)p->slots * a.C,
+                                                             a.dbeta);
+    KB_LAUNCHED();
+}
+
+static const char *kb_norm_backward_unsupported(const kb_shape *s)
+{
+    return s->d[1] > KB_NORM_BACKWARD_MAX_C ? "rows of more than 8192 columns do not fit its registers" : NULL;
+}
+
+#endif

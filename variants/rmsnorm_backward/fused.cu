@@ -1,0 +1,47 @@
+/* rmsnorm_backward fused: one read of x and dy for both gradients.  The
+ * row lives in registers as in rmsnorm vectorized (a group of threads a
+ * row, float4 packs); each thread keeps its columns' share of dgamma in
+ * registers while its block walks rows grid-stride, leaves it in a
+ * workspace at the end, and a second small kernel sums the blocks'
+ * partials in a fixed order (kernels/norm_backward.cuh, shared with
+ * layernorm_backward fused).  Rows of up to 8192 columns.
+ *
+ * Builds on naive: a group of threads per row, coalesced 16-byte loads, and
+ * dgamma from the same read as dx instead of a second pass over x and dy.
+ * Prediction: ~85% of the copy ceiling at 65536x4096 (12 bytes an element
+ * moved, the partials some 0.3% more); lower at 16384x768, where the
+ * partials are a larger share.
+ * Measured (run 2 of docs/notes/backward.md, H200, cold L2): 3,689 GB/s at
+ * 65536x4096, 76.6% of the datasheet's 4814 GB/s, 17.3x naive, 2.0x
+ * PyTorch eager; 50.7% at 16384x768, 59.3% at 16384x8192.
+ * Gap to the limit: 23 points at 65536x4096: a row's two barriers with no
+ * other row of its block in flight (docs/notes/backward.md). */
+#include "ops/rmsnorm_backward.h"
+#include "kernels/norm_backward.cuh"
+
+static const char *setup(const void *args, void **ctx)
+{
+    const kb_rmsnorm_backward_args *a = (const kb_rmsnorm_backward_args *)args;
+    return kb_norm_backward_setup<false>(a->R, a->C, ctx);
+}
+
+static const char *launch(const void *args, void *ctx, cudaStream_t stream)
+{
+    const kb_rmsnorm_backward_args *a = (const kb_rmsnorm_backward_args *)args;
+    const KbNormGrad g = {a->R, a->C, a->x, a->gamma, a->dy, NULL, a->rstd, a->dx, a->dgamma, NULL};
+    return kb_norm_backward_launch<false>(g, (const KbNormBackwardPlan *)ctx, stream);
+}
+
+extern "C" const kb_variant rmsnorm_backward_fused[] = {
+    {
+        .name = "fused",
+        .summary = "row in registers, dgamma's partials in registers then summed: one read of x and dy",
+        .dtype = KB_F32,
+        .math = KB_MATH_F32,
+        .unsupported = kb_norm_backward_unsupported,
+        .setup = setup,
+        .teardown = kb_norm_backward_teardown,
+        .launch = launch,
+    },
+    KB_VARIANT_END,
+};

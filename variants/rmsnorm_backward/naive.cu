@@ -1,0 +1,67 @@
+/* rmsnorm_backward naive: the baseline, two kernels of one thread an item,
+ * as layernorm_backward naive.  dx: a thread a row, two passes over its x
+ * and dy (the row sum of dy gamma xhat, then dx), from the forward's rstd.
+ * dgamma: a thread a column, a sum over all R rows (a warp's loads are 32
+ * consecutive columns of one row: coalesced).
+ *
+ * Builds on nothing: the gradient as written, the rung a ladder starts from.
+ * Prediction: far under the copy ceiling, as layernorm_backward naive (154
+ * GB/s at 65536x4096 on the H200): dx's loads are C floats apart across a
+ * warp, and dgamma's R sequential loads a thread leave 4096 columns on 32
+ * blocks.
+ * Measured (run 2 of docs/notes/backward.md, H200, cold L2): 214 GB/s at
+ * 65536x4096, 4.4% of the datasheet's 4814 GB/s; 69 GB/s at 16384x768.
+ * Gap to the limit: every later rung's. */
+#include "ops/rmsnorm_backward.h"
+#include "kernels/cuda_util.h"
+
+#define BLOCK 128
+
+__global__ void __launch_bounds__(BLOCK) rmsnorm_backward_dx_kernel(kb_rmsnorm_backward_args a)
+{
+    const int row = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row >= a.R)
+        return;
+    const float *x = a.x + (size_t)row * a.C, *dy = a.dy + (size_t)row * a.C;
+    const float rstd = a.rstd[row];
+    float s = 0.0f;
+    for (int j = 0; j < a.C; ++j)
+        s += dy[j] * a.gamma[j] * x[j] * rstd;
+    s /= a.C;
+    float *dx = a.dx + (size_t)row * a.C;
+    for (int j = 0; j < a.C; ++j)
+        dx[j] = rstd * (dy[j] * a.gamma[j] - x[j] * rstd * s);
+}
+
+__global__ void __launch_bounds__(BLOCK) rmsnorm_backward_dgamma_kernel(kb_rmsnorm_backward_args a)
+{
+    const int col = blockIdx.x * blockDim.x + threadIdx.x;
+    if (col >= a.C)
+        return;
+    float dg = 0.0f;
+    for (int r = 0; r < a.R; ++r) {
+        const size_t i = (size_t)r * a.C + col;
+        dg += a.dy[i] * a.x[i] * a.rstd[r];
+    }
+    a.dgamma[col] = dg;
+}
+
+static const char *launch(const void *args, void *ctx, cudaStream_t stream)
+{
+    const kb_rmsnorm_backward_args *a = (const kb_rmsnorm_backward_args *)args;
+    (void)ctx;
+    rmsnorm_backward_dx_kernel<<<KB_CEIL_DIV(a->R, BLOCK), BLOCK, 0, stream>>>(*a);
+    rmsnorm_backward_dgamma_kernel<<<KB_CEIL_DIV(a->C, BLOCK), BLOCK, 0, stream>>>(*a);
+    KB_LAUNCHED();
+}
+
+extern "C" const kb_variant rmsnorm_backward_naive[] = {
+    {
+        .name = "naive",
+        .summary = "a thread a row for dx, a thread a column for dgamma",
+        .dtype = KB_F32,
+        .math = KB_MATH_F32,
+        .launch = launch,
+    },
+    KB_VARIANT_END,
+};
