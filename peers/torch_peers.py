@@ -41,6 +41,7 @@ def make_inputs(op, d, gen, dtype=torch.float32, causal=False):
     """Inputs in [-1, 1], as kbench draws them, and the op's callable."""
     def u(*shape):
         return (torch.rand(*shape, device="cuda", generator=gen) * 2 - 1).to(dtype)
+    u.gen = gen
 
     if op == "attention":
         # BxHxTqxTkxD[xHkv]: K and V at Hkv heads (grouped-query attention),
@@ -67,6 +68,8 @@ def make_inputs(op, d, gen, dtype=torch.float32, causal=False):
     if op == "matmul":
         M, N, K = d
         return (u(M, K), u(K, N)), torch.matmul
+    if op.endswith("_backward") or op == "cross_entropy":
+        return backward_inputs(op, d, u)
     if op not in ("softmax", "layernorm", "add_layernorm", "rmsnorm"):
         return None, None  # no PyTorch peer written for this op
     R, C = d
@@ -84,10 +87,47 @@ def make_inputs(op, d, gen, dtype=torch.float32, causal=False):
     return None, None
 
 
+def backward_inputs(op, d, u):
+    """The backward ops as PyTorch's eager autograd runs them: the aten
+    backward kernels alone, fed the forward's saved tensors (probabilities;
+    mean and rstd), as kbench's contract feeds its variants; cross_entropy
+    as the loss's forward and backward."""
+    R, C = d
+    aten = torch.ops.aten
+    if op == "cross_entropy":  # PyTorch's loss forward and its backward, as a training step runs them
+        t = torch.randint(0, C, (R,), device="cuda", generator=u.gen)
+        t[1::97] = -100  # some ignored rows, as kbench plants them
+
+        def ce(z, t):
+            z = z.detach().requires_grad_()
+            loss = torch.nn.functional.cross_entropy(z.float(), t, ignore_index=-100, label_smoothing=0.1)
+            return torch.autograd.grad(loss, z)[0]
+        return (4 * u(R, C), t), ce
+    if op == "swiglu_backward":
+        def swiglu_backward(gu, dh):  # eager autograd's kernels for silu(g) * u
+            g, up = gu.chunk(2, dim=-1)
+            return torch.cat([aten.silu_backward(dh * up, g), dh * torch.nn.functional.silu(g)], dim=-1)
+        return (u(R, 2 * C), u(R, C)), swiglu_backward
+    x, dy, g = u(R, C), u(R, C), u(C)
+    if op == "softmax_backward":
+        y = torch.softmax(4 * x, dim=-1)
+        return (dy, y), lambda dy, y: aten._softmax_backward_data(dy, y, -1, y.dtype)
+    mean, var = x.mean(-1, keepdim=True), x.var(-1, unbiased=False, keepdim=True)
+    if op == "layernorm_backward":
+        rstd = torch.rsqrt(var + EPS)
+        return (dy, x, mean, rstd, g), lambda dy, x, m, r, g: aten.native_layer_norm_backward(
+            dy, x, [C], m, r, g, torch.zeros_like(g), [True, True, True])
+    if op == "rmsnorm_backward" and hasattr(aten, "_fused_rms_norm_backward"):
+        rstd = torch.rsqrt((x * x).mean(-1, keepdim=True) + EPS)
+        return (dy, x, rstd, g), lambda dy, x, r, g: aten._fused_rms_norm_backward(
+            dy, x, [C], r, g, [True, True])
+    return None, None
+
+
 def max_error(fn, inputs):
     """Largest |out - ref| against the same call in float64."""
     out = fn(*inputs)
-    ref = fn(*[t.double() for t in inputs])
+    ref = fn(*[t.double() if t.is_floating_point() else t for t in inputs])
     outs = out if isinstance(out, tuple) else (out,)
     refs = ref if isinstance(ref, tuple) else (ref,)
     err = max((o.double() - r).abs().max().item() for o, r in zip(outs, refs))
@@ -156,7 +196,8 @@ def peer_row(fields, base, d, timing, flops, nbytes, err):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("csv")
-    ap.add_argument("--ops", default="copy,matmul,softmax,layernorm,add_layernorm,rmsnorm,attention")
+    ap.add_argument("--ops", default="copy,matmul,softmax,layernorm,add_layernorm,rmsnorm,attention,"
+                    "softmax_backward,layernorm_backward,rmsnorm_backward,swiglu_backward,cross_entropy")
     ap.add_argument("--max-time", type=float, default=1.0)
     args = ap.parse_args()
     if not torch.cuda.is_available():
@@ -188,6 +229,9 @@ def main():
         except torch.cuda.OutOfMemoryError:
             print(f"torch_peers: {op} {shape}: out of device memory, skipped", file=sys.stderr)
             torch.cuda.empty_cache()
+            continue
+        except RuntimeError as e:  # an aten backward this PyTorch lacks or refuses
+            print(f"torch_peers: {op} {shape}: {str(e).splitlines()[0]}, skipped", file=sys.stderr)
             continue
         # The work is kbench's row's: the same op, shape and dtype.
         flops, nbytes = float(base["flops"]), float(base["bytes"])

@@ -1,13 +1,20 @@
 /* The backward ops' references against finite differences of their
- * forwards, once, on small shapes: layernorm_backward's dx, dgamma and
- * dbeta are the derivatives of the loss sum(dy * layernorm(x)) with
- * respect to x, gamma and beta (central differences in double, h = 1e-4).
- * A reference that drops a term (the xhat mean_j(dy gamma xhat) of dx, say)
- * is off by far more than the difference's 1e-7 error. */
+ * forwards, once, on small shapes: each gradient is the derivative of the
+ * loss sum(dy * forward(x)) with respect to the forward's input or
+ * parameter (central differences in double, h = 1e-4): layernorm_backward's
+ * dx, dgamma and dbeta, rmsnorm_backward's dx and dgamma, softmax_backward's
+ * dx, swiglu_backward's dgate and dup; cross_entropy's dz is the
+ * derivative of its mean loss over the rows not ignored.  A reference that drops a term (the xhat mean_j(dy gamma xhat) of dx,
+ * say) is off by far more than the difference's 1e-7 error. */
 #include <math.h>
 #include <stdlib.h>
 #include "ops/layernorm.h"
 #include "ops/layernorm_backward.h"
+#include "ops/rmsnorm.h"
+#include "ops/rmsnorm_backward.h"
+#include "ops/softmax_backward.h"
+#include "ops/swiglu_backward.h"
+#include "ops/cross_entropy.h"
 #include "tests/check.h"
 
 enum { R = 4, C = 9 };
@@ -83,8 +90,193 @@ static void layernorm_backward_against_differences(void)
     CHECK_NEAR(moved[0], dbeta[0] + 1, 1e-12);
 }
 
+/* sum over the matrix of dy * rmsnorm(x; gamma), in double. */
+static double rms_loss(const double *x, const double *gamma, const float *dy)
+{
+    double l = 0;
+    for (int r = 0; r < R; ++r) {
+        double sq = 0;
+        for (int j = 0; j < C; ++j)
+            sq += x[r * C + j] * x[r * C + j];
+        const double rstd = 1 / sqrt(sq / C + KB_RMSNORM_EPS);
+        for (int j = 0; j < C; ++j)
+            l += dy[r * C + j] * x[r * C + j] * rstd * gamma[j];
+    }
+    return l;
+}
+
+static double rms_derivative(double *p, int i, const double *x, const double *gamma, const float *dy)
+{
+    const double keep = p[i];
+    p[i] = keep + H;
+    const double up = rms_loss(x, gamma, dy);
+    p[i] = keep - H;
+    const double down = rms_loss(x, gamma, dy);
+    p[i] = keep;
+    return (up - down) / (2 * H);
+}
+
+static void rmsnorm_backward_against_differences(void)
+{
+    float xf[R * C], gf[C], dy[R * C], rstd[R];
+    double x[R * C], gamma[C];
+    kb_fill_uniform(xf, R * C, 21);
+    kb_fill_uniform(gf, C, 22);
+    kb_fill_uniform(dy, R * C, 23);
+    for (int i = 0; i < R * C; ++i)
+        x[i] = xf[i];
+    for (int j = 0; j < C; ++j)
+        gamma[j] = gf[j];
+    rmsnorm_backward_stats(R, C, KB_RMSNORM_EPS, xf, rstd);
+    int64_t rows[R], cols[C];
+    for (int r = 0; r < R; ++r)
+        rows[r] = r;
+    for (int j = 0; j < C; ++j)
+        cols[j] = j;
+    double dx[R * C], dgamma[C], worst = 0;
+    rmsnorm_backward_reference(R, C, xf, gf, dy, rstd, KB_RMB_DX, rows, R, dx);
+    rmsnorm_backward_reference(R, C, xf, gf, dy, rstd, KB_RMB_DGAMMA, cols, C, dgamma);
+    for (int i = 0; i < R * C; ++i)
+        worst = fmax(worst, fabs(dx[i] - rms_derivative(x, i, x, gamma, dy)));
+    for (int j = 0; j < C; ++j)
+        worst = fmax(worst, fabs(dgamma[j] - rms_derivative(gamma, j, x, gamma, dy)));
+    printf("rmsnorm_backward: largest |reference - finite difference| %.2e\n", worst);
+    CHECK(worst < 1e-5);
+}
+
+/* sum over the matrix of dy * softmax(x), in double. */
+static double softmax_loss(const double *x, const float *dy)
+{
+    double l = 0;
+    for (int r = 0; r < R; ++r) {
+        double max = -INFINITY, sum = 0;
+        for (int j = 0; j < C; ++j)
+            max = fmax(max, x[r * C + j]);
+        for (int j = 0; j < C; ++j)
+            sum += exp(x[r * C + j] - max);
+        for (int j = 0; j < C; ++j)
+            l += dy[r * C + j] * exp(x[r * C + j] - max) / sum;
+    }
+    return l;
+}
+
+static void softmax_backward_against_differences(void)
+{
+    float y[R * C], dy[R * C];
+    double x[R * C], dx[R * C], worst = 0;
+    kb_fill_uniform(y, R * C, 31);
+    kb_fill_uniform(dy, R * C, 32);
+    for (int i = 0; i < R * C; ++i)
+        x[i] = y[i] *= 4.0f; /* the logits; y becomes their softmax */
+    softmax_backward_probabilities(R, C, y);
+    int64_t rows[R];
+    for (int r = 0; r < R; ++r)
+        rows[r] = r;
+    softmax_backward_reference(C, y, dy, rows, R, dx);
+    for (int i = 0; i < R * C; ++i) {
+        const double keep = x[i];
+        x[i] = keep + H;
+        const double up = softmax_loss(x, dy);
+        x[i] = keep - H;
+        const double down = softmax_loss(x, dy);
+        x[i] = keep;
+        worst = fmax(worst, fabs(dx[i] - (up - down) / (2 * H)));
+    }
+    /* y is stored in fp32: its rounding (2^-24 relative) bounds the error. */
+    printf("softmax_backward: largest |reference - finite difference| %.2e\n", worst);
+    CHECK(worst < 1e-6);
+}
+
+/* sum over the rows of dh * silu(gate) * up, gu = gate | up, in double. */
+static double swiglu_loss(const double *gu, const float *dh)
+{
+    double l = 0;
+    for (int r = 0; r < R; ++r)
+        for (int j = 0; j < C; ++j) {
+            const double g = gu[r * 2 * C + j], u = gu[r * 2 * C + C + j];
+            l += dh[r * C + j] * g / (1 + exp(-g)) * u;
+        }
+    return l;
+}
+
+static void swiglu_backward_against_differences(void)
+{
+    float guf[R * 2 * C], dh[R * C];
+    double gu[R * 2 * C], dgu[R * 2 * C], worst = 0;
+    kb_fill_uniform(guf, R * 2 * C, 41);
+    kb_fill_uniform(dh, R * C, 42);
+    for (int j = 0; j < C; ++j)
+        guf[j] *= 16.0f; /* the op's wide gates in row 0 */
+    for (int i = 0; i < R * 2 * C; ++i)
+        gu[i] = guf[i];
+    int64_t rows[R];
+    for (int r = 0; r < R; ++r)
+        rows[r] = r;
+    swiglu_backward_reference(C, KB_F32, guf, dh, rows, R, dgu);
+    for (int i = 0; i < R * 2 * C; ++i) {
+        const double keep = gu[i];
+        gu[i] = keep + H;
+        const double up = swiglu_loss(gu, dh);
+        gu[i] = keep - H;
+        const double down = swiglu_loss(gu, dh);
+        gu[i] = keep;
+        worst = fmax(worst, fabs(dgu[i] - (up - down) / (2 * H)));
+    }
+    printf("swiglu_backward: largest |reference - finite difference| %.2e\n", worst);
+    CHECK(worst < 1e-7);
+}
+
+/* The mean over the counted rows of cross_entropy's loss, in double. */
+static double ce_loss(const double *z, const int *targets)
+{
+    float zf[R * C];
+    for (int i = 0; i < R * C; ++i)
+        zf[i] = (float)z[i]; /* exact: z moves by h = 2^-13 from fp32 values */
+    int64_t rows[R];
+    double loss[R], l = 0;
+    for (int r = 0; r < R; ++r)
+        rows[r] = r;
+    cross_entropy_reference(R, C, KB_F32, zf, targets, KB_CE_LOSS, rows, R, loss);
+    for (int r = 0; r < R; ++r)
+        l += loss[r];
+    return l / (double)cross_entropy_counted(R);
+}
+
+static void cross_entropy_against_differences(void)
+{
+    const double h = 0x1p-13; /* a power of two, so z +- h stays exact in fp32 */
+    float zf[R * C];
+    double z[R * C], dz[R * C], worst = 0;
+    int targets[R] = {3, KB_CE_IGNORE, 0, C - 1};
+    kb_fill_uniform(zf, R * C, 51);
+    for (int i = 0; i < R * C; ++i)
+        z[i] = zf[i] *= 4.0f;
+    int64_t rows[R];
+    for (int r = 0; r < R; ++r)
+        rows[r] = r;
+    CHECK(cross_entropy_ignored(1, R) && cross_entropy_counted(R) == R - 1);
+    cross_entropy_reference(R, C, KB_F32, zf, targets, KB_CE_DZ, rows, R, dz);
+    for (int i = 0; i < R * C; ++i) {
+        const double keep = z[i];
+        z[i] = keep + h;
+        const double up = ce_loss(z, targets);
+        z[i] = keep - h;
+        const double down = ce_loss(z, targets);
+        z[i] = keep;
+        worst = fmax(worst, fabs(dz[i] - (up - down) / (2 * h)));
+    }
+    printf("cross_entropy: largest |reference - finite difference| %.2e\n", worst);
+    CHECK(worst < 1e-7);
+    for (int j = 0; j < C; ++j)
+        CHECK(dz[C + j] == 0); /* the ignored row */
+}
+
 int main(void)
 {
     layernorm_backward_against_differences();
+    rmsnorm_backward_against_differences();
+    softmax_backward_against_differences();
+    swiglu_backward_against_differences();
+    cross_entropy_against_differences();
     return CHECK_DONE();
 }
