@@ -1,8 +1,6 @@
 /* Command-line parsing.  Every problem becomes one line in err and exit
  * code 2 from main, before anything runs or is written. */
-#include <errno.h>
 #include <fnmatch.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,29 +37,39 @@ static int fail(char *err, size_t errlen, const char *fmt, const char *arg)
 
 typedef int (*item_fn)(kb_options *o, const char *item, char *err, size_t errlen);
 
+/* Whether the items before tok in copy (NUL-separated by strsep) hold it. */
+static int seen_before(const char *copy, const char *tok)
+{
+    for (const char *p = copy; p < tok; p += strlen(p) + 1)
+        if (!strcmp(p, tok))
+            return 1;
+    return 0;
+}
+
 /* Call fn on each item of a comma-separated list.  Empty items ("a,,b",
- * ",") are an error, as in --sizes, so no list is silently empty. */
+ * ",") are an error, as in --sizes, so no list is silently empty; so is an
+ * item given twice, which in these lists (ops, variants, families, dtypes,
+ * devices) can only be a slip. */
 static int each_item(kb_options *o, const char *flag, const char *list, item_fn fn, char *err,
                      size_t errlen)
 {
-    char *copy = strdup(list), *rest = copy, *tok;
+    char *copy = strdup(list), *rest = copy, *tok, q[KB_QUOTE_LEN];
     int rc = copy ? 0 : fail(err, errlen, "out of memory parsing %s", flag);
     while (rc == 0 && (tok = strsep(&rest, ",")))
-        rc = *tok ? fn(o, tok, err, errlen) : fail(err, errlen, "%s has an empty item in its list", flag);
+        rc = !*tok ? fail(err, errlen, "%s has an empty item in its list", flag)
+             : seen_before(copy, tok) ? kb_fail(err, errlen, "%s names '%s' twice", flag, kb_quote(tok, q, sizeof q))
+             : fn(o, tok, err, errlen);
     free(copy);
     return rc;
 }
 
-/* Each op at most once, so ops[] (as long as the op list, see registry.c)
- * always has room. */
+/* each_item lets each op in at most once, so ops[] (as long as the op list,
+ * see registry.c) always has room. */
 static int add_op(kb_options *o, const char *name, char *err, size_t errlen)
 {
     const kb_op *op = kb_find_op(name);
     if (!op)
         return fail(err, errlen, "unknown op '%s' (see kbench list)", name);
-    for (int i = 0; i < o->nops; ++i)
-        if (o->ops[i] == op)
-            return fail(err, errlen, "--op names '%s' twice", name);
     o->ops[o->nops++] = op;
     return 0;
 }
@@ -78,29 +86,6 @@ static int add_dtype(kb_options *o, const char *name, char *err, size_t errlen)
     if (kb_parse_dtype(name, &t) != 0)
         return fail(err, errlen, "unknown dtype '%s' (expected f32, bf16, f16, e4m3 or e5m2)", name);
     o->dtype_mask |= 1 << t;
-    return 0;
-}
-
-int kb_parse_decimal(const char *s, double *out)
-{
-    char *end;
-    /* strtod alone also takes hex, "nan", "inf" and leading spaces. */
-    if (!*s || s[strspn(s, "0123456789.eE+-")])
-        return -1;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || *end || !isfinite(v)) /* errno: out of range, as 1e999 */
-        return -1;
-    *out = v;
-    return 0;
-}
-
-static int parse_number(const char *s, double lo, double hi, double *out)
-{
-    double v;
-    if (kb_parse_decimal(s, &v) != 0 || v < lo || v > hi)
-        return -1;
-    *out = v;
     return 0;
 }
 
@@ -141,8 +126,8 @@ static int known_family(kb_options *o, const char *name, char *err, size_t errle
  * the run (exit 1, not bad input). */
 static int add_device(kb_options *o, const char *item, char *err, size_t errlen)
 {
-    double v;
-    if (parse_number(item, 0, 1024, &v) || v != (int)v)
+    uint64_t v;
+    if (kb_parse_count(item, 1024, &v) != 0)
         return fail(err, errlen, "--devices needs 'all' or device indices from 0 to 1024, got '%s'", item);
     for (int i = 0; i < o->ndevices; ++i)
         if (o->devices[i] == (int)v)
@@ -188,7 +173,7 @@ static const char *value_of(int argc, char **argv, int *i)
 static int parse_run_flag(int argc, char **argv, int *i, kb_options *o, char *err, size_t errlen)
 {
     const char *a = argv[*i];
-    double v;
+    uint64_t v;
     if (!strcmp(a, "--quick")) o->quick = 1;
     else if (!strcmp(a, "--check")) o->check_only = 1;
     else if (!strcmp(a, "--hot")) o->hot = 1;
@@ -213,8 +198,8 @@ static int parse_run_flag(int argc, char **argv, int *i, kb_options *o, char *er
         else if (!strcmp(a, "--devices")) return parse_devices(o, val, err, errlen);
         else if (kb_is_stop_flag(a)) return parse_stop_flag(o, a, val, err, errlen);
         else if (!strcmp(a, "--device")) {
-            if (parse_number(val, 0, 1024, &v) || v != (int)v)
-                return fail(err, errlen, "--device needs a device index, got '%s'", val);
+            if (kb_int_flag(a, val, 0, 1024, &v, err, errlen) != 0)
+                return -1;
             o->device = (int)v;
             o->device_given = 1;
         } else if (kb_parse_format(val, &o->format) != 0) /* --format, the last */
@@ -229,7 +214,7 @@ static int parse_pe(int argc, char **argv, kb_options *o, char *err, size_t errl
 {
     for (int i = 2; i < argc; ++i) {
         const char *a = argv[i];
-        double v;
+        uint64_t v;
         if (!strcmp(a, "--paper")) {
             o->paper = 1;
             continue;
@@ -238,8 +223,10 @@ static int parse_pe(int argc, char **argv, kb_options *o, char *err, size_t errl
         if (!dst)
             return fail(err, errlen, "pe takes --seq-len T, --d-model D and --paper, not '%s'", a);
         const char *val = value_of(argc, argv, &i);
-        if (!val || parse_number(val, 1, 65536, &v) || v != (int)v)
-            return fail(err, errlen, "%s needs an integer from 1 to 65536", a);
+        if (!val)
+            return fail(err, errlen, "%s needs a value", a);
+        if (kb_int_flag(a, val, 1, 65536, &v, err, errlen) != 0)
+            return -1;
         *dst = (int)v;
     }
     if (!o->seq_len || !o->d_model)

@@ -337,12 +337,9 @@ static int parse_args(int argc, char **argv, const char **paths, double *thresho
     int npaths = 0;
     for (int i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "--threshold")) {
-            double t;
-            if (++i == argc || kb_parse_decimal(argv[i], &t) != 0 || t < 0 || t >= 1e6) {
-                snprintf(err, errlen, "--threshold needs a percentage >= 0");
+            if (kb_real_flag("--threshold", ++i < argc ? argv[i] : "", 0, 0, 1e6, "a percentage", threshold_pct,
+                             err, errlen) != 0)
                 return -1;
-            }
-            *threshold_pct = t;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             char q[KB_QUOTE_LEN];
             snprintf(err, errlen, "unknown option '%s' for compare", kb_quote(argv[i], q, sizeof q));

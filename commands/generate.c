@@ -1,7 +1,6 @@
 /* `kbench model generate` (commands/generate.h): flags, the model and the
  * prompt, all checked before any work (exit 2 with one line), then prefill
  * and greedy decoding on the C reference with the KV cache, timed. */
-#include <ctype.h>
 #include <errno.h>
 #include <libgen.h>
 #include <limits.h>
@@ -44,51 +43,23 @@ void kb_generate_opts_free(kb_generate_opts *o)
 
 static int parse_int(const char *flag, const char *val, long lo, long hi, int *out, char *err, size_t errlen)
 {
-    char *end, q[KB_QUOTE_LEN];
-    errno = 0;
-    const long v = strtol(val, &end, 10);
-    if (errno || end == val || *end || v < lo || v > hi || !isdigit((unsigned char)*val))
-        return kb_fail(err, errlen, "%s needs an integer from %ld to %ld, got '%s'", flag, lo, hi,
-                       kb_quote(val, q, sizeof q));
+    uint64_t v;
+    if (kb_int_flag(flag, val, (uint64_t)lo, (uint64_t)hi, &v, err, errlen) != 0)
+        return -1;
     *out = (int)v;
     return 0;
 }
 
-/* Comma-separated token ids, each a decimal from 0 to 2^31-1; no empty
- * items.  Their range against the vocabulary is checked once it is known. */
+/* Comma-separated token ids; their range against the vocabulary is
+ * checked once it is known. */
 static int parse_ids(kb_generate_opts *o, const char *list, char *err, size_t errlen)
 {
-    char q[KB_QUOTE_LEN];
-    size_t n = 1;
-    for (const char *s = list; *s; ++s)
-        n += *s == ',';
-    if (n > MAX_SEQ)
-        return kb_fail(err, errlen, "--prompt-ids holds over %d ids", MAX_SEQ);
+    size_t n;
     free(o->prompt);
     o->n_prompt = 0;
-    if (!(o->prompt = malloc(sizeof(int) * n)))
-        return kb_fail(err, errlen, "out of memory for --prompt-ids");
-    const char *s = list;
-    for (size_t i = 0; i < n; ++i) {
-        char *end;
-        errno = 0;
-        const long v = isdigit((unsigned char)*s) ? strtol(s, &end, 10) : -1;
-        if (v < 0 || errno || v > INT_MAX || (*end != ',' && *end != '\0'))
-            return kb_fail(err, errlen, "--prompt-ids needs token ids from 0 to 2^31-1, comma-separated, got '%s'",
-                           kb_quote(list, q, sizeof q));
-        o->prompt[o->n_prompt++] = (int)v;
-        s = end + (*end == ',');
-    }
-    return 0;
-}
-
-static int parse_seed(kb_generate_opts *o, const char *val, char *err, size_t errlen)
-{
-    char *end, q[KB_QUOTE_LEN];
-    errno = 0;
-    o->seed = strtoull(val, &end, 10);
-    if (!isdigit((unsigned char)*val) || errno || *end)
-        return kb_fail(err, errlen, "--seed needs an integer from 0 to 2^64-1, got '%s'", kb_quote(val, q, sizeof q));
+    if (kb_id_list("--prompt-ids", list, INT_MAX, MAX_SEQ, &o->prompt, &n, err, errlen) != 0)
+        return -1;
+    o->n_prompt = (int)n;
     return 0;
 }
 
@@ -156,7 +127,7 @@ static int parse_flag(int argc, char **argv, int *i, kb_generate_opts *o, char *
         else if (!strcmp(a, "--prompt-ids"))
             return parse_ids(o, val, err, errlen);
         else if (!strcmp(a, "--seed"))
-            return parse_seed(o, val, err, errlen);
+            return kb_int_flag(a, val, 0, UINT64_MAX, &o->seed, err, errlen);
         else if (kb_is_stop_flag(a))
             return kb_parse_stop_flag(a, val, &o->stop, err, errlen);
         else
@@ -405,7 +376,7 @@ void kb_generate_print_text(const kb_generate_opts *o, const int *ids, int n)
     if (!o->bpe || kb_bpe_decode(o->bpe, ids, (size_t)n, &text, &len) != 0)
         return;
     fputs("generated text: ", stdout);
-    fwrite(text, 1, len, stdout);
+    kb_put_escaped(stdout, text, len); /* one line, as tokenize --ids prints it */
     putchar('\n');
     free(text);
 }

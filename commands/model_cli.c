@@ -1,7 +1,5 @@
 /* Parsing `kbench model`.  Every problem is one line in err (exit 2), found
  * before anything is loaded or run. */
-#include <ctype.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,21 +32,18 @@ static int fail(char *err, size_t errlen, const char *fmt, const char *a, const 
     return -1;
 }
 
-static int parse_int(const char *flag, const char *val, long lo, long hi, int *out, char *err, size_t errlen)
+static int parse_int(const char *flag, const char *val, uint64_t lo, uint64_t hi, int *out, char *err,
+                     size_t errlen)
 {
-    char *end, range[64];
-    errno = 0;
-    long v = val ? strtol(val, &end, 10) : 0;
-    if (!val || errno || end == val || *end || v < lo || v > hi) {
-        snprintf(range, sizeof range, "an integer from %ld to %ld", lo, hi);
-        return fail(err, errlen, "%s needs %s", flag, range);
-    }
+    uint64_t v;
+    if (kb_int_flag(flag, val, lo, hi, &v, err, errlen) != 0)
+        return -1;
     *out = (int)v;
     return 0;
 }
 
 /* A comma-separated list of GEMM paths; an empty item is a mistake, not
- * "every path". */
+ * "every path", and so is a path named twice. */
 static int parse_gemm(kb_model_opts *o, const char *list, char *err, size_t errlen)
 {
     char *copy = strdup(list), *rest = copy, *tok, q[KB_QUOTE_LEN];
@@ -63,23 +58,13 @@ static int parse_gemm(kb_model_opts *o, const char *list, char *err, size_t errl
         else if (g == KB_TF_GEMM_COUNT)
             rc = fail(err, errlen, "unknown --gemm '%s' (expected fp32 or 3xtf32)%s",
                       kb_quote(tok, q, sizeof q), "");
+        else if (o->gemm_mask & 1u << g)
+            rc = fail(err, errlen, "--gemm names '%s' twice%s", tok, "");
         else
             o->gemm_mask |= 1u << g;
     }
     free(copy);
     return rc;
-}
-
-/* --seed: a decimal uint64 (strtoull would wrap "-1"). */
-static int parse_seed(kb_model_opts *o, const char *val, char *err, size_t errlen)
-{
-    char *end, q[KB_QUOTE_LEN];
-    errno = 0;
-    o->seed = strtoull(val, &end, 10);
-    if (!isdigit((unsigned char)*val) || errno || *end)
-        return fail(err, errlen, "--seed needs an integer from 0 to 2^64-1, got '%s'%s", kb_quote(val, q, sizeof q),
-                    "");
-    return 0;
 }
 
 /* A flag that takes a string; NULL when it is not one. */
@@ -132,7 +117,7 @@ static int parse_flag(int argc, char **argv, int *i, kb_model_opts *o, char *err
         else if (kb_is_stop_flag(a))
             return kb_parse_stop_flag(a, val, &o->stop, err, errlen);
         else
-            return parse_seed(o, val, err, errlen);
+            return kb_int_flag(a, val, 0, UINT64_MAX, &o->seed, err, errlen);
     } else {
         char q[KB_QUOTE_LEN];
         return fail(err, errlen, "unknown option '%s' for kbench model (see kbench help)%s",

@@ -3,7 +3,6 @@
  * one table (prefill ms, decode ms/token, tokens/s, share of the bandwidth
  * bound, error) and, with --append, written as `stage-prefill` and
  * `stage-decode` rows of a kbench CSV. */
-#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,11 +46,9 @@ void kb_stages_usage(FILE *f)
 
 static int parse_int(const char *flag, const char *val, long hi, int *out, char *err, size_t errlen)
 {
-    char *end, q[KB_QUOTE_LEN];
-    errno = 0;
-    const long v = strtol(val, &end, 10);
-    if (!*val || *end || errno || v < 1 || v > hi)
-        return kb_fail(err, errlen, "%s needs an integer from 1 to %ld, got '%s'", flag, hi, kb_quote(val, q, sizeof q));
+    uint64_t v;
+    if (kb_int_flag(flag, val, 1, (uint64_t)hi, &v, err, errlen) != 0)
+        return -1;
     *out = (int)v;
     return 0;
 }
@@ -62,13 +59,16 @@ static int parse_stages(const char *val, stages_opts *o, char *err, size_t errle
     memset(o->only, 0, sizeof o->only);
     for (const char *p = val;;) {
         const size_t n = strcspn(p, ",");
-        int found = 0;
+        int found = -1;
         for (int i = 0; i < NSTAGES; ++i)
             if (n == strlen(stages[i].name) && !strncmp(p, stages[i].name, n))
-                o->only[i] = found = 1;
-        if (!found)
+                found = i;
+        if (found < 0)
             return kb_fail(err, errlen, "--stages takes basic, paper, modern and fast, comma-separated; got '%s'",
                            kb_quote(val, q, sizeof q));
+        if (o->only[found])
+            return kb_fail(err, errlen, "--stages names '%s' twice", stages[found].name);
+        o->only[found] = 1;
         if (!p[n])
             return 0;
         p += n + 1;
@@ -92,20 +92,12 @@ static int *int_flag(stages_opts *o, const char *a, long *hi)
 
 static int parse_flag(stages_opts *o, const char *a, const char *val, char *err, size_t errlen)
 {
-    char q[KB_QUOTE_LEN];
     long hi;
     int *slot = int_flag(o, a, &hi);
     if (slot)
         return parse_int(a, val, hi, slot, err, errlen);
-    if (!strcmp(a, "--seed")) {
-        char *end;
-        errno = 0;
-        const unsigned long long v = strtoull(val, &end, 10);
-        if (!*val || *end || errno || *val == '-')
-            return kb_fail(err, errlen, "--seed needs an integer from 0 to 2^64-1, got '%s'", kb_quote(val, q, sizeof q));
-        o->shape.seed = v;
-        return 0;
-    }
+    if (!strcmp(a, "--seed"))
+        return kb_int_flag(a, val, 0, UINT64_MAX, &o->shape.seed, err, errlen);
     if (!strcmp(a, "--stages"))
         return parse_stages(val, o, err, errlen);
     if (kb_is_stop_flag(a))

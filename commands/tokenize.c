@@ -1,10 +1,10 @@
 /* `kbench model tokenize` (commands/generate.h): a GGUF file's byte-level BPE
  * tokenizer on its own, so that scripts can hold its ids against another
  * tokenizer's (peers/smollm2_parity.py).  --text prints the ids,
- * comma-separated, on one line; --ids prints the decoded bytes as they are. */
-#include <ctype.h>
-#include <errno.h>
-#include <limits.h>
+ * comma-separated, on one line; --ids prints the decoded bytes as one line
+ * of text, escaped as kb_quote escapes (harness.h), since a token's bytes
+ * need not be UTF-8 or printable. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "formats/fileio.h"
@@ -31,7 +31,8 @@ static int parse(int argc, char **argv, tokenize_opts *o, char *err, size_t errl
         if (!slot)
             return kb_report(err, errlen, "unknown option '%s' for kbench model tokenize (see kbench help)",
                              kb_quote(argv[i], q, sizeof q));
-        if (i + 1 >= argc)
+        /* An empty --text is a text, that has no ids; an empty list of ids is a slip. */
+        if (i + 1 >= argc || (slot != &o->text && !argv[i + 1][0]))
             return kb_report(err, errlen, "%s needs a value", argv[i]);
         *slot = argv[++i];
     }
@@ -39,30 +40,6 @@ static int parse(int argc, char **argv, tokenize_opts *o, char *err, size_t errl
         return kb_report(err, errlen, "kbench model tokenize needs --gguf FILE");
     if (!o->text == !o->ids)
         return kb_report(err, errlen, "give one of --text TEXT and --ids ID,ID,..");
-    return 0;
-}
-
-/* Comma-separated ids below vocab into *ids (malloc'd); an empty list is
- * no ids. */
-static int parse_ids(const char *list, int vocab, int **ids, size_t *n, char *err, size_t errlen)
-{
-    char q[KB_QUOTE_LEN];
-    size_t cap = *list != '\0';
-    for (const char *s = list; *s; ++s)
-        cap += *s == ',';
-    *n = 0;
-    if (!(*ids = malloc(sizeof(int) * (cap ? cap : 1))))
-        return kb_report(err, errlen, "out of memory for --ids");
-    for (const char *s = list; *n < cap;) {
-        char *end;
-        errno = 0;
-        const long v = isdigit((unsigned char)*s) ? strtol(s, &end, 10) : -1;
-        if (v < 0 || errno || v >= vocab || (*end != ',' && *end != '\0'))
-            return kb_report(err, errlen, "--ids needs token ids from 0 to %d, comma-separated, got '%s'", vocab - 1,
-                             kb_quote(list, q, sizeof q));
-        (*ids)[(*n)++] = (int)v;
-        s = end + (*end == ',');
-    }
     return 0;
 }
 
@@ -95,7 +72,9 @@ int kb_cmd_tokenize(int argc, char **argv)
     size_t n = 0, len = 0;
     char err[512], *text = NULL;
     int rc = parse(argc, argv, &o, err, sizeof err) || load(o.gguf, &t, err, sizeof err) ||
-             (o.ids && parse_ids(o.ids, t.n_tokens, &ids, &n, err, sizeof err)) ? KB_EXIT_USAGE : 0;
+             (o.ids && kb_id_list("--ids", o.ids, (uint64_t)t.n_tokens - 1, SIZE_MAX /* argv bounds it */, &ids, &n, err,
+                                  sizeof err))
+             ? KB_EXIT_USAGE : 0;
     if (rc == 0 && (o.text ? kb_bpe_encode(&t, o.text, strlen(o.text), &ids, &n)
                            : kb_bpe_decode(&t, ids, n, &text, &len)) != 0) {
         snprintf(err, sizeof err, "out of memory");
@@ -105,8 +84,10 @@ int kb_cmd_tokenize(int argc, char **argv)
         fprintf(stderr, "kbench: %s\n", err);
     else if (o.text)
         print_ids(ids, n);
-    else
-        fwrite(text, 1, len, stdout);
+    else {
+        kb_put_escaped(stdout, text, len);
+        putchar('\n');
+    }
     free(ids);
     free(text);
     kb_bpe_free(&t);

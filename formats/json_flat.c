@@ -131,15 +131,19 @@ static int parse_string(parser *p, char **out)
     while (p->pos < end) {
         const unsigned char c = (unsigned char)p->text[p->pos];
         int rc = 0;
+        uint32_t cp;
+        const size_t len = c < 0x80 ? 1 : kb_utf8_next((const unsigned char *)p->text + p->pos, end - p->pos, &cp);
         if (c < 0x20)
             rc = syntax(p, "control character in a string");
         else if (c == '\\')
             rc = escape(p, s, &n);
+        else if (!len)
+            rc = syntax(p, "a string that is not UTF-8 (invalid, overlong, surrogate or truncated)");
         else {
             if (s)
-                s[n] = (char)c;
-            n++;
-            p->pos++;
+                memcpy(s + n, p->text + p->pos, len);
+            n += len;
+            p->pos += len;
         }
         if (rc != 0) {
             free(s);
@@ -207,6 +211,67 @@ static int parse_number(parser *p, kb_json_member *m)
     return 0;
 }
 
+/* The keys of one object, each with its byte, to refuse a key given twice
+ * at any depth: a caller that reads a nested object (rope_parameters) must
+ * never meet two values of one key. */
+typedef struct {
+    char *key;
+    size_t at;
+} seen_key;
+
+typedef struct {
+    seen_key *k;
+    size_t n, cap;
+} key_set;
+
+static int key_add(parser *p, key_set *ks, char *key, size_t at)
+{
+    if (ks->n == ks->cap) {
+        const size_t cap = ks->cap ? 2 * ks->cap : 16;
+        seen_key *grown = realloc(ks->k, sizeof *grown * cap);
+        if (!grown) {
+            free(key);
+            return snprintf(p->err, p->errlen, "%s: out of memory", p->what), -1;
+        }
+        ks->k = grown;
+        ks->cap = cap;
+    }
+    ks->k[ks->n++] = (seen_key){key, at};
+    return 0;
+}
+
+static int by_key_then_byte(const void *a, const void *b)
+{
+    const seen_key *x = a, *y = b;
+    const int c = strcmp(x->key, y->key);
+    return c ? c : (x->at > y->at) - (x->at < y->at);
+}
+
+static void keys_free(key_set *ks)
+{
+    for (size_t i = 0; i < ks->n; ++i)
+        free(ks->k[i].key);
+    free(ks->k);
+    *ks = (key_set){0};
+}
+
+/* Sorted, so an object of n keys costs n log n, not n^2; the later of two
+ * equal keys is named.  Frees the set. */
+static int keys_unique(parser *p, key_set *ks)
+{
+    char q[KB_QUOTE_LEN];
+    int rc = 0;
+    if (ks->n)
+        qsort(ks->k, ks->n, sizeof *ks->k, by_key_then_byte);
+    for (size_t i = 1; i < ks->n && rc == 0; ++i)
+        if (!strcmp(ks->k[i - 1].key, ks->k[i].key)) {
+            p->pos = ks->k[i].at;
+            rc = syntax(p, "key \"%s\" appears twice", kb_quote(ks->k[i].key, q, 64));
+        }
+    keys_free(ks);
+    return rc;
+}
+
 static int literal(parser *p, const char *word)
 {
     const size_t n = strlen(word);
@@ -220,18 +285,18 @@ static int literal(parser *p, const char *word)
  * containers.  m (the top level's members) gets its kind and contents. */
 static int value(parser *p, int depth, kb_json_member *m);
 
-static int container(parser *p, int depth, char open)
+/* A nested object's key and ':' into ks. */
+static int nested_key(parser *p, key_set *ks)
 {
-    const char close = open == '{' ? '}' : ']';
-    if (depth >= KB_JSON_MAX_DEPTH)
-        return syntax(p, "nested deeper than %d", KB_JSON_MAX_DEPTH);
-    p->pos++;
-    if (peek(p) == close) {
-        p->pos++;
-        return 0;
-    }
+    char *key;
+    const size_t at = (peek(p), p->pos);
+    return parse_string(p, &key) != 0 || key_add(p, ks, key, at) != 0 ? -1 : expect(p, ':');
+}
+
+static int items(parser *p, int depth, char close, key_set *ks)
+{
     for (;;) {
-        if (open == '{' && (parse_string(p, NULL) != 0 || expect(p, ':') != 0))
+        if (close == '}' && nested_key(p, ks) != 0)
             return -1;
         if (value(p, depth + 1, NULL) != 0)
             return -1;
@@ -244,6 +309,24 @@ static int container(parser *p, int depth, char open)
             return syntax(p, "expected ',' or '%c'", close);
         p->pos++;
     }
+}
+
+static int container(parser *p, int depth, char open)
+{
+    const char close = open == '{' ? '}' : ']';
+    key_set ks = {0};
+    if (depth >= KB_JSON_MAX_DEPTH)
+        return syntax(p, "nested deeper than %d", KB_JSON_MAX_DEPTH);
+    p->pos++;
+    if (peek(p) == close) {
+        p->pos++;
+        return 0;
+    }
+    if (items(p, depth, close, &ks) != 0) {
+        keys_free(&ks);
+        return -1;
+    }
+    return keys_unique(p, &ks);
 }
 
 static int value(parser *p, int depth, kb_json_member *m)
@@ -291,9 +374,8 @@ void kb_json_free(kb_json_object *o)
     o->count = 0;
 }
 
-static int member(parser *p, kb_json_object *o, int *cap)
+static int member(parser *p, kb_json_object *o, int *cap, key_set *ks)
 {
-    char q[KB_QUOTE_LEN];
     if (o->count == KB_JSON_MAX_MEMBERS)
         return syntax(p, "more than %d members", KB_JSON_MAX_MEMBERS);
     if (o->count == *cap) {
@@ -306,21 +388,21 @@ static int member(parser *p, kb_json_object *o, int *cap)
     }
     kb_json_member *m = &o->members[o->count];
     memset(m, 0, sizeof *m);
-    const size_t at = p->pos;
+    const size_t at = (peek(p), p->pos);
     if (parse_string(p, &m->key) != 0)
         return -1;
     o->count++;
-    if (kb_json_get(o, m->key) != m) {
-        p->pos = at;
-        return syntax(p, "key \"%s\" appears twice", kb_quote(m->key, q, 64));
-    }
-    return expect(p, ':') != 0 ? -1 : value(p, 1, m);
+    char *copy = strdup(m->key);
+    if (!copy)
+        return snprintf(p->err, p->errlen, "%s: out of memory", p->what), -1;
+    return key_add(p, ks, copy, at) != 0 || expect(p, ':') != 0 ? -1 : value(p, 1, m);
 }
 
 int kb_json_parse_flat(const char *text, size_t len, const char *what, kb_json_object *o, char *err,
                        size_t errlen)
 {
     parser p = {what, text, len, 0, err, errlen};
+    key_set ks = {0};
     int cap = 0, rc = 0;
     memset(o, 0, sizeof *o);
     if (len > KB_JSON_MAX_BYTES)
@@ -331,11 +413,12 @@ int kb_json_parse_flat(const char *text, size_t len, const char *what, kb_json_o
         p.pos++;
     else
         for (;;) {
-            if ((rc = member(&p, o, &cap)) != 0)
+            if ((rc = member(&p, o, &cap, &ks)) != 0)
                 break;
             const char c = peek(&p);
             if (c == '}') {
                 p.pos++;
+                rc = keys_unique(&p, &ks);
                 break;
             }
             if (c != ',') {
@@ -346,6 +429,7 @@ int kb_json_parse_flat(const char *text, size_t len, const char *what, kb_json_o
         }
     if (rc == 0 && (peek(&p), p.pos < p.len))
         rc = syntax(&p, "text after the object");
+    keys_free(&ks);
     if (rc != 0)
         kb_json_free(o);
     return rc;

@@ -3,8 +3,11 @@
  * object or array is checked for syntax and kept as its span of text, so a
  * caller can read one level further (rope_scaling) or ignore it.  Anything
  * that is not RFC 8259 JSON is refused: trailing commas, comments, NaN,
- * leading zeros, control characters in strings, a key given twice, text
- * after the object.  Every failure is one line naming the file and byte. */
+ * leading zeros, control characters in strings, text after the object; and
+ * so is what RFC 8259 leaves to the reader: a key given twice in any object,
+ * nested ones included, and a string (key or value, at any depth) that is
+ * not UTF-8 (invalid, overlong, a surrogate, truncated).  Every failure is
+ * one line naming the file and byte. */
 #ifndef KBENCH_FORMATS_JSON_FLAT_H
 #define KBENCH_FORMATS_JSON_FLAT_H
 

@@ -94,6 +94,18 @@ static void llama_config(void)
         "  \"rope_scaling\": null,\n  \"tie_word_embeddings\": true,\n  \"torch_dtype\": \"bfloat16\",\n"
         "  \"transformers_version\": \"4.42.3\",\n  \"use_cache\": true,\n  \"vocab_size\": 49152\n}\n";
     put("llama_config", "smollm2.json", hf, sizeof hf - 1);
+    /* What the reader refuses, close to what it accepts: strings that are not
+     * UTF-8 (a stray byte, an overlong '/', a surrogate, a cut-off euro sign),
+     * a key twice in a nested object, and rope_theta given twice unalike. */
+    static const char *const refused[][2] = {
+        {"not_utf8.json", "{\"model_type\": \"lla\xffma\", \"x\": [\"\xc0\xaf\", {\"\xed\xa0\x80\": \"\xe2\x82\"}]}"},
+        {"nested_twice.json", "{\"rope_parameters\": {\"rope_type\": \"default\", \"rope_type\": \"default\"}}"},
+        {"theta_twice.json", "{\"hidden_size\": 8, \"intermediate_size\": 4, \"num_hidden_layers\": 1, "
+                             "\"num_attention_heads\": 2, \"vocab_size\": 300, \"rope_theta\": 10000, "
+                             "\"rope_parameters\": {\"rope_type\": \"default\", \"rope_theta\": 0}}"},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof *refused; ++i)
+        put("llama_config", refused[i][0], refused[i][1], strlen(refused[i][1]));
 }
 
 static void npy(void)
@@ -244,10 +256,11 @@ static void gdata(FILE *f, uint32_t type, uint64_t bytes, uint32_t *s)
 }
 
 /* Tokens: three specials (bos 1, eos 2), the 256 of GPT-2's byte alphabet,
- * then what the merges make ("Hello", "Ġworld"). */
-static void gtokenizer(FILE *f, int *n)
+ * then what the merges make ("Hello", "Ġworld").  not_utf8 spells the
+ * first special with an overlong '/', which the loader refuses. */
+static void gtokenizer(FILE *f, int *n, int not_utf8)
 {
-    static const char *const specials[] = {"<|endoftext|>", "<|im_start|>", "<|im_end|>"};
+    const char *const specials[] = {not_utf8 ? "<|end\xc0\xaf|>" : "<|endoftext|>", "<|im_start|>", "<|im_end|>"};
     static const char *const merges[] = {"H e", "l l", "He ll", "Hell o", "\xc4\xa0 w", "o r", "\xc4\xa0w or", "l d",
                                          "\xc4\xa0wor ld"};
     const int nm = sizeof merges / sizeof *merges, nt = 3 + 256 + nm;
@@ -278,8 +291,10 @@ static void gtokenizer(FILE *f, int *n)
 }
 
 /* One GGUF v3 file: F32 weights, but Q4_1 attn_output and Q8_0 ffn_down
- * when quant; head_dim hd > 0 given as key_length (else d / heads). */
-static void gguf_seed(const char *name, int d, int ff, int heads, int kv, int hd, int untied, int quant)
+ * when quant; head_dim hd > 0 given as key_length (else d / heads); a
+ * token that is not UTF-8 when not_utf8. */
+static void gguf_seed(const char *name, int d, int ff, int heads, int kv, int hd, int untied, int quant,
+                      int not_utf8)
 {
     const int64_t V = 3 + 256 + 9, h = hd ? hd : d / heads, qd = heads * h, kvd = kv * h;
     const struct {
@@ -316,7 +331,7 @@ static void gguf_seed(const char *name, int d, int ff, int heads, int kv, int hd
         gf32(k, &n, "llama.rope.freq_base", 100000);
         gu32(k, &n, "llama.vocab_size", (uint32_t)V);
     }
-    gtokenizer(k, &n);
+    gtokenizer(k, &n, not_utf8);
     fclose(k);
     FILE *f = fopen(path_of("gguf", name), "wb");
     if (!f)
@@ -354,9 +369,10 @@ static void gguf_seed(const char *name, int d, int ff, int heads, int kv, int hd
 
 static void gguf(void)
 {
-    gguf_seed("tied.gguf", 8, 12, 2, 1, 0, 0, 0);
-    gguf_seed("untied.gguf", 8, 16, 2, 2, 0, 1, 0);
-    gguf_seed("quant.gguf", 8, 32, 2, 1, 16, 0, 1);
+    gguf_seed("tied.gguf", 8, 12, 2, 1, 0, 0, 0, 0);
+    gguf_seed("untied.gguf", 8, 16, 2, 2, 0, 1, 0, 0);
+    gguf_seed("quant.gguf", 8, 32, 2, 1, 16, 0, 1, 0);
+    gguf_seed("not_utf8_token.gguf", 8, 12, 2, 1, 0, 0, 0, 1);
 }
 
 /* Command lines as the README and tests give them, NUL-separated. */

@@ -215,9 +215,8 @@ const char *kb_run_meta(const kb_run_file *f, const char *key)
 double kb_run_meta_number(const kb_run_file *f, const char *key)
 {
     const char *v = kb_run_meta(f, key);
-    char *end;
-    double x = v ? strtod(v, &end) : NAN;
-    return v && end != v && !*end && isfinite(x) ? x : NAN;
+    double x;
+    return v && kb_parse_decimal(v, &x) == 0 ? x : NAN;
 }
 
 int kb_run_read(kb_run_file *f, const char *path, char *err, size_t errlen)
@@ -229,7 +228,9 @@ int kb_run_read(kb_run_file *f, const char *path, char *err, size_t errlen)
     char q[KB_QUOTE_LEN];
     key_columns cols;
     int have_header = 0, lineno = 0;
-    for (char *line = f->text, *next; line; line = next) {
+    /* A spreadsheet that saved the file may have put a UTF-8 byte-order mark first. */
+    char *start = f->text + (strncmp(f->text, "\xEF\xBB\xBF", 3) ? 0 : 3);
+    for (char *line = start, *next; line; line = next) {
         next = strchr(line, '\n');
         if (next)
             *next++ = '\0';

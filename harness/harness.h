@@ -42,12 +42,44 @@ float kb_bf16_to_float(uint16_t h);
 uint16_t kb_float_to_bf16(float f);
 
 /* ---- quote.c ---- */
-/* s with control characters and backslashes written as \xNN, cut with "..."
- * to fit len: for echoing untrusted input in a one-line message. */
+/* The UTF-8 character at s (n > 0 bytes left): its byte count, with its
+ * code point in *cp; 0 when the bytes start none (a stray or truncated
+ * sequence, an overlong form, a surrogate or past U+10FFFF). */
+size_t kb_utf8_next(const unsigned char *s, size_t n, uint32_t *cp);
+/* s with every byte that is no printable UTF-8 (control characters, C1,
+ * invalid sequences) and backslashes written as \xNN, cut with "..." to fit
+ * len: for echoing untrusted input in a one-line message. */
 const char *kb_quote(const char *s, char *buf, size_t len);
 #define KB_QUOTE_LEN 160
+/* s[0..n) to f, uncut and escaped as kb_quote does: one line of valid
+ * UTF-8 from which the bytes can be read back. */
+void kb_put_escaped(FILE *f, const char *s, size_t n);
 /* A refusal: the formatted line into err; returns -1, for `return kb_fail(...)`. */
 int kb_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* ---- number.c: the one grammar of numbers in flags and CSV cells ---- */
+/* A real: an optional '-', digits, optionally '.' and digits, optionally
+ * 'e' or 'E', a sign and digits; nothing else (no '+', space, hex, inf,
+ * nan, ".5" or "5."), and neither overflow nor underflow.  0 on success. */
+int kb_parse_decimal(const char *s, double *out);
+/* An integer: decimal digits only (no sign, space or exponent), at most
+ * max.  0 on success. */
+int kb_parse_count(const char *s, uint64_t max, uint64_t *out);
+/* A flag's integer from lo to hi; else -1 with one line in err that quotes
+ * val and states the range. */
+int kb_int_flag(const char *flag, const char *val, uint64_t lo, uint64_t hi, uint64_t *out, char *err,
+                size_t errlen);
+/* A flag's real from lo to hi (above lo when lo_open), noun saying what it
+ * counts ("seconds"); else -1 with one line in err that quotes val and
+ * states the range. */
+int kb_real_flag(const char *flag, const char *val, double lo, int lo_open, double hi, const char *noun, double *out,
+                 char *err, size_t errlen);
+
+/* Comma-separated token ids, each an integer from 0 to max (at most
+ * INT_MAX), at most `most` of them, into *ids (malloc'd) and *n; an empty
+ * list or item is refused.  0, or -1 with one line in err. */
+int kb_id_list(const char *flag, const char *list, uint64_t max, size_t most, int **ids, size_t *n, char *err,
+               size_t errlen);
 
 /* ---- shape.c ---- */
 /* Parse one shape; 0 on success, else -1 with a message in err. */
@@ -214,9 +246,6 @@ int kb_parse_args(int argc, char **argv, kb_options *o, char *err, size_t errlen
 /* Whether argv[1..argc) holds --help or -h. */
 int kb_asks_help(int argc, char **argv);
 int kb_variant_selected(const kb_options *o, const kb_variant *v);
-/* A finite decimal number and nothing else: no hex, nan, inf, spaces or
- * overflow.  0 on success. */
-int kb_parse_decimal(const char *s, double *out);
 void kb_print_usage(FILE *f);
 
 /* ---- sweep.c: expand options into rows (no GPU needed) ---- */

@@ -86,31 +86,22 @@ int kb_is_stop_flag(const char *flag)
     return !strcmp(flag, "--max-time") || !strcmp(flag, "--max-noise") || !strcmp(flag, "--min-samples");
 }
 
-static int in_range(const char *s, double lo, double hi, double *out)
-{
-    return kb_parse_decimal(s, out) == 0 && *out >= lo && *out <= hi;
-}
-
 int kb_parse_stop_flag(const char *flag, const char *val, kb_stop_rule *rule, char *err, size_t errlen)
 {
-    char q[KB_QUOTE_LEN];
-    double v;
+    uint64_t n;
+    double pct;
     if (!strcmp(flag, "--max-noise")) {
-        if (!in_range(val, 0.01, 100, &v))
-            return kb_fail(err, errlen, "--max-noise needs a percentage from 0.01 to 100, got '%s'",
-                           kb_quote(val, q, sizeof q));
-        rule->max_noise = v / 100;
-    } else if (!strcmp(flag, "--min-samples")) {
-        /* At least the samples a median needs, at most those a row takes. */
-        if (!in_range(val, KB_MIN_SAMPLES, KB_MAX_SAMPLES, &v) || v != (int)v)
-            return kb_fail(err, errlen, "--min-samples needs an integer from %d to %d, got '%s'", KB_MIN_SAMPLES,
-                           KB_MAX_SAMPLES, kb_quote(val, q, sizeof q));
-        rule->min_samples = (int)v;
-    } else {
-        if (!in_range(val, 0.001, 3600, &v))
-            return kb_fail(err, errlen, "--max-time needs seconds in (0, 3600], got '%s'", kb_quote(val, q, sizeof q));
-        rule->cap_s = v;
+        if (kb_real_flag(flag, val, 0.01, 0, 100, "a percentage", &pct, err, errlen) != 0)
+            return -1;
+        rule->max_noise = pct / 100;
+        return 0;
     }
+    if (!strcmp(flag, "--max-time"))
+        return kb_real_flag(flag, val, 0, 1, 3600, "seconds", &rule->cap_s, err, errlen);
+    /* --min-samples: at least the samples a median needs, at most those a row takes. */
+    if (kb_int_flag(flag, val, KB_MIN_SAMPLES, KB_MAX_SAMPLES, &n, err, errlen) != 0)
+        return -1;
+    rule->min_samples = (int)n;
     return 0;
 }
 

@@ -124,12 +124,34 @@ static int get_fixed(const kb_json_object *o, const char *text, const char *key,
     return kb_report(err, errlen, "%s: \"%s\" is %s; %s", what, key, shown(text, m, q, sizeof q), why);
 }
 
+/* A nested rope_theta, which must agree with one given before (top-level
+ * or in the other object): two values of one setting are a broken config,
+ * and neither may silently win. */
+static int nested_theta(const kb_json_object *inner, const char *text, const char *key, int *given,
+                        kb_llama_config *c, const char *what, char *err, size_t errlen)
+{
+    double theta = 0;
+    const kb_json_member *m = kb_json_get(inner, "rope_theta");
+    if (!m || m->kind == KB_JSON_NULL)
+        return 0;
+    if (get_number(inner, text, "rope_theta", 0, &theta, what, err, errlen) != 0)
+        return -1;
+    if (*given && theta != c->rope_theta)
+        return kb_report(err, errlen, "%s: \"%s\" gives rope_theta %g, but it is %g already; give it once", what,
+                         key, theta, c->rope_theta);
+    c->rope_theta = theta;
+    *given = 1;
+    return 0;
+}
+
 /* rope_scaling (null, or a plain "default" RoPE) and transformers 5's
  * rope_parameters ({"rope_type": "default", "rope_theta": X}). */
 static int get_rope(const kb_json_object *o, const char *text, kb_llama_config *c, const char *what, char *err,
                     size_t errlen)
 {
     const char *keys[] = {"rope_scaling", "rope_parameters"};
+    const kb_json_member *top = kb_json_get(o, "rope_theta");
+    int given = top && top->kind != KB_JSON_NULL;
     char q[KB_QUOTE_LEN];
     for (int k = 0; k < 2; ++k) {
         const kb_json_member *m = kb_json_get(o, keys[k]);
@@ -146,8 +168,8 @@ static int get_rope(const kb_json_object *o, const char *text, kb_llama_config *
         if (!type || type->kind != KB_JSON_STRING || strcmp(type->string, "default") != 0)
             rc = kb_report(err, errlen, "%s: \"%s\" is %s; kbench runs plain RoPE only (null or rope_type "
                            "\"default\")", what, keys[k], shown(text, m, q, sizeof q));
-        else if (!kb_json_get(o, "rope_theta"))
-            rc = get_number(&inner, text + m->begin, "rope_theta", c->rope_theta, &c->rope_theta, what, err, errlen);
+        else
+            rc = nested_theta(&inner, text + m->begin, keys[k], &given, c, what, err, errlen);
         kb_json_free(&inner);
         if (rc)
             return -1;

@@ -32,6 +32,7 @@ Exit status 0 when everything matches, 1 otherwise.
 """
 import argparse
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -113,8 +114,11 @@ def kbench_ids(kbench, gguf, text):
 
 
 def kbench_decode(kbench, gguf, ids):
-    return subprocess.run([kbench, "model", "tokenize", "--gguf", gguf, "--ids", ",".join(map(str, ids))],
-                          check=True, capture_output=True).stdout
+    """The decoded bytes: --ids prints one line, every byte that is not
+    printable UTF-8 (the backslash included) escaped as \\xNN."""
+    out = subprocess.run([kbench, "model", "tokenize", "--gguf", gguf, "--ids", ",".join(map(str, ids))],
+                         check=True, capture_output=True).stdout
+    return re.sub(rb"\\x([0-9a-f]{2})", lambda m: bytes([int(m.group(1), 16)]), out.removesuffix(b"\n"))
 
 
 def check_tokenizer(args, ref):

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "harness/harness.h"
 #include "tests/check.h"
 #include "tokenizer/bpe.h"
 
@@ -261,6 +262,37 @@ static void test_refusals(void)
     refused(NULL, KB_TOKEN_NORMAL, "q z", "names a result not in the vocabulary", __LINE__);
     refused(NULL, KB_TOKEN_NORMAL, "a zz", "names a token not in the vocabulary", __LINE__);
     refused(NULL, KB_TOKEN_NORMAL, "a b", "repeats merge 0", __LINE__);
+    /* Spellings are text: a stray byte, an overlong '/', a surrogate and a
+     * cut-off euro sign, normal or special, each named with its byte. */
+    refused("a\xff", KB_TOKEN_NORMAL, NULL, "token 3 is not UTF-8 (byte 1)", __LINE__);
+    refused("\xc0\xaf", KB_TOKEN_NORMAL, NULL, "token 3 is not UTF-8 (byte 0)", __LINE__);
+    refused("\xed\xa0\x80", KB_TOKEN_CONTROL, NULL, "token 3 is not UTF-8 (byte 0)", __LINE__);
+    refused("x\xe2\x82", KB_TOKEN_USER_DEFINED, NULL, "token 3 is not UTF-8 (byte 1)", __LINE__);
+}
+
+/* Decoded bytes need not be text; `tokenize --ids` prints them escaped
+ * (kb_put_escaped): printable UTF-8 as it is, every other byte and the
+ * backslash as \xNN, on one line. */
+static void test_escaped(void)
+{
+    kb_bpe t = make(KB_BPE_PRE_GPT2, merges, N_MERGES);
+    const char text[] = "a\\\n\xff\xc3\xa9\xc2\x85\x7f\xe2\x82";
+    int *ids;
+    size_t n, len, size;
+    char *back, *out;
+    CHECK(kb_bpe_encode(&t, text, sizeof text - 1, &ids, &n) == 0);
+    CHECK(kb_bpe_decode(&t, ids, n, &back, &len) == 0 && len == sizeof text - 1);
+    FILE *f = open_memstream(&out, &size);
+    kb_put_escaped(f, back, len);
+    fclose(f);
+    const char *want = "a\\x5c\\x0a\\xff\xc3\xa9\\xc2\\x85\\x7f\\xe2\\x82";
+    if (strcmp(out, want))
+        fprintf(stderr, "escaped: got %s, expected %s\n", out, want);
+    CHECK(!strcmp(out, want));
+    free(out);
+    free(back);
+    free(ids);
+    kb_bpe_free(&t);
 }
 
 int main(void)
@@ -271,5 +303,6 @@ int main(void)
     test_round_trip();
     test_long_word();
     test_refusals();
+    test_escaped();
     return CHECK_DONE();
 }

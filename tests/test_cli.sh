@@ -51,7 +51,7 @@ expect 2 "unknown dtype 'f64'" run --dtype f64
 expect 2 "unknown dtype 'i32'" run --dtype i32
 expect 2 "unknown option '--fast'" run --fast
 expect 2 "--csv needs a value" run --csv
-expect 2 "--device needs a device index" run --device -1
+expect 2 "--device needs an integer from 0 to 1024" run --device -1
 expect 2 "--max-time needs seconds" run --max-time 0
 expect 2 "--max-noise needs a percentage" run --max-noise 0
 expect 2 "--format needs csv, md or jsonl, got 'xml'" run --format xml
@@ -64,9 +64,28 @@ expect 2 "--min-samples needs an integer from 3 to 2000" run --min-samples 2001
 for bad in nan inf 0x10 1e999 ' 1'; do
     expect 2 "--max-time needs seconds in (0, 3600\], got '$bad'" run --op copy --sizes 1 --max-time "$bad"
 done
-expect 2 "--device needs a device index, got 'nan'" run --op copy --sizes 1 --device nan
-expect 2 "--device needs a device index, got '0x1'" run --op copy --sizes 1 --device 0x1
+expect 2 "--device needs an integer from 0 to 1024, got 'nan'" run --op copy --sizes 1 --device nan
+expect 2 "--device needs an integer from 0 to 1024, got '0x1'" run --op copy --sizes 1 --device 0x1
 expect 2 "--seq-len needs an integer from 1 to 65536" pe --seq-len nan --d-model 4
+# One number grammar in every command: integers are digits only (no space,
+# newline, sign, exponent or point); reals are plain decimals with an
+# optional exponent, and every refusal states the range it enforces.
+for bad in ' 8' $'\n8' +8 1e3 3.0 -0; do
+    expect 2 "--min-samples needs an integer from 3 to 2000, got '" run --op copy --sizes 1 --min-samples "$bad"
+    expect 2 "--device needs an integer from 0 to 1024, got '" run --op copy --sizes 1 --device "$bad"
+    expect 2 "--seq-len needs an integer from 1 to 65536, got '" pe --seq-len "$bad" --d-model 4
+done
+for bad in +1 .5 5. 1e 0 -0.0; do
+    expect 2 "--max-time needs seconds in (0, 3600\], got '$bad'" run --op copy --sizes 1 --max-time "$bad"
+done
+# What the range says is what is enforced: (0, 3600] takes 0.0009 and 1e-300.
+for good in 0.0009 1e-300 3600 3.6e3; do
+    CUDA_VISIBLE_DEVICES= expect 1 "no CUDA device found" run --op copy --sizes 1 --max-time "$good"
+done
+# A list names each item once: a repeat is a slip, not a second run.
+expect 2 "--dtype names 'f32' twice" run --op copy --sizes 1 --dtype f32,bf16,f32
+expect 2 "--variant names 'memcpy' twice" run --op copy --sizes 1 --variant memcpy,memcpy
+expect 2 "--family names 'square' twice" run --op matmul --family square,square
 # Empty lists and empty items are refused, not read as "all".
 expect 2 "--dtype has an empty item" run --op copy --sizes 1 --dtype ,
 expect 2 "--dtype has an empty item" run --op copy --sizes 1 --dtype f32,
@@ -102,7 +121,7 @@ expect 2 "unknown family 'd64' for the selected ops" run --op matmul --family d6
 expect 2 "--family has an empty item" run --family square,
 expect 2 "'list' takes no arguments" list extra
 expect 2 "ceilings takes only --device N, not '--hot'" ceilings --hot
-expect 2 "--device needs a device index" ceilings --device x
+expect 2 "--device needs an integer from 0 to 1024" ceilings --device x
 CUDA_VISIBLE_DEVICES= expect 1 "no CUDA device found" ceilings
 
 # --devices: all, or distinct indices, at most 8; --replicate only with it;
@@ -114,7 +133,8 @@ expect 2 "--devices needs 'all' or device indices from 0 to 1024, got '[\\]x0a'"
 expect 2 "--devices needs a value" run --devices
 expect 2 "--devices has an empty item" run --devices 0,,1
 expect 2 "--devices has an empty item" run --devices 0,
-expect 2 "--devices names device 1 twice" run --devices 1,0,1
+expect 2 "--devices names '1' twice" run --devices 1,0,1
+expect 2 "--devices names device 01 twice" run --devices 1,0,01
 expect 2 "--devices names more than 8 devices" run --devices 0,1,2,3,4,5,6,7,8
 expect 2 "--devices is given twice" run --devices 0 --devices 1
 expect 2 "--devices is given twice" run --devices all --devices all

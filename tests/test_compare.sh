@@ -109,6 +109,14 @@ bad_input "usage: kbench compare" base.csv base.csv base.csv
 bad_input "--threshold needs a percentage" base.csv base.csv --threshold
 bad_input "--threshold needs a percentage" base.csv base.csv --threshold -1
 bad_input "--threshold needs a percentage" base.csv base.csv --threshold 5x
+# The refusal states the range enforced, and its top is inside it.
+bad_input "--threshold needs a percentage from 0 to 1000000, got '1e7'" base.csv base.csv --threshold 1e7
+bad_input "--threshold needs a percentage from 0 to 1000000, got '+5'" base.csv base.csv --threshold +5
+compare 0 base.csv base.csv --threshold 1e6
+# A CSV that a spreadsheet saved with a UTF-8 byte-order mark is the same CSV.
+{ printf '\xef\xbb\xbf'; cat base.csv; } >bom.csv
+compare 0 base.csv bom.csv
+compare 0 bom.csv base.csv
 bad_input "unknown option '--fast'" base.csv base.csv --fast
 
 # Timing cells are finite decimals above zero (a spread may be zero); the

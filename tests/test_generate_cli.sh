@@ -47,6 +47,13 @@ expect 2 "not both" --cpu-only --prompt-ids 1 --prompt-len 3
 expect 2 "--tokens needs an integer from 1 to 1048576, got '0'" --cpu-only --tokens 0
 expect 2 "--prompt-len needs an integer" --cpu-only --prompt-len 1e3
 expect 2 "--seed needs an integer from 0 to 2^64-1, got '-1'" --cpu-only --seed -1
+# The number grammar every command shares: no space, newline, sign, exponent or point in an integer.
+for bad in ' 8' $'\n8' +8 1e3 3.0; do
+    expect 2 "--tokens needs an integer from 1 to 1048576, got '" --cpu-only --tokens "$bad"
+    expect 2 "--seed needs an integer from 0 to 2^64-1, got '" --cpu-only --seed "$bad"
+    expect 2 "--prompt-ids needs token ids from 0 to 2^31-1, comma-separated, got '" --cpu-only --prompt-ids "1,$bad"
+done
+expect 2 "--max-time needs seconds in (0, 3600\], got '1e-999'" --max-time 1e-999
 expect 2 "--layers needs a value" --cpu-only --layers
 expect 2 "the checkpoint sets the model: drop --d-model" --cpu-only --weights w --d-model 8
 expect 2 "--save-dtype applies to --save" --cpu-only --save-dtype bf16

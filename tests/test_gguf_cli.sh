@@ -22,6 +22,8 @@ expect 2 "kbench model tokenize needs --gguf FILE" tokenize --text hi
 expect 2 "give one of --text TEXT and --ids ID,ID,.." tokenize --gguf x.gguf
 expect 2 "give one of --text TEXT and --ids" tokenize --gguf x.gguf --text a --ids 1
 expect 2 "unknown option '--frob' for kbench model tokenize" tokenize --frob
+expect 2 "--ids needs a value" tokenize --gguf x.gguf --ids ""
+expect 2 "--gguf needs a value" tokenize --gguf "" --text hi
 expect 2 "bad.gguf: not a GGUF file" tokenize --gguf bad.gguf --text hi
 "$kbench" model tokenize --help | grep -q "usage: kbench model tokenize" || fail "tokenize --help"
 
@@ -37,6 +39,9 @@ if [[ -r $gguf ]]; then
         fail "tokenize --text: $("$kbench" model tokenize --gguf "$gguf" --text "Hello world, it's 2024!")"
     [[ $("$kbench" model tokenize --gguf "$gguf" --ids 1,19556,905,2) == "<|im_start|>Hello world<|im_end|>" ]] ||
         fail "tokenize --ids"
+    # Bytes that are no printable UTF-8 come out escaped: 198 is "\n", 216 a space.
+    [[ $("$kbench" model tokenize --gguf "$gguf" --ids 19556,198,216) == 'Hello\x0a ' ]] ||
+        fail "tokenize --ids escapes: $("$kbench" model tokenize --gguf "$gguf" --ids 19556,198,216 | od -c)"
     # The chat prompt of peers/smollm2_parity.py, whose first four tokens transformers gives too.
     prompt=$'<|im_start|>user\nWhat is the capital of France?<|im_end|>\n<|im_start|>assistant\n'
     "$kbench" model generate --cpu-only --gguf "$gguf" --prompt "$prompt" --tokens 4 >stdout 2>stderr ||

@@ -66,6 +66,20 @@ static void test_json(void)
         {"{\"a\": tru}", "expected a value"},
         {"{\"a\": \"open", "unterminated string"},
         {"{\"a\": 1 // comment\n}", "expected ',' or '}'"},
+        /* A key twice in a nested object, at any depth, escaped or not. */
+        {"{\"r\": {\"t\": 1, \"t\": 0}}", "key \"t\" appears twice"},
+        {"{\"r\": [{\"a\": {\"t\": 1, \"u\": 2, \"\\u0074\": 3}}]}", "key \"t\" appears twice"},
+        /* Strings that are not UTF-8, as values, keys and nested: a stray
+         * byte, overlong forms, surrogates, past U+10FFFF, truncated. */
+        {"{\"a\": \"\xff\"}", "not UTF-8"},
+        {"{\"a\": \"\xc0\xaf\"}", "not UTF-8"},
+        {"{\"a\": \"\xe0\x80\xaf\"}", "not UTF-8"},
+        {"{\"a\": \"\xed\xa0\x80\"}", "not UTF-8"},
+        {"{\"a\": \"\xf4\x90\x80\x80\"}", "not UTF-8"},
+        {"{\"a\": \"x\xe2\x82\"}", "not UTF-8"},
+        {"{\"\xc3\": 1}", "not UTF-8"},
+        {"{\"r\": {\"rope_type\": \"\x80\"}}", "not UTF-8"},
+        {"{\"r\": [\"\xf8\x88\x80\x80\x80\"]}", "not UTF-8"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; ++i) {
         err[0] = '\0';
@@ -83,6 +97,15 @@ static void test_json(void)
         strcat(longnum, "0");
     strcat(longnum, "}");
     expect_error(kb_json_parse_flat(longnum, strlen(longnum), "t", &o, err, sizeof err), err, "number of over 63");
+    /* UTF-8 of every length is kept as it is; equal keys in different objects are not duplicates. */
+    const char *text = "{\"\xc3\xa9\": \"\xe2\x82\xac\xf0\x9f\x98\x80\", \"b\": {\"t\": 1, \"u\": {\"t\": 2}}, \"t\": 3}";
+    CHECK(kb_json_parse_flat(text, strlen(text), "t", &o, err, sizeof err) == 0 &&
+          !strcmp(kb_json_get(&o, "\xc3\xa9")->string, "\xe2\x82\xac\xf0\x9f\x98\x80"));
+    kb_json_free(&o);
+    /* The later of two equal keys is the byte named. */
+    const char *twice = "{\"r\": {\"t\": 1, \"t\": 0}}";
+    expect_error(kb_json_parse_flat(twice, strlen(twice), "t", &o, err, sizeof err), err,
+                 "malformed JSON at byte 15: key \"t\" appears twice");
 }
 
 /* ---- config.json ------------------------------------------------------------------------ */
@@ -129,6 +152,9 @@ static void test_config(void)
                         sizeof err) == 0);
     CHECK(parse_variant("\"rope_theta\": 500.0,", "\"rope_parameters\": {\"rope_type\": \"default\", \"rope_theta\": "
                         "123.5},", &c, err, sizeof err) == 0 && c.rope_theta == 123.5);
+    /* The same rope_theta at the top level and nested is one setting, given twice alike. */
+    CHECK(parse_variant("\"rope_scaling\": null", "\"rope_parameters\": {\"rope_type\": \"default\", \"rope_theta\": "
+                        "500}", &c, err, sizeof err) == 0 && c.rope_theta == 500);
     CHECK(parse_variant("\"tie_word_embeddings\": false", "\"tie_word_embeddings\": true", &c, err, sizeof err) == 0 &&
           c.tied);
 
@@ -158,6 +184,20 @@ static void test_config(void)
         {"\"hidden_act\": \"silu\"", "\"hidden_act\": \"silu\", \"attention_bias\": true", "the model has no biases"},
         {"\"vocab_size\": 11", "\"vocab_size\": 1073741824, \"hidden_size\": 1073741824",
          "key \"hidden_size\" appears twice"},
+        /* rope_theta given twice must agree: a nested 0 does not silently lose (or win). */
+        {"\"rope_scaling\": null", "\"rope_parameters\": {\"rope_type\": \"default\", \"rope_theta\": 0}",
+         "config.json: \"rope_parameters\" gives rope_theta 0, but it is 500 already; give it once"},
+        {"\"rope_scaling\": null", "\"rope_scaling\": {\"rope_type\": \"default\", \"rope_theta\": 7}",
+         "\"rope_scaling\" gives rope_theta 7, but it is 500 already"},
+        {"\"rope_theta\": 500.0, \"tie_word_embeddings\": false, \"max_position_embeddings\": 64, \"rope_scaling\": null",
+         "\"rope_scaling\": {\"type\": \"default\", \"rope_theta\": 7}, "
+         "\"rope_parameters\": {\"rope_type\": \"default\", \"rope_theta\": 8}",
+         "\"rope_parameters\" gives rope_theta 8, but it is 7 already"},
+        {"\"rope_theta\": 500.0,", "\"rope_parameters\": {\"rope_type\": \"default\", \"rope_theta\": 0},",
+         "rope_theta 0 is not a finite number above 0"},
+        {"\"rope_scaling\": null", "\"rope_parameters\": {\"rope_type\": \"default\", \"rope_theta\": 1, "
+         "\"rope_theta\": 500}", "key \"rope_theta\" appears twice"},
+        {"\"hidden_act\": \"silu\"", "\"hidden_act\": \"silu\xff\"", "not UTF-8"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; ++i) {
         err[0] = '\0';

@@ -64,6 +64,17 @@ expect 2 "--max-noise needs a percentage from 0.01 to 100, got '101'" encoder --
 expect 2 "--min-samples needs an integer from 3 to 2000, got '2'" encoder --min-samples 2
 expect 2 "--min-samples needs an integer from 3 to 2000, got '2.5'" decoder --min-samples 2.5
 expect 2 "--min-samples needs a value" encoder --min-samples
+# The number grammar of every command: digits only for integers, and the
+# refusal quotes the value and states the range.
+for bad in ' 8' $'\n8' +8 1e3 3.0; do
+    expect 2 "--heads needs an integer from 1 to 1073741824, got '" encoder --heads "$bad"
+    expect 2 "--seed needs an integer from 0 to 2^64-1, got '" encoder --seed "$bad"
+    expect 2 "--device needs an integer from 0 to 1024, got '" encoder --device "$bad"
+    expect 2 "--min-samples needs an integer from 3 to 2000, got '" encoder --min-samples "$bad"
+done
+expect 2 "--max-time needs seconds in (0, 3600\], got '0'" encoder --max-time 0
+expect 2 "--max-time needs seconds in (0, 3600\], got '0x1p-3'" encoder --max-time 0x1p-3
+expect 2 "--gemm names 'fp32' twice" seq2seq --gemm fp32,3xtf32,fp32
 expect 2 "--gemm needs at least one of fp32, 3xtf32" seq2seq --gemm ,
 expect 2 "--gemm needs at least one of fp32, 3xtf32" seq2seq --gemm fp32,
 expect 2 "unknown model 'gpt.x0a.x1b\[2J'" $'gpt\n\e[2J'

@@ -20,6 +20,12 @@ refused "over 2^40 weights" --d-model 1073741824 --heads 1 --kv-heads 1 --vocab 
 refused "--seed needs an integer from 0 to 2^64-1, got '-1'" --seed -1
 refused "--stages takes basic, paper, modern and fast, comma-separated; got 'basic,slow'" --stages basic,slow
 refused "--stages takes basic" --stages basic,
+refused "--stages names 'basic' twice" --stages basic,fast,basic
+for bad in ' 8' $'\n8' +8 1e3 3.0; do
+    refused "--layers needs an integer from 1 to 65536, got '" --layers "$bad"
+    refused "--seed needs an integer from 0 to 2^64-1, got '" --seed "$bad"
+    refused "--min-samples needs an integer from 3 to 2000, got '" --min-samples "$bad"
+done
 refused "cannot read missing.csv" --append missing.csv
 echo "not a kbench csv" >bad.csv
 refused "bad.csv" --append bad.csv

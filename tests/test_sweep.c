@@ -342,9 +342,21 @@ int main(void)
     double v;
     CHECK(kb_parse_decimal("1.5e2", &v) == 0 && v == 150);
     CHECK(kb_parse_decimal("-2", &v) == 0 && v == -2);
-    const char *not_decimal[] = {"", "nan", "inf", "-inf", "0x10", " 1", "1 ", "1e999", "1e-999", "1,5"};
+    CHECK(kb_parse_decimal("0.0009", &v) == 0 && v == 0.0009);
+    CHECK(kb_parse_decimal("1E-300", &v) == 0 && v == 1e-300);
+    /* One grammar: no sign but '-', no space or newline, digits on both sides of a point. */
+    const char *not_decimal[] = {"", "nan", "inf", "-inf", "0x10", " 1", "1 ", "\n1", "+1", "1e999", "1e-999",
+                                 "1,5", ".5", "5.", "1e", "1e+", "-", "1.5.2", "1e5e3"};
     for (size_t i = 0; i < sizeof not_decimal / sizeof *not_decimal; ++i)
         CHECK(kb_parse_decimal(not_decimal[i], &v) != 0);
+    /* Integers are digits only, range-checked without wrapping. */
+    uint64_t u;
+    CHECK(kb_parse_count("18446744073709551615", UINT64_MAX, &u) == 0 && u == UINT64_MAX);
+    CHECK(kb_parse_count("0008", 8, &u) == 0 && u == 8);
+    const char *not_count[] = {"", " 8", "\n8", "+8", "-0", "8 ", "1e3", "3.0", "0x8", "18446744073709551616"};
+    for (size_t i = 0; i < sizeof not_count / sizeof *not_count; ++i)
+        CHECK(kb_parse_count(not_count[i], UINT64_MAX, &u) != 0);
+    CHECK(kb_parse_count("9", 8, &u) != 0);
 
     /* Every op once is accepted; an op twice or an empty item is not. */
     char names[512] = "", *argv_all[] = {"kbench", "run", "--op", names};

@@ -39,22 +39,20 @@ static void alphabet(uint32_t cp_of[256], int byte_of[N_SPELLED])
  * forms and surrogates included), which then stands alone. */
 static int utf8_next(const unsigned char *s, size_t n, uint32_t *cp)
 {
-    static const uint32_t min[5] = {0, 0, 0x80, 0x800, 0x10000};
-    const int len = s[0] < 0x80 ? 1 : s[0] >= 0xC2 && s[0] < 0xE0 ? 2 : s[0] >= 0xE0 && s[0] < 0xF0 ? 3
-                                    : s[0] >= 0xF0 && s[0] < 0xF5 ? 4 : 0;
-    *cp = NO_CP;
-    if (len == 0 || (size_t)len > n)
-        return 1;
-    uint32_t c = len == 1 ? s[0] : s[0] & (0x7F >> len);
-    for (int i = 1; i < len; ++i) {
-        if ((s[i] & 0xC0) != 0x80)
-            return 1;
-        c = c << 6 | (s[i] & 0x3F);
-    }
-    if (c < min[len] || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
-        return 1;
-    *cp = c;
-    return len;
+    const size_t len = kb_utf8_next(s, n, cp);
+    if (!len)
+        *cp = NO_CP;
+    return len ? (int)len : 1;
+}
+
+/* The offset of the first byte of s[0..n) that is not UTF-8, or n. */
+static size_t not_utf8_at(const char *s, size_t n)
+{
+    uint32_t cp;
+    size_t i = 0, len;
+    while (i < n && (len = kb_utf8_next((const unsigned char *)s + i, n - i, &cp)))
+        i += len;
+    return i;
 }
 
 static int in_ranges(uint32_t cp, const kb_cp_range *r, size_t n)
@@ -432,6 +430,11 @@ static int add_tokens(kb_bpe *t, const char *const *tokens, const int *types, ch
         const size_t n = strlen(tokens[i]);
         if (n == 0)
             return kb_report(err, errlen, "token %d is empty", i);
+        /* Spellings are text (a byte-level one spells each byte as a character),
+         * so one that is not UTF-8 is a damaged vocabulary, not raw bytes. */
+        const size_t bad = not_utf8_at(tokens[i], n);
+        if (bad < n)
+            return kb_report(err, errlen, "token %d is not UTF-8 (byte %zu)", i, bad);
         if (n > (SIZE_MAX / 4 - total) / 2)
             return kb_report(err, errlen, "the tokens are too long");
         total += 2 * (n + 1);
