@@ -92,8 +92,13 @@ def backward_inputs(op, d, u):
     backward kernels alone, fed the forward's saved tensors (probabilities;
     mean and rstd), as kbench's contract feeds its variants; cross_entropy
     as the loss's forward and backward."""
-    R, C = d
     aten = torch.ops.aten
+    if op == "embedding_backward":  # TxVxD: the table's gradient, eager's scatter kernel
+        T, V, D = d
+        ids = torch.randint(0, V, (T,), device="cuda", generator=u.gen)
+        ids[::4] = 0  # the frequent token kbench plants
+        return (u(T, D), ids), lambda dx, ids: aten.embedding_dense_backward(dx, ids, V, -1, False)
+    R, C = d
     if op == "cross_entropy":  # PyTorch's loss forward and its backward, as a training step runs them
         t = torch.randint(0, C, (R,), device="cuda", generator=u.gen)
         t[1::97] = -100  # some ignored rows, as kbench plants them
@@ -197,7 +202,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("csv")
     ap.add_argument("--ops", default="copy,matmul,softmax,layernorm,add_layernorm,rmsnorm,attention,"
-                    "softmax_backward,layernorm_backward,rmsnorm_backward,swiglu_backward,cross_entropy")
+                    "softmax_backward,layernorm_backward,rmsnorm_backward,swiglu_backward,cross_entropy,"
+                    "embedding_backward")
     ap.add_argument("--max-time", type=float, default=1.0)
     args = ap.parse_args()
     if not torch.cuda.is_available():

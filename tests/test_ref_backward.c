@@ -4,7 +4,8 @@
  * parameter (central differences in double, h = 1e-4): layernorm_backward's
  * dx, dgamma and dbeta, rmsnorm_backward's dx and dgamma, softmax_backward's
  * dx, swiglu_backward's dgate and dup; cross_entropy's dz is the
- * derivative of its mean loss over the rows not ignored.  A reference that drops a term (the xhat mean_j(dy gamma xhat) of dx,
+ * derivative of its mean loss over the rows not ignored; embedding_backward's
+ * dE that of sum(dx * E[ids]).  A reference that drops a term (the xhat mean_j(dy gamma xhat) of dx,
  * say) is off by far more than the difference's 1e-7 error. */
 #include <math.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include "ops/softmax_backward.h"
 #include "ops/swiglu_backward.h"
 #include "ops/cross_entropy.h"
+#include "ops/embedding_backward.h"
 #include "tests/check.h"
 
 enum { R = 4, C = 9 };
@@ -271,6 +273,41 @@ static void cross_entropy_against_differences(void)
         CHECK(dz[C + j] == 0); /* the ignored row */
 }
 
+/* sum over the tokens of dx[t] . E[ids[t]], in double. */
+static double embedding_loss(const double *E, const int *ids, const float *dx)
+{
+    double l = 0;
+    for (int t = 0; t < R; ++t)
+        for (int j = 0; j < C; ++j)
+            l += dx[t * C + j] * E[ids[t] * C + j];
+    return l;
+}
+
+static void embedding_backward_against_differences(void)
+{
+    enum { V = 3 };
+    const int ids[R] = {2, 0, 2, 2}; /* id 1 is never named: its row is 0 */
+    float dx[R * C];
+    double E[V * C], dE[V * C], worst = 0;
+    kb_fill_uniform(dx, R * C, 61);
+    for (int i = 0; i < V * C; ++i)
+        E[i] = 0.01 * i;
+    const int64_t rows[V] = {0, 1, 2};
+    embedding_backward_reference(R, C, ids, dx, rows, V, dE);
+    for (int i = 0; i < V * C; ++i) {
+        const double keep = E[i];
+        E[i] = keep + H;
+        const double up = embedding_loss(E, ids, dx);
+        E[i] = keep - H;
+        const double down = embedding_loss(E, ids, dx);
+        E[i] = keep;
+        worst = fmax(worst, fabs(dE[i] - (up - down) / (2 * H)));
+    }
+    printf("embedding_backward: largest |reference - finite difference| %.2e\n", worst);
+    CHECK(worst < 1e-9);
+    CHECK(dE[C] == 0 && dE[2 * C] == (double)dx[0] + dx[2 * C] + dx[3 * C]);
+}
+
 int main(void)
 {
     layernorm_backward_against_differences();
@@ -278,5 +315,6 @@ int main(void)
     softmax_backward_against_differences();
     swiglu_backward_against_differences();
     cross_entropy_against_differences();
+    embedding_backward_against_differences();
     return CHECK_DONE();
 }
