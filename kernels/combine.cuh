@@ -14,6 +14,10 @@
 struct KbSum {
     __device__ __forceinline__ float operator()(float a, float b) const { return a + b; }
 };
+/* Two sums reduced together: one pass of shuffles and barriers for both. */
+struct KbSum2 {
+    __device__ __forceinline__ float2 operator()(float2 a, float2 b) const { return {a.x + b.x, a.y + b.y}; }
+};
 struct KbMax {
     __device__ __forceinline__ float operator()(float a, float b) const { return fmaxf(a, b); }
 };

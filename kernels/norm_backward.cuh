@@ -98,9 +98,12 @@ __global__ void __launch_bounds__(Cfg::BLOCK) kb_norm_backward_rows(KbNormGrad a
                 }
             }
         }
-        if (LAYER)
-            s1 = kb_group_allreduce<Cfg::GROUP>(s1, KbSum{}, 0.0f) / a.C;
-        s2 = kb_group_allreduce<Cfg::GROUP>(s2, KbSum{}, 0.0f) / a.C;
+        if (LAYER) { /* both sums in one reduction: half the barriers */
+            const float2 s = kb_group_allreduce<Cfg::GROUP>(make_float2(s1, s2), KbSum2{}, make_float2(0.0f, 0.0f));
+            s1 = s.x / a.C, s2 = s.y / a.C;
+        } else {
+            s2 = kb_group_allreduce<Cfg::GROUP>(s2, KbSum{}, 0.0f) / a.C;
+        }
 #pragma unroll
         for (int k = 0; k < P; ++k) {
             const int col = kb_pack_col<Cfg>(k, rank);

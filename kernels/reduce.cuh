@@ -20,6 +20,10 @@ __device__ __forceinline__ float kb_shfl_xor(float v, int o)
 {
     return __shfl_xor_sync(KB_FULL_MASK, v, o);
 }
+__device__ __forceinline__ float2 kb_shfl_xor(float2 v, int o)
+{
+    return {kb_shfl_xor(v.x, o), kb_shfl_xor(v.y, o)};
+}
 __device__ __forceinline__ KbSoftmaxStat kb_shfl_xor(KbSoftmaxStat v, int o)
 {
     return {kb_shfl_xor(v.m, o), kb_shfl_xor(v.s, o)};

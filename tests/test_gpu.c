@@ -11,6 +11,7 @@
 #include "ops/attention.h"
 #include "ops/collective.h"
 #include "ops/copy.h"
+#include "ops/embedding_backward.h"
 #include "ops/matmul.h"
 #include "tests/check.h"
 
@@ -225,6 +226,50 @@ static void oversized_rows_skip(void)
     }
 }
 
+/* dE of `name` over the same inputs, twice: whether the two agree bit for
+ * bit.  64 ids over 8192 tokens put 128 adds on every element of dE, so an
+ * order that changes between runs changes its last bits. */
+static int embedding_backward_repeats(const char *name)
+{
+    enum { T = 8192, V = 64, D = 256 };
+    const kb_variant *v = kb_find_variant(&kb_op_embedding_backward, name, KB_F32);
+    int *ids_h = malloc(sizeof(int) * T), *ids = NULL, same = 0;
+    float *dx_h = malloc(sizeof(float) * T * D);
+    float *out[2] = {malloc(sizeof(float) * V * D), malloc(sizeof(float) * V * D)};
+    float *dx = NULL, *dE = NULL;
+    void *ctx = NULL;
+    CHECK(v && ids_h && dx_h && out[0] && out[1]);
+    kb_fill_uniform(dx_h, (int64_t)T * D, 71);
+    for (int t = 0; t < T; ++t)
+        ids_h[t] = (t * 37) % V;
+    CHECK(cudaMalloc((void **)&ids, sizeof(int) * T) == cudaSuccess &&
+          cudaMalloc((void **)&dx, sizeof(float) * T * D) == cudaSuccess &&
+          cudaMalloc((void **)&dE, sizeof(float) * V * D) == cudaSuccess);
+    CHECK(cudaMemcpy(ids, ids_h, sizeof(int) * T, cudaMemcpyHostToDevice) == cudaSuccess &&
+          cudaMemcpy(dx, dx_h, sizeof(float) * T * D, cudaMemcpyHostToDevice) == cudaSuccess);
+    const kb_embedding_backward_args a = {T, V, D, ids, dx, dE};
+    CHECK(!v->setup || v->setup(&a, &ctx) == NULL);
+    for (int k = 0; k < 2; ++k) {
+        CHECK(v->launch(&a, ctx, 0) == NULL);
+        CHECK(cudaMemcpy(out[k], dE, sizeof(float) * V * D, cudaMemcpyDeviceToHost) == cudaSuccess);
+    }
+    same = memcmp(out[0], out[1], sizeof(float) * V * D) == 0;
+    if (v->teardown)
+        v->teardown(ctx);
+    cudaFree(ids), cudaFree(dx), cudaFree(dE);
+    free(ids_h), free(dx_h), free(out[0]), free(out[1]);
+    return same;
+}
+
+/* sorted is deterministic, as its header says; atomic's runs may differ
+ * (said, not asserted: it depends on the GPU's scheduling). */
+static void embedding_backward_determinism(void)
+{
+    CHECK(embedding_backward_repeats("sorted"));
+    printf("embedding_backward: atomic's two runs %s\n",
+           embedding_backward_repeats("atomic") ? "agree bit for bit" : "differ in their last bits");
+}
+
 static void timing_is_recorded(void)
 {
     kb_shape s = {3, {256, 256, 256}, 0};
@@ -350,6 +395,7 @@ int main(void)
     broken_variants_fail();
     contract_probe();
     oversized_rows_skip();
+    embedding_backward_determinism();
     attention_under_moving_maxima(&dev);
     timing_is_recorded();
     timing_engine();

@@ -1,244 +1,240 @@
 /* The backward ops' references against finite differences of their
- * forwards, once, on small shapes: each gradient is the derivative of the
- * loss sum(dy * forward(x)) with respect to the forward's input or
- * parameter (central differences in double, h = 1e-4): layernorm_backward's
- * dx, dgamma and dbeta, rmsnorm_backward's dx and dgamma, softmax_backward's
- * dx, swiglu_backward's dgate and dup; cross_entropy's dz is the
- * derivative of its mean loss over the rows not ignored; embedding_backward's
- * dE that of sum(dx * E[ids]).  A reference that drops a term (the xhat mean_j(dy gamma xhat) of dx,
- * say) is off by far more than the difference's 1e-7 error. */
+ * forwards, once, on small shapes: each gradient is the derivative of a
+ * loss with respect to the forward's input or parameter (central
+ * differences in double): sum(dy * forward(x)) for layernorm_backward's dx,
+ * dgamma and dbeta, rmsnorm_backward's dx and dgamma, softmax_backward's
+ * dx and swiglu_backward's dgate and dup; cross_entropy's dz is that of its
+ * mean loss over the rows not ignored, embedding_backward's dE that of
+ * sum(dx * E[ids]).  A reference that drops a term (the xhat
+ * mean_j(dy gamma xhat) of dx, say) is off by far more than the
+ * difference's 1e-7 error. */
 #include <math.h>
 #include <stdlib.h>
+#include "ops/cross_entropy.h"
+#include "ops/embedding_backward.h"
 #include "ops/layernorm.h"
 #include "ops/layernorm_backward.h"
 #include "ops/rmsnorm.h"
 #include "ops/rmsnorm_backward.h"
 #include "ops/softmax_backward.h"
 #include "ops/swiglu_backward.h"
-#include "ops/cross_entropy.h"
-#include "ops/embedding_backward.h"
 #include "tests/check.h"
 
 enum { R = 4, C = 9 };
 static const double H = 1e-4;
 
-/* sum over the matrix of dy * layernorm(x; gamma, beta), in double. */
-static double loss(const double *x, const double *gamma, const double *beta, const float *dy)
+typedef double (*loss_fn)(const void *inputs);
+
+/* The largest |grad[i] - dloss/dp[i]| over p's n values, by central
+ * differences of step h. */
+static double largest_gap(const double *grad, double *p, int n, double h, loss_fn loss, const void *inputs)
 {
+    double worst = 0;
+    for (int i = 0; i < n; ++i) {
+        const double keep = p[i];
+        p[i] = keep + h;
+        const double up = loss(inputs);
+        p[i] = keep - h;
+        const double down = loss(inputs);
+        p[i] = keep;
+        worst = fmax(worst, fabs(grad[i] - (up - down) / (2 * h)));
+    }
+    return worst;
+}
+
+static void indices(int64_t *idx, int n)
+{
+    for (int i = 0; i < n; ++i)
+        idx[i] = i;
+}
+
+/* A row-wise op's inputs in double, as the loss sees them. */
+typedef struct {
+    double x[R * C], gamma[C], beta[C];
+    float dy[R * C];
+} norm_inputs;
+
+/* sum over the matrix of dy * layernorm(x; gamma, beta), in double. */
+static double layernorm_loss(const void *inputs)
+{
+    const norm_inputs *in = inputs;
     double l = 0;
     for (int r = 0; r < R; ++r) {
+        const double *x = in->x + r * C;
         double m = 0, v = 0;
         for (int j = 0; j < C; ++j)
-            m += x[r * C + j];
+            m += x[j];
         m /= C;
         for (int j = 0; j < C; ++j)
-            v += (x[r * C + j] - m) * (x[r * C + j] - m);
+            v += (x[j] - m) * (x[j] - m);
         const double rstd = 1 / sqrt(v / C + KB_LAYERNORM_EPS);
         for (int j = 0; j < C; ++j)
-            l += dy[r * C + j] * ((x[r * C + j] - m) * rstd * gamma[j] + beta[j]);
+            l += in->dy[r * C + j] * ((x[j] - m) * rstd * in->gamma[j] + in->beta[j]);
     }
     return l;
 }
 
-/* The central difference of the loss along p[i]. */
-static double derivative(double *p, int i, const double *x, const double *gamma, const double *beta,
-                         const float *dy)
+/* sum over the matrix of dy * rmsnorm(x; gamma), in double. */
+static double rmsnorm_loss(const void *inputs)
 {
-    const double keep = p[i];
-    p[i] = keep + H;
-    const double up = loss(x, gamma, beta, dy);
-    p[i] = keep - H;
-    const double down = loss(x, gamma, beta, dy);
-    p[i] = keep;
-    return (up - down) / (2 * H);
+    const norm_inputs *in = inputs;
+    double l = 0;
+    for (int r = 0; r < R; ++r) {
+        const double *x = in->x + r * C;
+        double sq = 0;
+        for (int j = 0; j < C; ++j)
+            sq += x[j] * x[j];
+        const double rstd = 1 / sqrt(sq / C + KB_RMSNORM_EPS);
+        for (int j = 0; j < C; ++j)
+            l += in->dy[r * C + j] * x[j] * rstd * in->gamma[j];
+    }
+    return l;
+}
+
+/* Seeded x, gamma and dy as fp32 (what the references read) and double. */
+static void norm_draw(norm_inputs *in, float *xf, float *gf, uint64_t seed)
+{
+    kb_fill_uniform(xf, R * C, seed);
+    kb_fill_uniform(gf, C, seed + 1);
+    kb_fill_uniform(in->dy, R * C, seed + 2);
+    for (int i = 0; i < R * C; ++i)
+        in->x[i] = xf[i];
+    for (int j = 0; j < C; ++j)
+        in->gamma[j] = gf[j], in->beta[j] = 0.5 - 0.1 * j;
 }
 
 static void layernorm_backward_against_differences(void)
 {
-    float xf[R * C], gf[C], dy[R * C], mean[R], rstd[R];
-    double x[R * C], gamma[C], beta[C];
-    kb_fill_uniform(xf, R * C, 11);
-    kb_fill_uniform(gf, C, 12);
-    kb_fill_uniform(dy, R * C, 13);
-    for (int i = 0; i < R * C; ++i)
-        x[i] = xf[i];
-    for (int j = 0; j < C; ++j)
-        gamma[j] = gf[j], beta[j] = 0.5 - 0.1 * j;
-    layernorm_backward_stats(R, C, KB_LAYERNORM_EPS, xf, mean, rstd);
-
+    static norm_inputs in;
+    float xf[R * C], gf[C], mean[R], rstd[R];
     int64_t rows[R], cols[C];
-    for (int r = 0; r < R; ++r)
-        rows[r] = r;
-    for (int j = 0; j < C; ++j)
-        cols[j] = j;
-    double dx[R * C], dgamma[C], dbeta[C], worst = 0;
-    layernorm_backward_reference(R, C, xf, gf, dy, mean, rstd, KB_LNB_DX, rows, R, dx);
-    layernorm_backward_reference(R, C, xf, gf, dy, mean, rstd, KB_LNB_DGAMMA, cols, C, dgamma);
-    layernorm_backward_reference(R, C, xf, gf, dy, mean, rstd, KB_LNB_DBETA, cols, C, dbeta);
+    double dx[R * C], dgamma[C], dbeta[C];
+    norm_draw(&in, xf, gf, 11);
+    indices(rows, R), indices(cols, C);
+    layernorm_backward_stats(R, C, KB_LAYERNORM_EPS, xf, mean, rstd);
+    layernorm_backward_reference(R, C, xf, gf, in.dy, mean, rstd, KB_LNB_DX, rows, R, dx);
+    layernorm_backward_reference(R, C, xf, gf, in.dy, mean, rstd, KB_LNB_DGAMMA, cols, C, dgamma);
+    layernorm_backward_reference(R, C, xf, gf, in.dy, mean, rstd, KB_LNB_DBETA, cols, C, dbeta);
     /* mean and rstd are fp32 as the forward saves them: a relative 1e-7
      * there is the error the comparison allows, with the difference's. */
-    for (int i = 0; i < R * C; ++i)
-        worst = fmax(worst, fabs(dx[i] - derivative(x, i, x, gamma, beta, dy)));
-    for (int j = 0; j < C; ++j) {
-        worst = fmax(worst, fabs(dgamma[j] - derivative(gamma, j, x, gamma, beta, dy)));
-        worst = fmax(worst, fabs(dbeta[j] - derivative(beta, j, x, gamma, beta, dy)));
-    }
+    double worst = largest_gap(dx, in.x, R * C, H, layernorm_loss, &in);
+    worst = fmax(worst, largest_gap(dgamma, in.gamma, C, H, layernorm_loss, &in));
+    worst = fmax(worst, largest_gap(dbeta, in.beta, C, H, layernorm_loss, &in));
     printf("layernorm_backward: largest |reference - finite difference| %.2e\n", worst);
     CHECK(worst < 1e-5);
     /* The sums over rows see every row: the last one's dy changes dbeta. */
-    dy[(R - 1) * C] += 1;
+    in.dy[(R - 1) * C] += 1;
     double moved[C];
-    layernorm_backward_reference(R, C, xf, gf, dy, mean, rstd, KB_LNB_DBETA, cols, C, moved);
+    layernorm_backward_reference(R, C, xf, gf, in.dy, mean, rstd, KB_LNB_DBETA, cols, C, moved);
     CHECK_NEAR(moved[0], dbeta[0] + 1, 1e-12);
-}
-
-/* sum over the matrix of dy * rmsnorm(x; gamma), in double. */
-static double rms_loss(const double *x, const double *gamma, const float *dy)
-{
-    double l = 0;
-    for (int r = 0; r < R; ++r) {
-        double sq = 0;
-        for (int j = 0; j < C; ++j)
-            sq += x[r * C + j] * x[r * C + j];
-        const double rstd = 1 / sqrt(sq / C + KB_RMSNORM_EPS);
-        for (int j = 0; j < C; ++j)
-            l += dy[r * C + j] * x[r * C + j] * rstd * gamma[j];
-    }
-    return l;
-}
-
-static double rms_derivative(double *p, int i, const double *x, const double *gamma, const float *dy)
-{
-    const double keep = p[i];
-    p[i] = keep + H;
-    const double up = rms_loss(x, gamma, dy);
-    p[i] = keep - H;
-    const double down = rms_loss(x, gamma, dy);
-    p[i] = keep;
-    return (up - down) / (2 * H);
 }
 
 static void rmsnorm_backward_against_differences(void)
 {
-    float xf[R * C], gf[C], dy[R * C], rstd[R];
-    double x[R * C], gamma[C];
-    kb_fill_uniform(xf, R * C, 21);
-    kb_fill_uniform(gf, C, 22);
-    kb_fill_uniform(dy, R * C, 23);
-    for (int i = 0; i < R * C; ++i)
-        x[i] = xf[i];
-    for (int j = 0; j < C; ++j)
-        gamma[j] = gf[j];
-    rmsnorm_backward_stats(R, C, KB_RMSNORM_EPS, xf, rstd);
+    static norm_inputs in;
+    float xf[R * C], gf[C], rstd[R];
     int64_t rows[R], cols[C];
-    for (int r = 0; r < R; ++r)
-        rows[r] = r;
-    for (int j = 0; j < C; ++j)
-        cols[j] = j;
-    double dx[R * C], dgamma[C], worst = 0;
-    rmsnorm_backward_reference(R, C, xf, gf, dy, rstd, KB_RMB_DX, rows, R, dx);
-    rmsnorm_backward_reference(R, C, xf, gf, dy, rstd, KB_RMB_DGAMMA, cols, C, dgamma);
-    for (int i = 0; i < R * C; ++i)
-        worst = fmax(worst, fabs(dx[i] - rms_derivative(x, i, x, gamma, dy)));
-    for (int j = 0; j < C; ++j)
-        worst = fmax(worst, fabs(dgamma[j] - rms_derivative(gamma, j, x, gamma, dy)));
+    double dx[R * C], dgamma[C];
+    norm_draw(&in, xf, gf, 21);
+    indices(rows, R), indices(cols, C);
+    rmsnorm_backward_stats(R, C, KB_RMSNORM_EPS, xf, rstd);
+    rmsnorm_backward_reference(R, C, xf, gf, in.dy, rstd, KB_RMB_DX, rows, R, dx);
+    rmsnorm_backward_reference(R, C, xf, gf, in.dy, rstd, KB_RMB_DGAMMA, cols, C, dgamma);
+    double worst = largest_gap(dx, in.x, R * C, H, rmsnorm_loss, &in);
+    worst = fmax(worst, largest_gap(dgamma, in.gamma, C, H, rmsnorm_loss, &in));
     printf("rmsnorm_backward: largest |reference - finite difference| %.2e\n", worst);
     CHECK(worst < 1e-5);
 }
 
 /* sum over the matrix of dy * softmax(x), in double. */
-static double softmax_loss(const double *x, const float *dy)
+static double softmax_loss(const void *inputs)
 {
+    const norm_inputs *in = inputs;
     double l = 0;
     for (int r = 0; r < R; ++r) {
+        const double *x = in->x + r * C;
         double max = -INFINITY, sum = 0;
         for (int j = 0; j < C; ++j)
-            max = fmax(max, x[r * C + j]);
+            max = fmax(max, x[j]);
         for (int j = 0; j < C; ++j)
-            sum += exp(x[r * C + j] - max);
+            sum += exp(x[j] - max);
         for (int j = 0; j < C; ++j)
-            l += dy[r * C + j] * exp(x[r * C + j] - max) / sum;
+            l += in->dy[r * C + j] * exp(x[j] - max) / sum;
     }
     return l;
 }
 
 static void softmax_backward_against_differences(void)
 {
-    float y[R * C], dy[R * C];
-    double x[R * C], dx[R * C], worst = 0;
-    kb_fill_uniform(y, R * C, 31);
-    kb_fill_uniform(dy, R * C, 32);
-    for (int i = 0; i < R * C; ++i)
-        x[i] = y[i] *= 4.0f; /* the logits; y becomes their softmax */
-    softmax_backward_probabilities(R, C, y);
+    static norm_inputs in;
+    float y[R * C], g[C];
     int64_t rows[R];
-    for (int r = 0; r < R; ++r)
-        rows[r] = r;
-    softmax_backward_reference(C, y, dy, rows, R, dx);
-    for (int i = 0; i < R * C; ++i) {
-        const double keep = x[i];
-        x[i] = keep + H;
-        const double up = softmax_loss(x, dy);
-        x[i] = keep - H;
-        const double down = softmax_loss(x, dy);
-        x[i] = keep;
-        worst = fmax(worst, fabs(dx[i] - (up - down) / (2 * H)));
-    }
+    double dx[R * C];
+    norm_draw(&in, y, g, 31);
+    for (int i = 0; i < R * C; ++i)
+        in.x[i] = y[i] *= 4.0f; /* the logits; y becomes their softmax */
+    softmax_backward_probabilities(R, C, y);
+    indices(rows, R);
+    softmax_backward_reference(C, y, in.dy, rows, R, dx);
     /* y is stored in fp32: its rounding (2^-24 relative) bounds the error. */
+    const double worst = largest_gap(dx, in.x, R * C, H, softmax_loss, &in);
     printf("softmax_backward: largest |reference - finite difference| %.2e\n", worst);
     CHECK(worst < 1e-6);
 }
 
+typedef struct {
+    double gu[R * 2 * C];
+    float dh[R * C];
+} swiglu_inputs;
+
 /* sum over the rows of dh * silu(gate) * up, gu = gate | up, in double. */
-static double swiglu_loss(const double *gu, const float *dh)
+static double swiglu_loss(const void *inputs)
 {
+    const swiglu_inputs *in = inputs;
     double l = 0;
     for (int r = 0; r < R; ++r)
         for (int j = 0; j < C; ++j) {
-            const double g = gu[r * 2 * C + j], u = gu[r * 2 * C + C + j];
-            l += dh[r * C + j] * g / (1 + exp(-g)) * u;
+            const double g = in->gu[r * 2 * C + j], u = in->gu[r * 2 * C + C + j];
+            l += in->dh[r * C + j] * g / (1 + exp(-g)) * u;
         }
     return l;
 }
 
 static void swiglu_backward_against_differences(void)
 {
-    float guf[R * 2 * C], dh[R * C];
-    double gu[R * 2 * C], dgu[R * 2 * C], worst = 0;
+    static swiglu_inputs in;
+    float guf[R * 2 * C];
+    int64_t rows[R];
+    double dgu[R * 2 * C];
     kb_fill_uniform(guf, R * 2 * C, 41);
-    kb_fill_uniform(dh, R * C, 42);
+    kb_fill_uniform(in.dh, R * C, 42);
     for (int j = 0; j < C; ++j)
         guf[j] *= 16.0f; /* the op's wide gates in row 0 */
     for (int i = 0; i < R * 2 * C; ++i)
-        gu[i] = guf[i];
-    int64_t rows[R];
-    for (int r = 0; r < R; ++r)
-        rows[r] = r;
-    swiglu_backward_reference(C, KB_F32, guf, dh, rows, R, dgu);
-    for (int i = 0; i < R * 2 * C; ++i) {
-        const double keep = gu[i];
-        gu[i] = keep + H;
-        const double up = swiglu_loss(gu, dh);
-        gu[i] = keep - H;
-        const double down = swiglu_loss(gu, dh);
-        gu[i] = keep;
-        worst = fmax(worst, fabs(dgu[i] - (up - down) / (2 * H)));
-    }
+        in.gu[i] = guf[i];
+    indices(rows, R);
+    swiglu_backward_reference(C, KB_F32, guf, in.dh, rows, R, dgu);
+    const double worst = largest_gap(dgu, in.gu, R * 2 * C, H, swiglu_loss, &in);
     printf("swiglu_backward: largest |reference - finite difference| %.2e\n", worst);
     CHECK(worst < 1e-7);
 }
 
+typedef struct {
+    double z[R * C];
+    int targets[R];
+} ce_inputs;
+
 /* The mean over the counted rows of cross_entropy's loss, in double. */
-static double ce_loss(const double *z, const int *targets)
+static double ce_loss(const void *inputs)
 {
+    const ce_inputs *in = inputs;
     float zf[R * C];
     for (int i = 0; i < R * C; ++i)
-        zf[i] = (float)z[i]; /* exact: z moves by h = 2^-13 from fp32 values */
+        zf[i] = (float)in->z[i]; /* exact: z moves by a power of two from fp32 values */
     int64_t rows[R];
     double loss[R], l = 0;
-    for (int r = 0; r < R; ++r)
-        rows[r] = r;
-    cross_entropy_reference(R, C, KB_F32, zf, targets, KB_CE_LOSS, rows, R, loss);
+    indices(rows, R);
+    cross_entropy_reference(R, C, KB_F32, zf, in->targets, KB_CE_LOSS, rows, R, loss);
     for (int r = 0; r < R; ++r)
         l += loss[r];
     return l / (double)cross_entropy_counted(R);
@@ -246,66 +242,56 @@ static double ce_loss(const double *z, const int *targets)
 
 static void cross_entropy_against_differences(void)
 {
-    const double h = 0x1p-13; /* a power of two, so z +- h stays exact in fp32 */
+    static ce_inputs in = {.targets = {3, KB_CE_IGNORE, 0, C - 1}};
     float zf[R * C];
-    double z[R * C], dz[R * C], worst = 0;
-    int targets[R] = {3, KB_CE_IGNORE, 0, C - 1};
+    int64_t rows[R];
+    double dz[R * C];
     kb_fill_uniform(zf, R * C, 51);
     for (int i = 0; i < R * C; ++i)
-        z[i] = zf[i] *= 4.0f;
-    int64_t rows[R];
-    for (int r = 0; r < R; ++r)
-        rows[r] = r;
+        in.z[i] = zf[i] *= 4.0f;
+    indices(rows, R);
     CHECK(cross_entropy_ignored(1, R) && cross_entropy_counted(R) == R - 1);
-    cross_entropy_reference(R, C, KB_F32, zf, targets, KB_CE_DZ, rows, R, dz);
-    for (int i = 0; i < R * C; ++i) {
-        const double keep = z[i];
-        z[i] = keep + h;
-        const double up = ce_loss(z, targets);
-        z[i] = keep - h;
-        const double down = ce_loss(z, targets);
-        z[i] = keep;
-        worst = fmax(worst, fabs(dz[i] - (up - down) / (2 * h)));
-    }
+    cross_entropy_reference(R, C, KB_F32, zf, in.targets, KB_CE_DZ, rows, R, dz);
+    /* a step of 2^-13, so that z +- h stays exact in fp32 */
+    const double worst = largest_gap(dz, in.z, R * C, 0x1p-13, ce_loss, &in);
     printf("cross_entropy: largest |reference - finite difference| %.2e\n", worst);
     CHECK(worst < 1e-7);
     for (int j = 0; j < C; ++j)
         CHECK(dz[C + j] == 0); /* the ignored row */
 }
 
+enum { V = 3 };
+typedef struct {
+    double E[V * C];
+    int ids[R];
+    float dx[R * C];
+} embedding_inputs;
+
 /* sum over the tokens of dx[t] . E[ids[t]], in double. */
-static double embedding_loss(const double *E, const int *ids, const float *dx)
+static double embedding_loss(const void *inputs)
 {
+    const embedding_inputs *in = inputs;
     double l = 0;
     for (int t = 0; t < R; ++t)
         for (int j = 0; j < C; ++j)
-            l += dx[t * C + j] * E[ids[t] * C + j];
+            l += in->dx[t * C + j] * in->E[in->ids[t] * C + j];
     return l;
 }
 
 static void embedding_backward_against_differences(void)
 {
-    enum { V = 3 };
-    const int ids[R] = {2, 0, 2, 2}; /* id 1 is never named: its row is 0 */
-    float dx[R * C];
-    double E[V * C], dE[V * C], worst = 0;
-    kb_fill_uniform(dx, R * C, 61);
+    static embedding_inputs in = {.ids = {2, 0, 2, 2}}; /* id 1 is never named: its row is 0 */
+    int64_t rows[V];
+    double dE[V * C];
+    kb_fill_uniform(in.dx, R * C, 61);
     for (int i = 0; i < V * C; ++i)
-        E[i] = 0.01 * i;
-    const int64_t rows[V] = {0, 1, 2};
-    embedding_backward_reference(R, C, ids, dx, rows, V, dE);
-    for (int i = 0; i < V * C; ++i) {
-        const double keep = E[i];
-        E[i] = keep + H;
-        const double up = embedding_loss(E, ids, dx);
-        E[i] = keep - H;
-        const double down = embedding_loss(E, ids, dx);
-        E[i] = keep;
-        worst = fmax(worst, fabs(dE[i] - (up - down) / (2 * H)));
-    }
+        in.E[i] = 0.01 * i;
+    indices(rows, V);
+    embedding_backward_reference(R, C, in.ids, in.dx, rows, V, dE);
+    const double worst = largest_gap(dE, in.E, V * C, H, embedding_loss, &in);
     printf("embedding_backward: largest |reference - finite difference| %.2e\n", worst);
     CHECK(worst < 1e-9);
-    CHECK(dE[C] == 0 && dE[2 * C] == (double)dx[0] + dx[2 * C] + dx[3 * C]);
+    CHECK(dE[C] == 0 && dE[2 * C] == (double)in.dx[0] + in.dx[2 * C] + in.dx[3 * C]);
 }
 
 int main(void)

@@ -13,62 +13,27 @@
  * (results/h200/kbench-20261202-075017.csv, H200, cold L2): 2,288 GB/s at
  * 65536x4096, 54.0% of that run's 4237 GB/s memory ceiling; 20.6% at
  * 1024x32768, 5.0% at 128x262144. */
-#include <cudnn.h>
-#include <stdlib.h>
 #include "ops/softmax.h"
-
-typedef struct {
-    cudnnHandle_t handle;
-    cudnnTensorDescriptor_t desc;
-} cudnn_ctx;
-
-static const char *status(cudnnStatus_t s)
-{
-    return s == CUDNN_STATUS_SUCCESS ? NULL : cudnnGetErrorString(s);
-}
-
-static void teardown(void *p)
-{
-    cudnn_ctx *c = (cudnn_ctx *)p;
-    if (!c)
-        return;
-    if (c->desc)
-        cudnnDestroyTensorDescriptor(c->desc);
-    if (c->handle)
-        cudnnDestroy(c->handle);
-    free(c);
-}
+#include "kernels/cudnn_rows.h"
 
 /* The tensors described as cuDNN type T (CUDNN_DATA_FLOAT or _HALF). */
 template <cudnnDataType_t T>
 static const char *setup(const void *args, void **ctx)
 {
     const kb_softmax_args *a = (const kb_softmax_args *)args;
-    cudnn_ctx *c = (cudnn_ctx *)calloc(1, sizeof *c);
-    const char *e = status(cudnnCreate(&c->handle));
-    if (!e)
-        e = status(cudnnCreateTensorDescriptor(&c->desc));
-    if (!e)
-        e = status(cudnnSetTensor4dDescriptor(c->desc, CUDNN_TENSOR_NCHW, T, a->R,
-                                              a->C, 1, 1));
-    if (e) {
-        teardown(c);
-        return e;
-    }
-    *ctx = c;
-    return NULL;
+    return kb_cudnn_rows_setup(a->R, a->C, T, ctx);
 }
 
 static const char *launch(const void *args, void *ctx, cudaStream_t stream)
 {
     const kb_softmax_args *a = (const kb_softmax_args *)args;
-    cudnn_ctx *c = (cudnn_ctx *)ctx;
+    kb_cudnn_rows *c = (kb_cudnn_rows *)ctx;
     const float one = 1.0f, zero = 0.0f;
-    const char *e = status(cudnnSetStream(c->handle, stream));
+    const char *e = kb_cudnn_rows_on(c, stream);
     if (e)
         return e;
-    return status(cudnnSoftmaxForward(c->handle, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE,
-                                      &one, c->desc, a->x, &zero, c->desc, a->y));
+    return kb_cudnn_status(cudnnSoftmaxForward(c->handle, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE,
+                                               &one, c->desc, a->x, &zero, c->desc, a->y));
 }
 
 extern "C" const kb_variant softmax_cudnn[] = {
@@ -80,7 +45,7 @@ extern "C" const kb_variant softmax_cudnn[] = {
         .needs = KB_NEEDS_CUDNN,
         .quirks = KB_QUIRK_NAN_ON_MASKED_ROW, /* cuDNN: an all -inf row gives NaN */
         .setup = setup<CUDNN_DATA_FLOAT>,
-        .teardown = teardown,
+        .teardown = kb_cudnn_rows_teardown,
         .launch = launch,
     },
     {
@@ -91,7 +56,7 @@ extern "C" const kb_variant softmax_cudnn[] = {
         .needs = KB_NEEDS_CUDNN,
         .quirks = KB_QUIRK_NAN_ON_MASKED_ROW,
         .setup = setup<CUDNN_DATA_HALF>,
-        .teardown = teardown,
+        .teardown = kb_cudnn_rows_teardown,
         .launch = launch,
     },
     KB_VARIANT_END,
