@@ -1,10 +1,11 @@
 /* layernorm_backward fused: one read of x and dy for all three gradients.
- * The row lives in registers as in layernorm vectorized rows (a group of
+ * The row lives in registers as in layernorm welford (a group of
  * threads a row, float4 packs); each thread keeps its columns' share of
  * dgamma and dbeta in registers while its block walks rows grid-stride,
  * leaves them in a workspace at the end, and a second small kernel sums
  * the blocks' partials in a fixed order (kernels/norm_backward.cuh, shared
- * with rmsnorm_backward fused).  Rows of up to 8192 columns.
+ * with rmsnorm_backward fused).  The row's two sums (of dy gamma and of
+ * dy gamma xhat) share one block reduction.  Rows of up to 8192 columns.
  *
  * Builds on naive: a group of threads per row, coalesced 16-byte loads,
  * and dgamma and dbeta from the same read as dx instead of a second pass.
