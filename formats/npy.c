@@ -19,6 +19,9 @@
 
 static const char magic[6] = "\x93NUMPY";
 
+/* The largest .npy read: its data is read whole into memory. */
+#define MAX_NPY_BYTES ((uint64_t)64 << 30)
+
 /* The header dict, parsed in place. */
 typedef struct {
     const char *path;        /* as messages show it, control characters escaped */
@@ -309,15 +312,17 @@ int kb_npy_read(const char *path, kb_npy *a, char *err, size_t errlen)
     char shown[KB_QUOTE_LEN];
     kb_quote(path, shown, sizeof shown);
     memset(a, 0, sizeof *a);
-    FILE *fp = fopen(path, "rb");
-    if (!fp)
-        return kb_report(err, errlen, "%s: cannot open: %s", shown, strerror(errno));
     uint64_t size = 0, data_at = 0;
+    const int fd = kb_input_open(path, shown, MAX_NPY_BYTES, &size, err, errlen);
+    if (fd < 0)
+        return -1;
+    FILE *fp = fdopen(fd, "rb");
+    if (!fp) {
+        close(fd);
+        return kb_report(err, errlen, "%s: cannot open: %s", shown, strerror(errno));
+    }
     int rc = -1;
-    const char *why = kb_file_size(fp, &size);
-    if (why)
-        kb_report(err, errlen, "%s: %s", shown, why);
-    else if (read_header(fp, shown, size, a, &data_at, err, errlen) == 0)
+    if (read_header(fp, shown, size, a, &data_at, err, errlen) == 0)
         rc = read_data(fp, shown, size, data_at, a, err, errlen);
     fclose(fp);
     if (rc != 0)

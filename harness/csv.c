@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "formats/fileio.h"
 #include "harness/harness.h"
 
 static const char *const columns[] = {
@@ -349,23 +350,6 @@ int kb_csv_write_after(const char *path, const char *prefix, const kb_result *ro
     return write_file(path, KB_FORMAT_CSV, prefix, NULL, 0, rows, nrows, err, errlen);
 }
 
-/* Read exactly up to size bytes; the count read, or -1. */
-static ssize_t read_fd(int fd, char *buf, size_t size)
-{
-    size_t len = 0;
-    while (len < size) {
-        ssize_t got = read(fd, buf + len, size - len);
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got < 0)
-            return -1;
-        if (got == 0)
-            break;
-        len += (size_t)got;
-    }
-    return (ssize_t)len;
-}
-
 /* A NUL would end the text early and silently: name where it is. */
 static int refuse_nul(const char *name, const char *text, size_t len, char *err, size_t errlen)
 {
@@ -382,29 +366,15 @@ static int refuse_nul(const char *name, const char *text, size_t len, char *err,
 
 char *kb_read_text(const char *path, size_t max, char *err, size_t errlen)
 {
-    char q[KB_QUOTE_LEN], *text = NULL;
-    const char *name = kb_quote(path, q, sizeof q);
-    struct stat st;
-    /* O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below. */
-    int fd = open(path, O_RDONLY | O_NONBLOCK);
-    ssize_t len = -1;
-    if (fd < 0 || fstat(fd, &st) != 0)
-        snprintf(err, errlen, "cannot read %s: %s", name, strerror(errno));
-    else if (!S_ISREG(st.st_mode))
-        snprintf(err, errlen, "cannot read %s: not a regular file", name);
-    else if ((uint64_t)st.st_size > max)
-        snprintf(err, errlen, "cannot read %s: larger than %zu MiB, the most kbench reads", name, max >> 20);
-    else if (!(text = malloc((size_t)st.st_size + 1)))
-        snprintf(err, errlen, "cannot read %s: out of memory", name);
-    else if ((len = read_fd(fd, text, (size_t)st.st_size)) < 0)
-        snprintf(err, errlen, "cannot read %s: %s", name, strerror(errno));
-    if (fd >= 0)
-        close(fd);
-    if (len < 0 || refuse_nul(name, text, (size_t)len, err, errlen) != 0) {
+    char q[KB_QUOTE_LEN], name[KB_QUOTE_LEN + 16];
+    const char *shown = kb_quote(path, q, sizeof q);
+    snprintf(name, sizeof name, "cannot read %s", shown);
+    size_t len;
+    char *text = kb_input_read(path, name, max, &len, err, errlen);
+    if (text && refuse_nul(shown, text, len, err, errlen) != 0) {
         free(text);
         return NULL;
     }
-    text[len] = '\0';
     return text;
 }
 
