@@ -1,6 +1,8 @@
-/* Opening the files kbench reads: one way for every reader (formats/fileio.h). */
+/* Opening the files kbench reads and replacing the files it writes: one way
+ * for every reader and writer (formats/fileio.h). */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -107,4 +109,38 @@ void kb_input_unmap(unsigned char *map, uint64_t size)
 {
     if (map)
         munmap(map, (size_t)size);
+}
+
+static int cannot_write(const char *path, const char *why, char *err, size_t errlen)
+{
+    char q[KB_QUOTE_LEN];
+    return kb_report(err, errlen, "cannot write %s: %s", kb_quote(path, q, sizeof q), why);
+}
+
+int kb_output_target(const char *path, char *target, size_t len, char *err, size_t errlen)
+{
+    struct stat st;
+    char *real = NULL;
+    const int exists = lstat(path, &st) == 0;
+    if (!exists && errno != ENOENT)
+        return cannot_write(path, strerror(errno), err, errlen);
+    if (exists && S_ISLNK(st.st_mode) && (!(real = realpath(path, NULL)) || stat(real, &st) != 0)) {
+        const int e = errno;
+        free(real);
+        return cannot_write(path, e == ENOENT ? "a symbolic link to no file" : strerror(e), err, errlen);
+    }
+    const char *to = real ? real : path;
+    char why[96];
+    int rc = 0;
+    if (strlen(to) >= len)
+        rc = cannot_write(path, strerror(ENAMETOOLONG), err, errlen);
+    else if (exists && !S_ISREG(st.st_mode))
+        rc = cannot_write(path, "not a regular file", err, errlen);
+    else if (exists && st.st_nlink > 1) {
+        snprintf(why, sizeof why, "it has %ju hard links, which replacing it would split", (uintmax_t)st.st_nlink);
+        rc = cannot_write(path, why, err, errlen);
+    } else
+        strcpy(target, to);
+    free(real);
+    return rc;
 }

@@ -40,4 +40,13 @@ int kb_input_map(const char *path, const char *name, uint64_t max, unsigned char
                  size_t errlen);
 void kb_input_unmap(unsigned char *map, uint64_t size);
 
+/* What a writer that replaces path (a temporary file beside it, renamed
+ * over it) must write and rename onto, into target (len bytes): path, or
+ * for a symbolic link the file it names, since replacing the link would
+ * leave its target as it was.  Refused, with "cannot write PATH: why": a
+ * link to no file, anything but a regular file, and a file of several hard
+ * links, which a rename would split (writing in place instead could leave
+ * a half-written file). */
+int kb_output_target(const char *path, char *target, size_t len, char *err, size_t errlen);
+
 #endif

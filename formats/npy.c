@@ -4,6 +4,7 @@
  * and 'shape', padded with spaces and ended by a newline, then the data. */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -377,16 +378,14 @@ int kb_npy_write(const char *path, int ndim, const int64_t *shape, const float *
         return kb_report(err, errlen, "%s: cannot write: bad shape (ndim %d)", shown, ndim);
     char head[512];
     size_t head_len = build_header(head, sizeof head, ndim, shape);
-    size_t tmp_len = strlen(path) + 32;
-    char *tmp = malloc(tmp_len);
-    if (!tmp)
-        return kb_report(err, errlen, "%s: out of memory", shown);
-    snprintf(tmp, tmp_len, "%s.tmp.%ld", path, (long)getpid());
+    char target[PATH_MAX], tmp[PATH_MAX + 32];
+    if (kb_output_target(path, target, sizeof target, err, errlen) != 0)
+        return -1;
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", target, (long)getpid());
     int rc = 0;
-    if (write_file(tmp, head, head_len, data, count) != 0 || rename(tmp, path) != 0) {
+    if (write_file(tmp, head, head_len, data, count) != 0 || rename(tmp, target) != 0) {
         rc = kb_report(err, errlen, "%s: cannot write: %s", shown, strerror(errno));
         unlink(tmp);
     }
-    free(tmp);
     return rc;
 }

@@ -261,14 +261,6 @@ int kb_parse_format(const char *s, kb_format *out)
     return -1;
 }
 
-/* path's temporary twin, in its folder so that the rename is atomic;
- * -1 when the name does not fit. */
-static int tmp_name(const char *path, char *tmp, size_t len)
-{
-    int n = snprintf(tmp, len, "%s.tmp.%ld", path, (long)getpid());
-    return n < 0 || (size_t)n >= len ? -1 : 0;
-}
-
 static int cannot_write(const char *path, int e, char *err, size_t errlen)
 {
     char q[KB_QUOTE_LEN];
@@ -276,18 +268,23 @@ static int cannot_write(const char *path, int e, char *err, size_t errlen)
     return -1;
 }
 
+/* The file that writing path replaces (path, or the one its symbolic link
+ * names) and its temporary twin, in its folder so that the rename is atomic. */
+static int output_names(const char *path, char *target, char *tmp, size_t len, char *err, size_t errlen)
+{
+    if (kb_output_target(path, target, len, err, errlen) != 0)
+        return -1;
+    int n = snprintf(tmp, len, "%s.tmp.%ld", target, (long)getpid());
+    return n < 0 || (size_t)n >= len ? cannot_write(path, ENAMETOOLONG, err, errlen) : 0;
+}
+
 int kb_csv_check_output(const char *path, char *err, size_t errlen)
 {
-    char tmp[4096], q[KB_QUOTE_LEN];
-    struct stat st;
-    if (tmp_name(path, tmp, sizeof tmp) != 0)
-        return cannot_write(path, ENAMETOOLONG, err, errlen);
+    char target[4096], tmp[4096];
     /* The rename would replace whatever is there: a device such as
-     * /dev/null, or a folder, is no place for a CSV. */
-    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
-        snprintf(err, errlen, "cannot write %s: not a regular file", kb_quote(path, q, sizeof q));
+     * /dev/null, or a folder, is no place for a CSV (kb_output_target). */
+    if (output_names(path, target, tmp, sizeof tmp, err, errlen) != 0)
         return -1;
-    }
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
     if (fd < 0)
         return cannot_write(path, errno, err, errlen);
@@ -301,9 +298,9 @@ int kb_csv_check_output(const char *path, char *err, size_t errlen)
 static int write_file(const char *path, kb_format format, const char *prefix, const kb_meta *meta, int nmeta,
                       const kb_result *rows, int nrows, char *err, size_t errlen)
 {
-    char tmp[4096];
-    if (tmp_name(path, tmp, sizeof tmp) != 0)
-        return cannot_write(path, ENAMETOOLONG, err, errlen);
+    char target[4096], tmp[4096];
+    if (output_names(path, target, tmp, sizeof tmp, err, errlen) != 0)
+        return -1;
     FILE *f = fopen(tmp, "w");
     if (!f)
         return cannot_write(tmp, errno, err, errlen);
@@ -324,7 +321,7 @@ static int write_file(const char *path, kb_format format, const char *prefix, co
     for (int i = 0; i < nrows; ++i)
         row(f, &rows[i]);
     int bad = ferror(f);
-    if (fclose(f) != 0 || bad || rename(tmp, path) != 0) {
+    if (fclose(f) != 0 || bad || rename(tmp, target) != 0) {
         int e = errno;
         unlink(tmp);
         return cannot_write(path, e, err, errlen);
