@@ -62,7 +62,8 @@ static int random_config(const kb_model_opts *o, kb_tf_config *c, char *err, siz
     return -1;
 }
 
-/* One .npy input: (B, T, d) or (T, d), d matching the model, all finite. */
+/* One .npy input: (B, T, d) or (T, d), d matching the model, all finite;
+ * on a refusal *a holds nothing. */
 static int read_npy(const char *path, int d, kb_npy *a, int *B, int *T, char *err, size_t errlen)
 {
     char q[KB_QUOTE_LEN];
@@ -81,6 +82,7 @@ static int read_npy(const char *path, int d, kb_npy *a, int *B, int *T, char *er
         *T = (int)a->shape[nd - 2];
         return 0;
     }
+    kb_npy_free(a); /* read, but refused: the caller gets nothing to free */
     return -1;
 }
 

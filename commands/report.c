@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "formats/fileio.h"
 #include "harness/csv_read.h"
 #include "harness/harness.h"
 
@@ -437,8 +438,10 @@ static char *render(const run_set *s, char *err, size_t errlen)
 
 int kb_replace_file(const char *path, mode_t mode, const char *parts[], int nparts, char *err, size_t errlen)
 {
-    char tmp[4096], q[KB_QUOTE_LEN];
-    int fd = -1, ok = snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path) < (int)sizeof tmp && (fd = mkstemp(tmp)) >= 0;
+    char target[4096], tmp[4096], q[KB_QUOTE_LEN];
+    if (kb_output_target(path, target, sizeof target, err, errlen) != 0)
+        return -1;
+    int fd = -1, ok = snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", target) < (int)sizeof tmp && (fd = mkstemp(tmp)) >= 0;
     FILE *f = ok ? fdopen(fd, "w") : NULL;
     ok = f && fchmod(fd, mode & 07777) == 0;
     for (int i = 0; ok && i < nparts; ++i)
@@ -447,7 +450,7 @@ int kb_replace_file(const char *path, mode_t mode, const char *parts[], int npar
         ok = fclose(f) == 0 && ok;
     else if (fd >= 0)
         close(fd);
-    if (ok && rename(tmp, path) == 0)
+    if (ok && rename(tmp, target) == 0)
         return 0;
     snprintf(err, errlen, "cannot write %s: %s", kb_quote(path, q, sizeof q), strerror(errno));
     if (fd >= 0)

@@ -2,14 +2,9 @@
  * read first checks that the bytes are there, and every count is bounded by
  * the bytes left before anything is allocated for it, so a hostile file
  * costs at most a few times its own size. */
-#include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include "formats/fileio.h"
 #include "formats/gguf.h"
 #include "harness/harness.h"
@@ -416,22 +411,11 @@ static int parse(cursor *c, kb_gguf_file *f)
 
 static int map_file(const char *path, kb_gguf_file *f, char *err, size_t errlen)
 {
-    struct stat st;
-    const int fd = open(path, O_RDONLY);
-    if (fd < 0)
-        return kb_report(err, errlen, "%s: cannot open: %s", f->path, strerror(errno));
-    int rc = 0;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
-        rc = kb_report(err, errlen, "%s: not a regular file", f->path);
-    else if (st.st_size < 4)
-        rc = kb_report(err, errlen, "%s: %lld bytes, too short for a GGUF file", f->path, (long long)st.st_size);
-    else if ((f->map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0)) == MAP_FAILED) {
-        f->map = NULL;
-        rc = kb_report(err, errlen, "%s: cannot map: %s", f->path, strerror(errno));
-    } else
-        f->size = (uint64_t)st.st_size;
-    close(fd);
-    return rc;
+    if (kb_input_map(path, f->path, KB_MAPPED_MAX_BYTES, &f->map, &f->size, err, errlen) != 0)
+        return -1;
+    if (f->size < 4)
+        return kb_report(err, errlen, "%s: %" PRIu64 " bytes, too short for a GGUF file", f->path, f->size);
+    return 0;
 }
 
 int kb_gguf_open(const char *path, kb_gguf_file *f, char *err, size_t errlen)
@@ -460,8 +444,7 @@ void kb_gguf_close(kb_gguf_file *f)
     }
     for (int64_t i = 0; f->tensors && i < f->n_tensors; ++i)
         free(f->tensors[i].name);
-    if (f->map)
-        munmap(f->map, (size_t)f->size);
+    kb_input_unmap(f->map, f->size);
     free(f->kvs);
     free(f->tensors);
     free(f->path);

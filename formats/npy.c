@@ -4,6 +4,7 @@
  * and 'shape', padded with spaces and ended by a newline, then the data. */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,9 @@
 #endif
 
 static const char magic[6] = "\x93NUMPY";
+
+/* The largest .npy read: its data is read whole into memory. */
+#define MAX_NPY_BYTES ((uint64_t)64 << 30)
 
 /* The header dict, parsed in place. */
 typedef struct {
@@ -309,15 +313,17 @@ int kb_npy_read(const char *path, kb_npy *a, char *err, size_t errlen)
     char shown[KB_QUOTE_LEN];
     kb_quote(path, shown, sizeof shown);
     memset(a, 0, sizeof *a);
-    FILE *fp = fopen(path, "rb");
-    if (!fp)
-        return kb_report(err, errlen, "%s: cannot open: %s", shown, strerror(errno));
     uint64_t size = 0, data_at = 0;
+    const int fd = kb_input_open(path, shown, MAX_NPY_BYTES, &size, err, errlen);
+    if (fd < 0)
+        return -1;
+    FILE *fp = fdopen(fd, "rb");
+    if (!fp) {
+        close(fd);
+        return kb_report(err, errlen, "%s: cannot open: %s", shown, strerror(errno));
+    }
     int rc = -1;
-    const char *why = kb_file_size(fp, &size);
-    if (why)
-        kb_report(err, errlen, "%s: %s", shown, why);
-    else if (read_header(fp, shown, size, a, &data_at, err, errlen) == 0)
+    if (read_header(fp, shown, size, a, &data_at, err, errlen) == 0)
         rc = read_data(fp, shown, size, data_at, a, err, errlen);
     fclose(fp);
     if (rc != 0)
@@ -372,16 +378,14 @@ int kb_npy_write(const char *path, int ndim, const int64_t *shape, const float *
         return kb_report(err, errlen, "%s: cannot write: bad shape (ndim %d)", shown, ndim);
     char head[512];
     size_t head_len = build_header(head, sizeof head, ndim, shape);
-    size_t tmp_len = strlen(path) + 32;
-    char *tmp = malloc(tmp_len);
-    if (!tmp)
-        return kb_report(err, errlen, "%s: out of memory", shown);
-    snprintf(tmp, tmp_len, "%s.tmp.%ld", path, (long)getpid());
+    char target[PATH_MAX], tmp[PATH_MAX + 32];
+    if (kb_output_target(path, target, sizeof target, err, errlen) != 0)
+        return -1;
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", target, (long)getpid());
     int rc = 0;
-    if (write_file(tmp, head, head_len, data, count) != 0 || rename(tmp, path) != 0) {
+    if (write_file(tmp, head, head_len, data, count) != 0 || rename(tmp, target) != 0) {
         rc = kb_report(err, errlen, "%s: cannot write: %s", shown, strerror(errno));
         unlink(tmp);
     }
-    free(tmp);
     return rc;
 }

@@ -541,21 +541,13 @@ static int index_tensors(kb_st_file *f, char *err, size_t errlen)
     return check_layout(f, err, errlen);
 }
 
-static int read_exact(FILE *fp, void *buf, size_t n)
-{
-    return fread(buf, 1, n, fp) == n ? 0 : -1;
-}
-
 /* Check the length prefix against the file size; *header_len gets N. */
-static int read_prefix(FILE *fp, const char *path, uint64_t size, uint64_t *header_len,
+static int read_prefix(const unsigned char *b, const char *path, uint64_t size, uint64_t *header_len,
                        char *err, size_t errlen)
 {
-    unsigned char b[8];
     if (size < 8)
         return report(err, errlen, "%s: truncated: %" PRIu64 " bytes, shorter than the "
                       "8-byte header length", path, size);
-    if (read_exact(fp, b, 8) != 0)
-        return report(err, errlen, "%s: read error", path);
     uint64_t n = 0;
     for (int i = 7; i >= 0; --i)
         n = n << 8 | b[i];
@@ -569,23 +561,29 @@ static int read_prefix(FILE *fp, const char *path, uint64_t size, uint64_t *head
     return 0;
 }
 
-/* Read the header into *text and the data section into f->data. */
-static int read_file(FILE *fp, kb_st_file *f, char **text, uint64_t *text_len,
-                     char *err, size_t errlen)
+/* The file mapped, not read: the header is parsed in place and only the
+ * tensors a loader asks for are ever paged in, so a huge file with a bad
+ * header is refused at the cost of its first pages. */
+static int map_file(const char *path, kb_st_file *f, uint64_t *header_len, char *err, size_t errlen)
 {
-    uint64_t size;
-    const char *why = kb_file_size(fp, &size);
-    if (why)
-        return report(err, errlen, "%s: %s", f->path, why);
-    if (read_prefix(fp, f->path, size, text_len, err, errlen) != 0)
+    if (kb_input_map(path, f->path, KB_MAPPED_MAX_BYTES, &f->map, &f->map_size, err, errlen) != 0 ||
+        read_prefix(f->map, f->path, f->map_size, header_len, err, errlen) != 0)
         return -1;
-    f->data_size = size - 8 - *text_len;
-    *text = malloc(*text_len + 1);
-    f->data = malloc(f->data_size ? f->data_size : 1);
-    if (!*text || !f->data)
-        return report(err, errlen, "%s: out of memory for %" PRIu64 " bytes", f->path, size);
-    if (read_exact(fp, *text, *text_len) != 0 || read_exact(fp, f->data, f->data_size) != 0)
-        return report(err, errlen, "%s: read error", f->path);
+    f->data = f->map + 8 + *header_len;
+    f->data_size = f->map_size - 8 - *header_len;
+    return 0;
+}
+
+/* Tensors are handed out as float pointers into the data section: where
+ * the header's length leaves it off an 8-byte boundary (writers pad the
+ * header so that it is not), the checked data is copied to aligned memory. */
+static int align_data(kb_st_file *f, char *err, size_t errlen)
+{
+    if ((uintptr_t)f->data % 8 == 0)
+        return 0;
+    if (!(f->copy = malloc(f->data_size ? f->data_size : 1)))
+        return report(err, errlen, "%s: out of memory for %" PRIu64 " bytes", f->path, f->data_size);
+    f->data = memcpy(f->copy, f->data, f->data_size);
     return 0;
 }
 
@@ -594,20 +592,15 @@ int kb_st_open(const char *path, kb_st_file *f, char *err, size_t errlen)
     char shown[KB_QUOTE_LEN];
     kb_quote(path, shown, sizeof shown);
     memset(f, 0, sizeof *f);
-    FILE *fp = fopen(path, "rb");
-    if (!fp)
-        return report(err, errlen, "%s: cannot open: %s", shown, strerror(errno));
-    char *text = NULL;
     uint64_t text_len = 0;
     int rc = (f->path = copy_string(shown)) ? 0 : report(err, errlen, "%s: out of memory", shown);
     if (rc == 0)
-        rc = read_file(fp, f, &text, &text_len, err, errlen);
-    fclose(fp);
+        rc = map_file(path, f, &text_len, err, errlen);
     if (rc == 0) {
-        parser p = {.path = f->path, .text = text, .len = text_len, .err = err, .errlen = errlen};
-        rc = parse_header(&p, f) != 0 ? -1 : index_tensors(f, err, errlen);
+        parser p = {.path = f->path, .text = (const char *)f->map + 8, .len = text_len, .err = err,
+                    .errlen = errlen};
+        rc = parse_header(&p, f) != 0 || index_tensors(f, err, errlen) != 0 ? -1 : align_data(f, err, errlen);
     }
-    free(text);
     if (rc != 0)
         kb_st_close(f);
     return rc;
@@ -669,7 +662,8 @@ void kb_st_close(kb_st_file *f)
     for (int i = 0; i < f->count; ++i)
         free(f->tensors[i].name);
     free(f->tensors);
-    free(f->data);
+    kb_input_unmap(f->map, f->map_size);
+    free(f->copy);
     free(f->path);
     memset(f, 0, sizeof *f);
 }

@@ -28,8 +28,11 @@ typedef struct {
 
 typedef struct {
     char *path;                      /* as messages show it: control characters escaped */
-    unsigned char *data;             /* the data section, after the header */
+    const unsigned char *data;       /* the data section: in map, or copy where unaligned */
     uint64_t data_size;
+    unsigned char *map;              /* the whole file, mapped read-only */
+    uint64_t map_size;
+    unsigned char *copy;
     kb_st_tensor *tensors;
     int count;
 } kb_st_file;

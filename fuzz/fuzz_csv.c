@@ -2,10 +2,12 @@
  * report` and that of --append, and `kbench derive`.  The input is compared
  * with itself, which reads it twice and matches every row, made into a
  * report, read as a file to append to, and derived in a file of its own:
- * what derive accepts, a second derive must leave byte for byte. */
+ * what derive accepts, a second derive must leave byte for byte.  A FIFO
+ * for --append is refused at once. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "fuzz/fuzz.h"
 #include "harness/harness.h"
@@ -27,15 +29,20 @@ static char *slurp(const char *path, long *len)
 }
 
 /* derive rewrites its file, so it gets a real one (the memfd path cannot be
- * renamed over). */
+ * renamed over); an input of odd size is derived through a symbolic link to
+ * it, which must stay a link. */
 static void derive_twice(const uint8_t *data, size_t size)
 {
-    char path[64];
+    char path[64], link[80];
     snprintf(path, sizeof path, "/tmp/fuzz_derive.%ld.csv", (long)getpid());
+    snprintf(link, sizeof link, "%s.link", path);
     FILE *f = fopen(path, "wb");
     if (!f || fwrite(data, 1, size, f) != size || fclose(f) != 0)
         fuzz_fail("cannot write the derive input", path);
-    char *argv[] = {"derive", path, NULL};
+    unlink(link);
+    if (size % 2 && symlink(path, link) != 0)
+        fuzz_fail("cannot link the derive input", link);
+    char *argv[] = {"derive", size % 2 ? link : path, NULL};
     int rc = kb_cmd_derive(2, argv);
     if (rc != 0 && rc != KB_EXIT_USAGE)
         fuzz_fail("derive exited with neither 0 nor 2", NULL);
@@ -50,6 +57,10 @@ static void derive_twice(const uint8_t *data, size_t size)
         free(once);
         free(twice);
     }
+    struct stat st;
+    if (size % 2 && (lstat(link, &st) != 0 || !S_ISLNK(st.st_mode)))
+        fuzz_fail("derive replaced its symbolic link with a file", NULL);
+    unlink(link);
     unlink(path);
 }
 
@@ -70,6 +81,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         free(text);
     else
         fuzz_one_line(err);
+    fuzz_refused_fifo(kb_csv_read_for_append(file.fifo, err, sizeof err) ? 0 : -1, err);
     derive_twice(data, size);
     return 0;
 }

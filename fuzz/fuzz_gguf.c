@@ -55,6 +55,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const char *path = fuzz_file_put(&file, data, size);
     char err[512];
     kb_gguf_file f;
+    fuzz_refused_fifo(kb_gguf_open(file.fifo, &f, err, sizeof err), err);
     if (kb_gguf_open(path, &f, err, sizeof err) != 0) {
         fuzz_one_line(err);
         return 0;

@@ -32,5 +32,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if ((frc == 0) != (rc == 0) ||
         (rc == 0 && (a.d_model != b.d_model || a.layers != b.layers || a.vocab != b.vocab || a.tied != b.tied)))
         fuzz_fail("the file and the text read differently", NULL);
+    fuzz_refused_fifo(kb_llama_config_read(file.fifo, &b, err, sizeof err), err);
     return 0;
 }

@@ -42,5 +42,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         kb_npy_free(&a);
     } else
         fuzz_one_line(err);
+    fuzz_refused_fifo(kb_npy_read(file.fifo, &a, err, sizeof err), err);
     return 0;
 }

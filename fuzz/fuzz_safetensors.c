@@ -33,6 +33,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         kb_st_close(&f);
     } else
         fuzz_one_line(err);
+    fuzz_refused_fifo(kb_st_open(file.fifo, &f, err, sizeof err), err);
     /* The loader sizes a model from the file: the heads must divide d_model,
      * so try the counts a small model could have. */
     for (int heads = 1; heads <= 2; ++heads) {

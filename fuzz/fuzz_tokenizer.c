@@ -32,6 +32,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         kb_vocab_free(&v);
     } else
         fuzz_one_line(err);
+    fuzz_refused_fifo(kb_vocab_load(file.fifo, &v, err, sizeof err), err);
     if (kb_vocab_default(&v) != 0)
         fuzz_fail("no built-in vocabulary", NULL);
     encode(&v, text);

@@ -16,9 +16,10 @@ mkdir -p "$here/corpus/$name"
 # -close_fd_mask=3 drops what the parsers print; libFuzzer and the
 # sanitizers still report on their own descriptor.
 # libFuzzer exits 77 on a crash by default, which meson counts as a skip:
-# a crash must fail the test.
+# a crash must fail the test.  A leak is a failure too (-detect_leaks=1,
+# libFuzzer's default, stated because ASAN_OPTIONS could override it).
 "$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -close_fd_mask=3 \
-    -error_exitcode=1 -timeout_exitcode=1 \
+    -error_exitcode=1 -timeout_exitcode=1 -detect_leaks=1 \
     -print_final_stats=1 -artifact_prefix="$here/crash-$name-" "$@" \
     "$here/corpus/$name" "$seeds/$name" 2>"$here/$name.log"
 rc=$?

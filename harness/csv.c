@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "formats/fileio.h"
 #include "harness/harness.h"
 
 static const char *const columns[] = {
@@ -260,14 +261,6 @@ int kb_parse_format(const char *s, kb_format *out)
     return -1;
 }
 
-/* path's temporary twin, in its folder so that the rename is atomic;
- * -1 when the name does not fit. */
-static int tmp_name(const char *path, char *tmp, size_t len)
-{
-    int n = snprintf(tmp, len, "%s.tmp.%ld", path, (long)getpid());
-    return n < 0 || (size_t)n >= len ? -1 : 0;
-}
-
 static int cannot_write(const char *path, int e, char *err, size_t errlen)
 {
     char q[KB_QUOTE_LEN];
@@ -275,18 +268,23 @@ static int cannot_write(const char *path, int e, char *err, size_t errlen)
     return -1;
 }
 
+/* The file that writing path replaces (path, or the one its symbolic link
+ * names) and its temporary twin, in its folder so that the rename is atomic. */
+static int output_names(const char *path, char *target, char *tmp, size_t len, char *err, size_t errlen)
+{
+    if (kb_output_target(path, target, len, err, errlen) != 0)
+        return -1;
+    int n = snprintf(tmp, len, "%s.tmp.%ld", target, (long)getpid());
+    return n < 0 || (size_t)n >= len ? cannot_write(path, ENAMETOOLONG, err, errlen) : 0;
+}
+
 int kb_csv_check_output(const char *path, char *err, size_t errlen)
 {
-    char tmp[4096], q[KB_QUOTE_LEN];
-    struct stat st;
-    if (tmp_name(path, tmp, sizeof tmp) != 0)
-        return cannot_write(path, ENAMETOOLONG, err, errlen);
+    char target[4096], tmp[4096];
     /* The rename would replace whatever is there: a device such as
-     * /dev/null, or a folder, is no place for a CSV. */
-    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
-        snprintf(err, errlen, "cannot write %s: not a regular file", kb_quote(path, q, sizeof q));
+     * /dev/null, or a folder, is no place for a CSV (kb_output_target). */
+    if (output_names(path, target, tmp, sizeof tmp, err, errlen) != 0)
         return -1;
-    }
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
     if (fd < 0)
         return cannot_write(path, errno, err, errlen);
@@ -300,9 +298,9 @@ int kb_csv_check_output(const char *path, char *err, size_t errlen)
 static int write_file(const char *path, kb_format format, const char *prefix, const kb_meta *meta, int nmeta,
                       const kb_result *rows, int nrows, char *err, size_t errlen)
 {
-    char tmp[4096];
-    if (tmp_name(path, tmp, sizeof tmp) != 0)
-        return cannot_write(path, ENAMETOOLONG, err, errlen);
+    char target[4096], tmp[4096];
+    if (output_names(path, target, tmp, sizeof tmp, err, errlen) != 0)
+        return -1;
     FILE *f = fopen(tmp, "w");
     if (!f)
         return cannot_write(tmp, errno, err, errlen);
@@ -323,7 +321,7 @@ static int write_file(const char *path, kb_format format, const char *prefix, co
     for (int i = 0; i < nrows; ++i)
         row(f, &rows[i]);
     int bad = ferror(f);
-    if (fclose(f) != 0 || bad || rename(tmp, path) != 0) {
+    if (fclose(f) != 0 || bad || rename(tmp, target) != 0) {
         int e = errno;
         unlink(tmp);
         return cannot_write(path, e, err, errlen);
@@ -349,23 +347,6 @@ int kb_csv_write_after(const char *path, const char *prefix, const kb_result *ro
     return write_file(path, KB_FORMAT_CSV, prefix, NULL, 0, rows, nrows, err, errlen);
 }
 
-/* Read exactly up to size bytes; the count read, or -1. */
-static ssize_t read_fd(int fd, char *buf, size_t size)
-{
-    size_t len = 0;
-    while (len < size) {
-        ssize_t got = read(fd, buf + len, size - len);
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got < 0)
-            return -1;
-        if (got == 0)
-            break;
-        len += (size_t)got;
-    }
-    return (ssize_t)len;
-}
-
 /* A NUL would end the text early and silently: name where it is. */
 static int refuse_nul(const char *name, const char *text, size_t len, char *err, size_t errlen)
 {
@@ -382,29 +363,15 @@ static int refuse_nul(const char *name, const char *text, size_t len, char *err,
 
 char *kb_read_text(const char *path, size_t max, char *err, size_t errlen)
 {
-    char q[KB_QUOTE_LEN], *text = NULL;
-    const char *name = kb_quote(path, q, sizeof q);
-    struct stat st;
-    /* O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below. */
-    int fd = open(path, O_RDONLY | O_NONBLOCK);
-    ssize_t len = -1;
-    if (fd < 0 || fstat(fd, &st) != 0)
-        snprintf(err, errlen, "cannot read %s: %s", name, strerror(errno));
-    else if (!S_ISREG(st.st_mode))
-        snprintf(err, errlen, "cannot read %s: not a regular file", name);
-    else if ((uint64_t)st.st_size > max)
-        snprintf(err, errlen, "cannot read %s: larger than %zu MiB, the most kbench reads", name, max >> 20);
-    else if (!(text = malloc((size_t)st.st_size + 1)))
-        snprintf(err, errlen, "cannot read %s: out of memory", name);
-    else if ((len = read_fd(fd, text, (size_t)st.st_size)) < 0)
-        snprintf(err, errlen, "cannot read %s: %s", name, strerror(errno));
-    if (fd >= 0)
-        close(fd);
-    if (len < 0 || refuse_nul(name, text, (size_t)len, err, errlen) != 0) {
+    char q[KB_QUOTE_LEN], name[KB_QUOTE_LEN + 16];
+    const char *shown = kb_quote(path, q, sizeof q);
+    snprintf(name, sizeof name, "cannot read %s", shown);
+    size_t len;
+    char *text = kb_input_read(path, name, max, &len, err, errlen);
+    if (text && refuse_nul(shown, text, len, err, errlen) != 0) {
         free(text);
         return NULL;
     }
-    text[len] = '\0';
     return text;
 }
 

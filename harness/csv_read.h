@@ -58,7 +58,8 @@ int kb_run_error(const kb_run_file *f, int lineno, char *err, size_t errlen, con
     __attribute__((format(printf, 5, 6)));
 
 /* Replace path with the parts' text, written beside it and renamed over
- * it, so a reader never sees half a file; 0, or -1 with err set. */
+ * it, so a reader never sees half a file; through a symbolic link, the file
+ * it names (kb_output_target).  0, or -1 with err set. */
 int kb_replace_file(const char *path, mode_t mode, const char *parts[], int nparts, char *err, size_t errlen);
 
 /* Out of memory ends the command: there is nothing useful to fall back on. */

@@ -2,7 +2,6 @@
  * config.json, seeded weights, loading a Hugging Face checkpoint.  One walk
  * over the weights by name lays out the storage, fills it at random, loads
  * it and hands it to writers. */
-#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -227,25 +226,11 @@ int kb_llama_config_read(const char *path, kb_llama_config *c, char *err, size_t
 {
     char q[KB_QUOTE_LEN];
     kb_quote(path, q, sizeof q);
-    FILE *fp = fopen(path, "rb");
-    if (!fp)
-        return kb_report(err, errlen, "%s: cannot open: %s", q, strerror(errno));
-    uint64_t size = 0;
-    const char *why = kb_file_size(fp, &size);
-    char *text = NULL;
-    int rc = 0;
-    if (why)
-        rc = kb_report(err, errlen, "%s: %s", q, why);
-    else if (size > KB_JSON_MAX_BYTES)
-        rc = kb_report(err, errlen, "%s: %" PRIu64 " bytes, over the %d a config may have", q, size,
-                       KB_JSON_MAX_BYTES);
-    else if (!(text = malloc(size ? size : 1)))
-        rc = kb_report(err, errlen, "%s: out of memory", q);
-    else if (fread(text, 1, size, fp) != size)
-        rc = kb_report(err, errlen, "%s: read error", q);
-    fclose(fp);
-    if (rc == 0)
-        rc = kb_llama_config_parse(text, size, q, c, err, errlen);
+    size_t len = 0;
+    char *text = kb_input_read(path, q, KB_JSON_MAX_BYTES, &len, err, errlen);
+    if (!text)
+        return -1;
+    const int rc = kb_llama_config_parse(text, len, q, c, err, errlen);
     free(text);
     return rc;
 }

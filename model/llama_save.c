@@ -5,6 +5,7 @@
  * written here the same way: the header padded to 8 bytes, then the
  * tensors in order, each file via a temporary renamed into place. */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,30 +105,32 @@ static int write_config(const kb_llama_config *c, kb_llama_dtype dtype, const ch
     return fclose(f) == 0 && !bad ? 0 : -1;
 }
 
+/* dir/name as a writer replaces it (kb_output_target), and its temporary twin. */
+static int output_of(const char *dir, const char *name, char *target, char *tmp, char *err, size_t errlen)
+{
+    char path[PATH_MAX];
+    if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path)
+        return kb_report(err, errlen, "%s: cannot write the checkpoint: %s", dir, strerror(ENAMETOOLONG));
+    if (kb_output_target(path, target, PATH_MAX, err, errlen) != 0)
+        return -1;
+    snprintf(tmp, PATH_MAX + 32, "%s.tmp.%ld", target, (long)getpid());
+    return 0;
+}
+
 int kb_llama_save(const kb_llama_model *m, const char *dir, kb_llama_dtype dtype, char *err, size_t errlen)
 {
-    const size_t len = strlen(dir) + 64;
-    char *st = malloc(len), *cfg = malloc(len), *st_tmp = malloc(len), *cfg_tmp = malloc(len);
+    char st[PATH_MAX], cfg[PATH_MAX], st_tmp[PATH_MAX + 32], cfg_tmp[PATH_MAX + 32];
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+        return kb_report(err, errlen, "%s: cannot make the directory: %s", dir, strerror(errno));
+    if (output_of(dir, "model.safetensors", st, st_tmp, err, errlen) != 0 ||
+        output_of(dir, "config.json", cfg, cfg_tmp, err, errlen) != 0)
+        return -1;
     int rc = 0;
-    if (!st || !cfg || !st_tmp || !cfg_tmp)
-        rc = kb_report(err, errlen, "%s: out of memory", dir);
-    else if (mkdir(dir, 0777) != 0 && errno != EEXIST)
-        rc = kb_report(err, errlen, "%s: cannot make the directory: %s", dir, strerror(errno));
-    else {
-        snprintf(st, len, "%s/model.safetensors", dir);
-        snprintf(cfg, len, "%s/config.json", dir);
-        snprintf(st_tmp, len, "%s.tmp.%ld", st, (long)getpid());
-        snprintf(cfg_tmp, len, "%s.tmp.%ld", cfg, (long)getpid());
-        /* Both written in full before either replaces what was there. */
-        if (write_safetensors(m, dtype, st_tmp) != 0 || write_config(&m->cfg, dtype, cfg_tmp) != 0 ||
-            rename(st_tmp, st) != 0 || rename(cfg_tmp, cfg) != 0)
-            rc = kb_report(err, errlen, "%s: cannot write the checkpoint: %s", dir, strerror(errno));
-        unlink(st_tmp);
-        unlink(cfg_tmp);
-    }
-    free(st);
-    free(cfg);
-    free(st_tmp);
-    free(cfg_tmp);
+    /* Both written in full before either replaces what was there. */
+    if (write_safetensors(m, dtype, st_tmp) != 0 || write_config(&m->cfg, dtype, cfg_tmp) != 0 ||
+        rename(st_tmp, st) != 0 || rename(cfg_tmp, cfg) != 0)
+        rc = kb_report(err, errlen, "%s: cannot write the checkpoint: %s", dir, strerror(errno));
+    unlink(st_tmp);
+    unlink(cfg_tmp);
     return rc;
 }

@@ -2,10 +2,12 @@
  * names: what kb_tf_load reads back, and what PyTorch's
  * safetensors.torch.load_file reads. */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "formats/fileio.h"
 #include "model/transformer.h"
 
 typedef struct {
@@ -77,22 +79,24 @@ static int write_file(const kb_tf_model *m, const char *tmp, const char *head, s
 
 int kb_tf_save(const kb_tf_model *m, const char *path, char *err, size_t errlen)
 {
-    size_t len, tmp_len = strlen(path) + 32;
-    char *head = header(m, &len), *tmp = malloc(tmp_len);
+    char target[PATH_MAX], tmp[PATH_MAX + 32];
+    if (kb_output_target(path, target, sizeof target, err, errlen) != 0)
+        return -1;
+    size_t len;
+    char *head = header(m, &len);
     int rc = 0;
-    if (!head || !tmp) {
+    if (!head) {
         snprintf(err, errlen, "%s: out of memory for the header", path);
         rc = -1;
     } else {
         /* A temporary file renamed into place: never a half-written file. */
-        snprintf(tmp, tmp_len, "%s.tmp.%ld", path, (long)getpid());
-        if (write_file(m, tmp, head, len) != 0 || rename(tmp, path) != 0) {
+        snprintf(tmp, sizeof tmp, "%s.tmp.%ld", target, (long)getpid());
+        if (write_file(m, tmp, head, len) != 0 || rename(tmp, target) != 0) {
             snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
             unlink(tmp);
             rc = -1;
         }
     }
     free(head);
-    free(tmp);
     return rc;
 }

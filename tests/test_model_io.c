@@ -528,10 +528,10 @@ static void test_vocab_file(void)
     CHECK(big && ftruncate(fileno(big), (off_t)65 << 20) == 0);
     if (big)
         fclose(big);
-    CHECK(kb_vocab_load(path, &v, err, sizeof err) != 0 && has(err, "vocab.txt: a vocabulary over 64 MiB"));
+    CHECK(kb_vocab_load(path, &v, err, sizeof err) != 0 && has(err, "vocab.txt: larger than 64 MiB"));
     unlink(path);
     CHECK(kb_vocab_load(in_dir("absent.txt").s, &v, err, sizeof err) != 0);
-    CHECK(has(err, "absent.txt: cannot open the vocabulary"));
+    CHECK(has(err, "absent.txt: cannot open"));
 }
 
 int main(void)

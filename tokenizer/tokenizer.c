@@ -1,6 +1,5 @@
 /* The whitespace tokenizer.  A vocabulary is one token per line; lookups go
  * through an open-addressing hash table, so encoding is linear in the text. */
-#include <errno.h>
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -129,37 +128,13 @@ static int build(kb_vocab *v, char *text, size_t len, const char *path, char *er
     return 0;
 }
 
-/* The whole file, NUL-terminated, in a new buffer; NULL with err set. */
-static char *read_text(FILE *f, const char *path, size_t *len, char *err, size_t errlen)
-{
-    uint64_t size;
-    const char *why = kb_file_size(f, &size);
-    if (why || size > MAX_VOCAB_BYTES) {
-        kb_report(err, errlen, "%s: %s", path, why ? why : "a vocabulary over 64 MiB");
-        return NULL;
-    }
-    char *text = malloc((size_t)size + 1);
-    if (!text || fread(text, 1, (size_t)size, f) != (size_t)size) {
-        kb_report(err, errlen, "%s: cannot read the vocabulary", path);
-        free(text);
-        return NULL;
-    }
-    text[size] = '\0';
-    *len = (size_t)size;
-    return text;
-}
-
 int kb_vocab_load(const char *path, kb_vocab *v, char *err, size_t errlen)
 {
     char shown[KB_QUOTE_LEN];
     kb_quote(path, shown, sizeof shown);
     memset(v, 0, sizeof *v);
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return kb_report(err, errlen, "%s: cannot open the vocabulary: %s", shown, strerror(errno));
     size_t len = 0;
-    char *text = read_text(f, shown, &len, err, errlen);
-    fclose(f);
+    char *text = kb_input_read(path, shown, MAX_VOCAB_BYTES, &len, err, errlen);
     if (!text)
         return -1;
     if (build(v, text, len, shown, err, errlen) == 0)

@@ -22,5 +22,10 @@ fi
 # the log keeps that, the console shows it only on failure.
 echo "hostile: building $dir (log: $dir/build.log)"
 ninja -C "$dir" >"$dir/build.log" 2>&1 || { tail -40 "$dir/build.log"; exit 1; }
+# Leaks fail a test: LeakSanitizer is on by default, but an ASAN_OPTIONS
+# from the environment (a CI image's, say) could turn it off, and meson
+# passes one that is set as it is.  Ours come last, so they win; meson's
+# own defaults (halt and abort on the first error) are kept.
+export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=1:halt_on_error=1:abort_on_error=1:print_summary=1
 meson test -C "$dir" --suite cpu --suite fuzz --print-errorlogs --num-processes 2 --timeout-multiplier 4 | tee "$dir/test-output.txt"
 exit "${PIPESTATUS[0]}"
