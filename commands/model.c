@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cuda_runtime_api.h>
+#include "formats/fileio.h"
 #include "formats/npy.h"
 #include "harness/harness.h"
 #include "commands/model_internal.h"
@@ -235,13 +236,16 @@ static int parent_of(const char *path, char *dir, size_t len)
 
 /* An output file, as the writers replace it (a temporary file beside it,
  * renamed over it): absent or a regular file, in a writable directory. */
+/* The file the writer will replace (kb_output_target: a link's file; a
+ * device, a link to no file or a hard link refused), in a writable folder. */
 static int check_file(const char *flag, const char *path, char *err, size_t errlen)
 {
-    struct stat st;
-    char dir[PATH_MAX];
-    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
-        return output_error(err, errlen, flag, path, "is not a regular file");
-    if (parent_of(path, dir, sizeof dir) != 0)
+    char target[PATH_MAX], dir[PATH_MAX], why[KB_QUOTE_LEN + 128];
+    if (kb_output_target(path, target, sizeof target, why, sizeof why) != 0) {
+        snprintf(err, errlen, "%s: %s", flag, why);
+        return -1;
+    }
+    if (parent_of(target, dir, sizeof dir) != 0)
         return output_error(err, errlen, flag, path, "is too long a path");
     return writable_dir(flag, path, dir, err, errlen);
 }

@@ -22,6 +22,9 @@ static const char magic[6] = "\x93NUMPY";
 
 /* The largest .npy read: its data is read whole into memory. */
 #define MAX_NPY_BYTES ((uint64_t)64 << 30)
+/* A float32 array's header is its dtype, order and shape: well under this
+ * (numpy writes 118 bytes for a matrix); a longer one is not read. */
+#define MAX_NPY_HEADER 65536
 
 /* The header dict, parsed in place. */
 typedef struct {
@@ -246,6 +249,9 @@ static int read_preamble(FILE *fp, const char *path, uint64_t size, size_t *star
     if (wide)
         n |= (uint64_t)b[10] << 16 | (uint64_t)b[11] << 24;
     *start = wide ? 12 : 10;
+    if (n > MAX_NPY_HEADER)
+        return kb_report(err, errlen, "%s: header length %" PRIu64 " is over the %d bytes an array of "
+                      "float32 needs", path, n, MAX_NPY_HEADER);
     if (n > size - *start)
         return kb_report(err, errlen, "%s: header length %" PRIu64 " runs past the end of the "
                       "file (%" PRIu64 " bytes)", path, n, size);

@@ -43,7 +43,7 @@ refused "fifo: not a regular file" model seq2seq --cpu-only "${small[@]}" --src-
 refused "fifo: not a regular file" model seq2seq --cpu-only "${small[@]}" --src "a b" --tgt "c" --vocab fifo
 # The readers that refused a FIFO already, kept so.
 refused "cannot read fifo: not a regular file" compare fifo fifo
-refused "--append 'fifo' is not a regular file" model encoder --append fifo "${small[@]}"
+refused "--append: cannot write fifo: not a regular file" model encoder --append fifo "${small[@]}"
 
 # A target that is read whole and then refused (a model width of 32, not
 # 16): freed, or LeakSanitizer fails the sanitizer build's exit code.
@@ -118,6 +118,10 @@ cp run.csv out-real.csv
 ln -s out-real.csv out-link.csv
 CUDA_VISIBLE_DEVICES= timeout "$limit" "$kbench" run --op copy --sizes 1 --csv out-link.csv >/dev/null 2>&1
 [[ -L out-link.csv ]] && cmp -s run.csv out-real.csv || fail "run --csv's check touched the link or its file"
+# model's outputs, checked before its work the same way.
+refused "--out: cannot write hard.csv: it has 2 hard links" model encoder --cpu-only "${small[@]}" --out hard.csv
+refused "--csv: cannot write dangling-out.csv: a symbolic link to no file" model encoder "${small[@]}" \
+    --csv dangling-out.csv
 
 [[ $failures -eq 0 ]] && echo "all hostile-file checks passed"
 exit $((failures > 0))

@@ -85,11 +85,11 @@ expect 2 "unknown option '--x.x0ay'" seq2seq $'--x\ny'
 echo "not,a,kbench,csv" >junk.csv
 tiny=(--batch 1 --src-len 2 "${small[@]}")
 expect 2 "--out 'no/such/out.npy' cannot be written" encoder --cpu-only --out no/such/out.npy "${tiny[@]}"
-expect 2 "--out '.' is not a regular file" encoder --cpu-only --out . "${tiny[@]}"
+expect 2 "--out: cannot write .: not a regular file" encoder --cpu-only --out . "${tiny[@]}"
 expect 2 "--csv 'no/such/r.csv' cannot be written" encoder --csv no/such/r.csv "${tiny[@]}"
 expect 2 "--out-dir 'junk.csv' is not a directory" encoder --out-dir junk.csv "${tiny[@]}"
 expect 2 "--append 'missing.csv' does not exist" encoder --append missing.csv "${tiny[@]}"
-expect 2 "--append '/dev/zero' is not a regular file" encoder --append /dev/zero "${tiny[@]}"
+expect 2 "--append: cannot write /dev/zero: not a regular file" encoder --append /dev/zero "${tiny[@]}"
 expect 2 "junk.csv is not a kbench CSV" encoder --append junk.csv "${tiny[@]}"
 expect 2 "--cpu-only writes no CSV" encoder --cpu-only --csv r.csv "${tiny[@]}"
 [[ -e r.csv || -e no ]] && fail "a refused output was written"

@@ -437,6 +437,11 @@ static void test_npy_rejects(void)
     memcpy(buf, numpy_npy, sizeof buf);
     buf[8] = buf[9] = (char)0xFF;
     expect_npy_error(buf, n, "header length 65535 runs past the end of the file");
+    /* A 3.0 preamble claiming a 1 GiB header is refused before any of it
+     * is read (a sparse file would cost that much memory). */
+    memcpy(buf, numpy_npy, sizeof buf);
+    buf[6] = 3, buf[8] = buf[9] = buf[10] = 0, buf[11] = 0x40;
+    expect_npy_error(buf, n, "header length 1073741824 is over the 65536 bytes");
     expect_npy_error(numpy_npy, n - 4, "truncated: 20 bytes of data, shape (2, 3) needs 24");
     expect_npy_error(numpy_npy, 100, "header length 118 runs past the end");
     expect_edit_error("'<f4'", "'<f8'", "dtype '<f8'; kbench reads only little-endian float32");
