@@ -55,8 +55,16 @@ struct KbSoftmaxMerge2 {
     }
 };
 
+/* e^x: expf, or with FAST __expf (a multiply and one ex2 instruction; a
+ * few ulp off for the arguments x - max of logits of moderate range). */
+template <bool FAST>
+__device__ __forceinline__ float kb_exp(float x)
+{
+    return FAST ? __expf(x) : expf(x);
+}
+
 /* Add N values: rescale once by the new max, then one exp per value. */
-template <int N>
+template <int N, bool FAST = false>
 __device__ __forceinline__ void kb_softmax_stat_push(KbSoftmaxStat &st, const float (&v)[N])
 {
     float pm = v[0];
@@ -64,13 +72,13 @@ __device__ __forceinline__ void kb_softmax_stat_push(KbSoftmaxStat &st, const fl
     for (int j = 1; j < N; ++j)
         pm = fmaxf(pm, v[j]);
     if (pm > st.m) {
-        st.s *= expf(st.m - pm); /* st.m == -inf: s was 0 and stays 0 */
+        st.s *= kb_exp<FAST>(st.m - pm); /* st.m == -inf: s was 0 and stays 0 */
         st.m = pm;
     }
     if (st.m != -INFINITY) {
 #pragma unroll
         for (int j = 0; j < N; ++j)
-            st.s += expf(v[j] - st.m);
+            st.s += kb_exp<FAST>(v[j] - st.m);
     }
 }
 
