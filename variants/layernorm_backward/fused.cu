@@ -10,11 +10,12 @@
  * Builds on naive: a group of threads per row, coalesced 16-byte loads,
  * and dgamma and dbeta from the same read as dx instead of a second pass.
  * Prediction: ~85% of the copy ceiling at 65536x4096, against naive's 3.6%.
- * Measured (run 2 of docs/notes/backward.md, H200, cold L2): 3,021 GB/s at
- * 65536x4096, 62.8% of the datasheet's 4814 GB/s, 19.7x naive, 1.70x
- * PyTorch eager; 40.1% at 16384x768.
- * Gap to the limit: 37 points at 65536x4096: two block reductions a row
- * and two blocks an SM (91 registers a thread). */
+ * Measured (run 3 of docs/notes/backward.md, H200, cold L2): 3,047 GB/s at
+ * 65536x4096, 63.3% of the datasheet's 4814 GB/s, 20.5x naive, 1.63x
+ * PyTorch eager; 40.0% at 16384x768.
+ * Gap to the limit: 37 points at 65536x4096: one row a block in flight
+ * and two blocks an SM (91 registers a thread); one reduction instead of
+ * two for the row sums moved it by 0.9%, within the noise. */
 #include "ops/layernorm_backward.h"
 #include "kernels/norm_backward.cuh"
 
