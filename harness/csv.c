@@ -20,7 +20,7 @@ static const char *const columns[] = {
     "rows_checked", "rows_total", "l2", "status", "reason",
     /* Added at the end, so that readers of the older columns keep working. */
     "clock_mhz", "power_w", "temp_c", "throttle", "mj_per_launch", "gflop_per_j", "gb_per_j", "clock_flag",
-    "devices", "family", "axis",
+    "devices", "family", "axis", "workspace_mib",
 };
 
 void kb_meta_set_value(kb_meta_set *m, const char *key, const char *fmt, ...)
@@ -131,6 +131,7 @@ static void fill_cells(const kb_result *r, row_cells *c)
     cell(c, "%s", r->devices);
     cell(c, "%s", r->family ? r->family : "");
     cell(c, "%s", r->axis ? r->axis : "");
+    measured(c, r->workspace_gauged, "%.1f", r->workspace_mib);
 }
 
 void kb_csv_header(FILE *f)

@@ -204,6 +204,10 @@ typedef struct {
     char reason[200];
     char devices[32];         /* the GPU the row ran on ("1"), or those it spanned ("0+1") */
     const char *family, *axis; /* as the job's (kb_job); axis NULL when none */
+    /* Device memory the variant took for itself, over its setup and first
+     * launch (handles, workspaces, a library's pools), in MiB, when gauged. */
+    double workspace_mib;
+    int workspace_gauged;
 } kb_result;
 
 const char *kb_status_name(kb_status s);

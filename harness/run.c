@@ -132,6 +132,8 @@ static void run_variant(kb_case *c, const kb_job *job, const kb_options *o, void
     double t0 = kb_now_s();
     cudaError_t reset = kb_case_reset(c);
     t0 = kb_phase_end(PH_RESET, t0);
+    size_t free0 = 0, free1 = 0, total = 0;
+    const int gauged = cudaMemGetInfo(&free0, &total) == cudaSuccess;
     e = v->setup ? v->setup(args, &ctx) : NULL;
     t0 = kb_phase_end(PH_SETUP, t0);
     if (e) {
@@ -141,6 +143,10 @@ static void run_variant(kb_case *c, const kb_job *job, const kb_options *o, void
     /* The first launch also loads the variant's kernels (and a library's). */
     e = reset == cudaSuccess ? launch_sync(v, args, ctx) : NULL;
     kb_phase_end(PH_FIRST, t0);
+    if (!e && reset == cudaSuccess && gauged && cudaMemGetInfo(&free1, &total) == cudaSuccess) {
+        r->workspace_mib = free1 < free0 ? (double)(free0 - free1) / 1048576.0 : 0;
+        r->workspace_gauged = 1;
+    }
     if (reset != cudaSuccess || e) {
         set_reason(r, KB_FAIL, "launch failed: %s", e ? e : "could not reset tensors");
     } else if (timed_check(c, v->math, r) != cudaSuccess || !r->check.pass) {

@@ -80,8 +80,8 @@ static void test_other_formats(const kb_result *rows, const kb_meta *meta)
     CHECK(text && strstr(text, "\"median_ms\":0.500000,"));
     CHECK(text && strstr(text, "\"reason\":\"needs 3 GiB, 1 GiB free, \\\"say\\\"\""));
     CHECK(text && strstr(text, "\"status\":\"SKIP\",") && strstr(text, "\"median_ms\":null,"));
-    CHECK(text && strstr(text, ",\"devices\":\"1\",\"family\":\"square\",\"axis\":\"N\"}\n") &&
-          strstr(text, ",\"devices\":\"0+1\",\"family\":\"custom\",\"axis\":\"\"}\n"));
+    CHECK(text && strstr(text, ",\"devices\":\"1\",\"family\":\"square\",\"axis\":\"N\",\"workspace_mib\":32.0}\n") &&
+          strstr(text, ",\"devices\":\"0+1\",\"family\":\"custom\",\"axis\":\"\",\"workspace_mib\":null}\n"));
     snprintf(cmd, sizeof cmd, "python3 -c 'import json,sys; [json.loads(l) for l in open(sys.argv[1])]' %s "
                               "2>/dev/null || ! command -v python3 >/dev/null", path);
     CHECK(system(cmd) == 0); /* every line is JSON, where python3 can tell */
@@ -103,6 +103,7 @@ int main(void)
     snprintf(rows[1].devices, sizeof rows[1].devices, "0+1");
     rows[0].family = "square", rows[0].axis = "N";
     rows[1].family = "custom";
+    rows[0].workspace_mib = 32, rows[0].workspace_gauged = 1; /* the skipped row's is not */
     kb_meta meta[] = {{"gpu", "Test GPU"}, {"git_commit", "abc123"}};
     char err[256];
     test_other_formats(rows, meta);
@@ -121,11 +122,11 @@ int main(void)
     /* NVML's columns close the header, so readers of the older ones keep working.
      * 524288 FLOP and 57344 B for 0.25 mJ: 2.097 GFLOP/J and 0.229 GB/J. */
     CHECK(strstr(text, ",status,reason,clock_mhz,power_w,temp_c,throttle,mj_per_launch,gflop_per_j,gb_per_j,"
-                       "clock_flag,devices,family,axis\n") != NULL);
-    CHECK(strstr(text, ",cold,PASS,,1412,699.0,71,sw_power_cap|hw_thermal,0.2500,2.097,0.229,throttled,1,square,N\n") !=
+                       "clock_flag,devices,family,axis,workspace_mib\n") != NULL);
+    CHECK(strstr(text, ",cold,PASS,,1412,699.0,71,sw_power_cap|hw_thermal,0.2500,2.097,0.229,throttled,1,square,N,32.0\n") !=
           NULL);
     /* A skipped row leaves timing, error and NVML cells empty, and the reason is quoted. */
-    CHECK(strstr(text, ",,,,,,,,,,,,,,,,,cold,SKIP,\"needs 3 GiB, 1 GiB free, \"\"say\"\"\",,,,,,,,,0+1,custom,\n") != NULL);
+    CHECK(strstr(text, ",,,,,,,,,,,,,,,,,cold,SKIP,\"needs 3 GiB, 1 GiB free, \"\"say\"\"\",,,,,,,,,0+1,custom,,\n") != NULL);
 
     /* The readers find the GPU by name; a file without the column, or an
      * empty cell, reads as GPU 0. */
