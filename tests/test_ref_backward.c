@@ -4,7 +4,8 @@
  * differences in double): sum(dy * forward(x)) for layernorm_backward's dx,
  * dgamma and dbeta, rmsnorm_backward's dx and dgamma, softmax_backward's
  * dx and swiglu_backward's dgate and dup; cross_entropy's dz is that of its
- * mean loss over the rows not ignored, embedding_backward's dE that of
+ * mean loss over the rows not ignored, and linear_cross_entropy's dh and dW
+ * that of the same loss of h W^T; embedding_backward's dE that of
  * sum(dx * E[ids]).  A reference that drops a term (the xhat
  * mean_j(dy gamma xhat) of dx, say) is off by far more than the
  * difference's 1e-7 error. */
@@ -14,6 +15,7 @@
 #include "ops/embedding_backward.h"
 #include "ops/layernorm.h"
 #include "ops/layernorm_backward.h"
+#include "ops/linear_cross_entropy.h"
 #include "ops/rmsnorm.h"
 #include "ops/rmsnorm_backward.h"
 #include "ops/softmax_backward.h"
@@ -294,6 +296,67 @@ static void embedding_backward_against_differences(void)
     CHECK(dE[C] == 0 && dE[2 * C] == (double)in.dx[0] + in.dx[2 * C] + in.dx[3 * C]);
 }
 
+enum { LV = 5, LD = 3 };
+typedef struct {
+    double h[R * LD], w[LV * LD];
+    int targets[R];
+} lce_inputs;
+
+/* Multiples of 2^-7 in [-1, 1] are bf16 values: the differences' steps
+ * stay exact. */
+static void to_bf16(const double *x, int n, uint16_t *out)
+{
+    for (int i = 0; i < n; ++i) {
+        union { float f; uint32_t u; } v = {(float)x[i]};
+        out[i] = (uint16_t)(v.u >> 16);
+    }
+}
+
+/* linear_cross_entropy's mean loss over the counted rows, in double. */
+static double lce_loss(const void *inputs)
+{
+    const lce_inputs *in = inputs;
+    uint16_t h[R * LD], w[LV * LD];
+    to_bf16(in->h, R * LD, h);
+    to_bf16(in->w, LV * LD, w);
+    int64_t rows[R];
+    double loss[R], l = 0;
+    indices(rows, R);
+    linear_cross_entropy_reference(R, LV, LD, h, w, in->targets, NULL, KB_LCE_LOSS, rows, R, loss);
+    for (int r = 0; r < R; ++r)
+        l += loss[r];
+    return l / (double)cross_entropy_counted(R);
+}
+
+static void linear_cross_entropy_against_differences(void)
+{
+    static lce_inputs in = {.targets = {3, KB_CE_IGNORE, 0, LV - 1}};
+    float x[(R + LV) * LD];
+    kb_fill_uniform(x, (R + LV) * LD, 71);
+    for (int i = 0; i < R * LD; ++i)
+        in.h[i] = round(x[i] * 96) / 128;
+    for (int i = 0; i < LV * LD; ++i)
+        in.w[i] = round(x[R * LD + i] * 96) / 128;
+    uint16_t h[R * LD], w[LV * LD];
+    to_bf16(in.h, R * LD, h);
+    to_bf16(in.w, LV * LD, w);
+    float lse[R];
+    linear_cross_entropy_lse(R, LV, LD, h, w, lse);
+    int64_t rows[LV];
+    double dh[R * LD], dw[LV * LD];
+    indices(rows, LV);
+    linear_cross_entropy_reference(R, LV, LD, h, w, in.targets, lse, KB_LCE_DH, rows, R, dh);
+    linear_cross_entropy_reference(R, LV, LD, h, w, in.targets, lse, KB_LCE_DW, rows, LV, dw);
+    /* A step of 2^-7, the finest the bf16 inputs allow: the differences are
+     * off by about h^2 / 6 of the loss's third derivative. */
+    const double worst = fmax(largest_gap(dh, in.h, R * LD, 0x1p-7, lce_loss, &in),
+                              largest_gap(dw, in.w, LV * LD, 0x1p-7, lce_loss, &in));
+    printf("linear_cross_entropy: largest |reference - finite difference| %.2e\n", worst);
+    CHECK(worst < 2e-5);
+    for (int j = 0; j < LD; ++j)
+        CHECK(dh[LD + j] == 0); /* the ignored row */
+}
+
 int main(void)
 {
     layernorm_backward_against_differences();
@@ -302,5 +365,6 @@ int main(void)
     swiglu_backward_against_differences();
     cross_entropy_against_differences();
     embedding_backward_against_differences();
+    linear_cross_entropy_against_differences();
     return CHECK_DONE();
 }
