@@ -16,7 +16,9 @@ The rows carry raw timings and the FLOP and byte counts of kbench's row of
 the same op, shape and dtype; `kbench derive RUN.csv` then fills their
 GFLOP/s, GB/s, speedups and roofline percentages the way the sweep does
 (tools/reference_run.sh runs it).  matmul runs with TF32 off (plain fp32, as
-kbench's baseline).
+kbench's baseline).  The shapes named by --compile are also timed under
+torch.compile (variant torch_compile), and every row reports the device
+memory its call took beyond its inputs and outputs (workspace_mib).
 """
 import argparse
 import csv
@@ -68,7 +70,7 @@ def make_inputs(op, d, gen, dtype=torch.float32, causal=False):
     if op == "matmul":
         M, N, K = d
         return (u(M, K), u(K, N)), torch.matmul
-    if op.endswith("_backward") or op == "cross_entropy":
+    if op.endswith("_backward") or op in ("cross_entropy", "linear_cross_entropy"):
         return backward_inputs(op, d, u)
     if op not in ("softmax", "layernorm", "add_layernorm", "rmsnorm"):
         return None, None  # no PyTorch peer written for this op
@@ -98,6 +100,17 @@ def backward_inputs(op, d, u):
         ids = torch.randint(0, V, (T,), device="cuda", generator=u.gen)
         ids[::4] = 0  # the frequent token kbench plants
         return (u(T, D), ids), lambda dx, ids: aten.embedding_dense_backward(dx, ids, V, -1, False)
+    if op == "linear_cross_entropy":  # NxVxD: the head, the loss and their gradients, as a training step
+        N, V, D = d
+        t = torch.randint(0, V, (N,), device="cuda", generator=u.gen)
+        t[1::97] = -100
+
+        def lce(h, w, t):
+            h, w = h.detach().requires_grad_(), w.detach().requires_grad_()
+            z = (h @ w.t()).float()
+            loss = torch.nn.functional.cross_entropy(z, t, ignore_index=-100, label_smoothing=0.1)
+            return torch.autograd.grad(loss, (h, w))
+        return (u(N, D), u(V, D) / math.sqrt(D), t), lce
     R, C = d
     if op == "cross_entropy":  # PyTorch's loss forward and its backward, as a training step runs them
         t = torch.randint(0, C, (R,), device="cuda", generator=u.gen)
@@ -129,15 +142,30 @@ def backward_inputs(op, d, u):
     return None, None
 
 
-def max_error(fn, inputs):
-    """Largest |out - ref| against the same call in float64."""
-    out = fn(*inputs)
+def max_error(fn, inputs, test=None):
+    """Largest |out - ref| of test (by default fn itself) against fn in float64."""
+    out = (test or fn)(*inputs)
     ref = fn(*[t.double() if t.is_floating_point() else t for t in inputs])
     outs = out if isinstance(out, tuple) else (out,)
     refs = ref if isinstance(ref, tuple) else (ref,)
     err = max((o.double() - r).abs().max().item() for o, r in zip(outs, refs))
     finite = all(torch.isfinite(o).all().item() for o in outs)
     return err, finite
+
+
+def workspace_mib(fn, inputs):
+    """The device memory one call takes beyond its inputs and its outputs
+    (kbench's workspace_mib: what a variant holds for itself)."""
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    base = torch.cuda.memory_allocated()
+    out = fn(*inputs)
+    torch.cuda.synchronize()
+    outs = out if isinstance(out, tuple) else (out,)
+    kept = sum(o.numel() * o.element_size() for o in outs)
+    peak = torch.cuda.max_memory_allocated()
+    del out, outs
+    return max(0, peak - base - kept) / 2**20
 
 
 def time_call(fn, inputs, flush, cap_s):
@@ -198,22 +226,46 @@ def peer_row(fields, base, d, timing, flops, nbytes, err):
     return row
 
 
+# The shapes the backward ladders' targets compare with torch.compile: each
+# compiles once (tens of seconds), so only these.
+COMPILED = ("softmax_backward:65536x4096", "layernorm_backward:65536x4096", "rmsnorm_backward:65536x4096",
+            "linear_cross_entropy:8192x128256x2048")
+
+
+def peer(fields, base, d, dtype, fn, test, inputs, flush, cap_s):
+    """One PyTorch row of test (fn itself, or its compiled form), checked
+    against fn in float64."""
+    err, finite = max_error(fn, [t[:1, :1] for t in inputs] if base["op"] == "attention" else inputs, test)
+    timing = time_call(test, inputs, flush, cap_s)
+    # The work is kbench's row's: the same op, shape and dtype.
+    row = peer_row(fields, base, d, timing, float(base["flops"]), float(base["bytes"]), err)
+    row["math"] = dtype
+    if "workspace_mib" in fields:
+        row["workspace_mib"] = f"{workspace_mib(test, inputs):.1f}"
+    if not finite:
+        row.update(status="FAIL", reason="NaN/Inf in PyTorch's output")
+    return row
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("csv")
     ap.add_argument("--ops", default="copy,matmul,softmax,layernorm,add_layernorm,rmsnorm,attention,"
                     "softmax_backward,layernorm_backward,rmsnorm_backward,swiglu_backward,cross_entropy,"
-                    "embedding_backward")
+                    "embedding_backward,linear_cross_entropy")
     ap.add_argument("--max-time", type=float, default=1.0)
+    ap.add_argument("--compile", default=",".join(COMPILED),
+                    help="op:shape pairs also timed under torch.compile (variant torch_compile); '' for none")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         sys.exit("torch_peers: no CUDA device found")
     torch.backends.cuda.matmul.allow_tf32 = False
     meta, fields, rows = read_run(args.csv)
     wanted = set(args.ops.split(","))
+    compiled = set(filter(None, args.compile.split(",")))
     shapes = {}
     for r in rows:
-        if r["op"] in wanted and r["status"] == "PASS" and r["median_ms"] and r["variant"] != "torch":
+        if r["op"] in wanted and r["status"] == "PASS" and r["median_ms"] and not r["variant"].startswith("torch"):
             shapes.setdefault((r["op"], r["shape"], r["dtype"]), r)
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
     flush = torch.empty(2 * l2 // 4, device="cuda")
@@ -228,29 +280,28 @@ def main():
         inputs, fn = make_inputs(op, d, gen, tdtype, causal)
         if fn is None:
             continue
-        try:
-            # Attention's float64 score matrix would not fit: check one (batch, head).
-            err, finite = max_error(fn, [t[:1, :1] for t in inputs] if op == "attention" else inputs)
-            timing = time_call(fn, inputs, flush, args.max_time)
-        except torch.cuda.OutOfMemoryError:
-            print(f"torch_peers: {op} {shape}: out of device memory, skipped", file=sys.stderr)
-            torch.cuda.empty_cache()
-            continue
-        except RuntimeError as e:  # an aten backward this PyTorch lacks or refuses
-            print(f"torch_peers: {op} {shape}: {str(e).splitlines()[0]}, skipped", file=sys.stderr)
-            continue
-        # The work is kbench's row's: the same op, shape and dtype.
-        flops, nbytes = float(base["flops"]), float(base["bytes"])
-        row = peer_row(fields, base, d, timing, flops, nbytes, err)
-        row["math"] = dtype
-        if not finite:
-            row.update(status="FAIL", reason="NaN/Inf in PyTorch's output")
-        added.append(row)
-        print(f"{op:14s} torch {dtype:4s} {shape:22s} {timing[0]:10.4f} ms  err {err:.2e}", flush=True)
+        forms = [("torch", fn)]
+        if f"{op}:{shape}" in compiled:
+            forms.append(("torch_compile", torch.compile(fn)))
+        for name, test in forms:
+            try:
+                row = peer(fields, base, d, dtype, fn, test, inputs, flush, args.max_time)
+            except torch.cuda.OutOfMemoryError:
+                print(f"torch_peers: {op} {shape} {name}: out of device memory, skipped", file=sys.stderr)
+                torch.cuda.empty_cache()
+                continue
+            except RuntimeError as e:  # an aten backward this PyTorch lacks or refuses, a failed compile
+                print(f"torch_peers: {op} {shape} {name}: {str(e).splitlines()[0]}, skipped", file=sys.stderr)
+                continue
+            row["variant"] = name
+            added.append(row)
+            print(f"{op:14s} {name:13s} {dtype:4s} {shape:22s} {float(row['median_ms']):10.4f} ms  "
+                  f"err {row['max_abs_err']}", flush=True)
         del inputs
     meta = [m for m in meta if not m.startswith("# torch: ")] + [f"# torch: {torch.__version__}"]
     # Torch rows of other ops (the model's, say) stay; this run's ops are replaced.
-    write_run(args.csv, meta, fields, [r for r in rows if r["variant"] != "torch" or r["op"] not in wanted] + added)
+    peers = ("torch", "torch_compile")
+    write_run(args.csv, meta, fields, [r for r in rows if r["variant"] not in peers or r["op"] not in wanted] + added)
     print(f"torch_peers: added {len(added)} torch rows to {args.csv}")
 
 
