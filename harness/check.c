@@ -31,7 +31,8 @@ static void compare_range(const void *out, kb_dtype t, const double *ref, int64_
     }
 }
 
-void kb_check_merge(const kb_check_part *parts, int64_t nparts, kb_math m, int64_t reduction_len, kb_check *c)
+void kb_check_merge(const kb_check_part *parts, int64_t nparts, kb_math m, kb_dtype t, int64_t reduction_len,
+                    kb_check *c)
 {
     kb_check_part all = {0};
     for (int64_t k = 0; k < nparts; ++k) {
@@ -50,7 +51,7 @@ void kb_check_merge(const kb_check_part *parts, int64_t nparts, kb_math m, int64
     c->max_abs_err = all.max_abs_err;
     c->worst_tol = all.worst_tol;
     c->rel_l2_err = c->max_abs_err == INFINITY ? INFINITY : all.ref2 > 0 ? sqrt(all.err2 / all.ref2) : sqrt(all.err2);
-    c->pass = c->bad_elems == 0 && c->rel_l2_err <= kb_rel_l2_tolerance(m, reduction_len);
+    c->pass = c->bad_elems == 0 && c->rel_l2_err <= kb_rel_l2_tolerance_for(m, t, reduction_len);
 }
 
 /* Fixed chunks compared on every core, merged in order: the result does not
@@ -66,7 +67,7 @@ void kb_compare_rows(const void *out, kb_dtype t, const double *ref, int64_t n, 
     for (int64_t k = 0; k < nchunks; ++k)
         compare_range(out, t, ref, k * COMPARE_CHUNK, k + 1 < nchunks ? (k + 1) * COMPARE_CHUNK : n, m,
                       reduction_len, &parts[k]);
-    kb_check_merge(parts, nchunks, m, reduction_len, c);
+    kb_check_merge(parts, nchunks, m, t, reduction_len, c);
     free(parts);
 }
 

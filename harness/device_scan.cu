@@ -119,7 +119,7 @@ extern "C" cudaError_t kb_device_compare_rows(const void *out, kb_dtype t, int64
     if (e == cudaSuccess && (e = cudaGetLastError()) == cudaSuccess)
         e = cudaMemcpy(host, parts, (size_t)blocks * sizeof *host, cudaMemcpyDeviceToHost);
     if (e == cudaSuccess)
-        kb_check_merge(host, blocks, m, reduction_len, c);
+        kb_check_merge(host, blocks, m, t, reduction_len, c);
     return e;
 }
 

@@ -100,6 +100,8 @@ void kb_tolerance_terms(kb_math m, int64_t reduction_len, double *abs, double *r
 void kb_tolerance_terms_for(kb_math m, kb_dtype t, int64_t reduction_len, double *abs, double *rel);
 /* Largest relative L2 error accepted over the checked rows. */
 double kb_rel_l2_tolerance(kb_math m, int64_t reduction_len);
+/* The same for an output of dtype t (at its type's rounding at the least). */
+double kb_rel_l2_tolerance_for(kb_math m, kb_dtype t, int64_t reduction_len);
 /* Largest relative L2 error of a whole fp32 transformer forward. */
 double kb_model_rel_l2_tolerance(void);
 /* The same for a bf16 model's logits against the double reference. */
@@ -123,7 +125,8 @@ typedef struct {
     double max_abs_err, worst_tol; /* max_abs_err is Inf for a NaN or Inf output */
     double err2, ref2;             /* the L2 sums of error and reference */
 } kb_check_part;
-void kb_check_merge(const kb_check_part *parts, int64_t nparts, kb_math m, int64_t reduction_len, kb_check *c);
+void kb_check_merge(const kb_check_part *parts, int64_t nparts, kb_math m, kb_dtype t, int64_t reduction_len,
+                    kb_check *c);
 
 /* Compare n output elements (as stored by the variant, dtype t) with the
  * reference.  The caller scans the whole output for NaN/Inf separately with

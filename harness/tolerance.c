@@ -12,7 +12,11 @@
  * rounding of results and intermediates bounded by the output's magnitude
  * (a bf16 output, bf16 attention probabilities): bf16 keeps 8 significant
  * bits, so rounding to nearest is off by at most 2^-8 relative; f16 keeps
- * 11, 2^-11 (the element types' table, harness/dtype.c, holds them).  The last term is fp32
+ * 11, 2^-11 (the element types' table, harness/dtype.c, holds them).  An
+ * output stored in a type coarser than its arithmetic's results (fp32 math
+ * writing a bf16 copy, as adamw's parameters) takes that type's rounding as
+ * u_out: a stored value is no closer to the reference than one rounding to
+ * its type, while the op's other outputs keep the arithmetic's bound.  The last term is fp32
  * accumulation, which every variant uses: a running sum grows like sqrt(k),
  * so its rounding errors add up to about u32 * L.  The factors 8 and 4
  * leave room for summation order while still failing a variant that drops a
@@ -53,31 +57,48 @@ static roundoffs unit_roundoff(kb_math m)
     }
 }
 
-static double length(int64_t reduction_len) { return (double)(reduction_len < 1 ? 1 : reduction_len); }
-
-double kb_rel_l2_tolerance(kb_math m, int64_t reduction_len)
+/* The same for an output stored as t: one rounding to t at the least (0
+ * for i32, which leaves the arithmetic's). */
+static roundoffs output_roundoff(kb_math m, kb_dtype t)
 {
     roundoffs u = unit_roundoff(m);
-    return 16 * (u.in * sqrt(length(reduction_len)) + u.out);
+    u.out = fmax(u.out, kb_dtype_unit_roundoff(t));
+    return u;
+}
+
+static double length(int64_t reduction_len) { return (double)(reduction_len < 1 ? 1 : reduction_len); }
+
+static double rel_l2(roundoffs u, int64_t reduction_len) { return 16 * (u.in * sqrt(length(reduction_len)) + u.out); }
+
+double kb_rel_l2_tolerance(kb_math m, int64_t reduction_len) { return rel_l2(unit_roundoff(m), reduction_len); }
+
+double kb_rel_l2_tolerance_for(kb_math m, kb_dtype t, int64_t reduction_len)
+{
+    return rel_l2(output_roundoff(m, t), reduction_len);
+}
+
+static void terms(roundoffs u, int64_t reduction_len, double *abs, double *rel)
+{
+    double L = length(reduction_len);
+    *rel = 8 * u.out;
+    *abs = 8 * (u.in * sqrt(L) + u.out) + 4 * U32 * L;
 }
 
 /* The bound as abs + rel * |ref|: the form the device check (device_scan.cu) takes. */
 void kb_tolerance_terms(kb_math m, int64_t reduction_len, double *abs, double *rel)
 {
-    double L = length(reduction_len);
-    roundoffs u = unit_roundoff(m);
-    *rel = 8 * u.out;
-    *abs = 8 * (u.in * sqrt(L) + u.out) + 4 * U32 * L;
+    terms(unit_roundoff(m), reduction_len, abs, rel);
 }
 
 /* An output's bound: integers (indices, token ids) compare exactly, whatever
- * the arithmetic that chose them; floats as kb_tolerance_terms. */
+ * the arithmetic that chose them; floats as kb_tolerance_terms, at their
+ * type's rounding at the least. */
 void kb_tolerance_terms_for(kb_math m, kb_dtype t, int64_t reduction_len, double *abs, double *rel)
 {
     if (t == KB_I32)
         *abs = *rel = 0;
     else
-        kb_tolerance_terms(m, reduction_len, abs, rel);
+        terms(output_roundoff(m, t), reduction_len, abs, rel);
 }
 
 double kb_tolerance(kb_math m, int64_t reduction_len, double ref)

@@ -106,6 +106,25 @@ int main(void)
     kb_tolerance_terms_for(KB_MATH_F32, KB_I32, 4096, &ia, &ir);
     CHECK(ia == 0 && ir == 0);
 
+    /* fp32 arithmetic writing a bf16 copy (adamw's parameters): the copy is
+     * checked at one bf16 rounding, the same value stored in fp32 at fp32's. */
+    const double exact[2] = {1.0 + 0x1p-9 * 0.9, -0.3};
+    const uint16_t rounded[2] = {kb_float_to_bf16((float)exact[0]), kb_float_to_bf16((float)exact[1])};
+    const float widened[2] = {kb_bf16_to_float(rounded[0]), kb_bf16_to_float(rounded[1])};
+    kb_check bc;
+    kb_compare_rows(rounded, KB_BF16, exact, 2, KB_MATH_F32, 1, &bc);
+    CHECK(bc.pass);
+    kb_compare_rows(widened, KB_F32, exact, 2, KB_MATH_F32, 1, &bc);
+    CHECK(!bc.pass);
+    CHECK(kb_rel_l2_tolerance_for(KB_MATH_F32, KB_BF16, 1) >= kb_rel_l2_tolerance(KB_MATH_BF16, 1));
+    /* Outputs as fine as the arithmetic's keep its bound. */
+    CHECK(kb_rel_l2_tolerance_for(KB_MATH_BF16, KB_BF16, 64) == kb_rel_l2_tolerance(KB_MATH_BF16, 64));
+    CHECK(kb_rel_l2_tolerance_for(KB_MATH_TF32, KB_F32, 64) == kb_rel_l2_tolerance(KB_MATH_TF32, 64));
+    kb_tolerance_terms_for(KB_MATH_BF16, KB_F16, 64, &ia, &ir);
+    double ba, br;
+    kb_tolerance_terms(KB_MATH_BF16, 64, &ba, &br);
+    CHECK(ia == ba && ir == br);
+
     /* f32, K = 4096: an fp32-rounding-sized error passes, a dropped term (~0.25) fails. */
     double ref[3] = {21.0, -3.5, 0.125};
     float ok[3] = {21.0f + 2e-4f, -3.5f, 0.125f};
