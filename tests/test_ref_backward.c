@@ -6,11 +6,13 @@
  * dx and swiglu_backward's dgate and dup; cross_entropy's dz is that of its
  * mean loss over the rows not ignored, and linear_cross_entropy's dh and dW
  * that of the same loss of h W^T; embedding_backward's dE that of
- * sum(dx * E[ids]).  A reference that drops a term (the xhat
- * mean_j(dy gamma xhat) of dx, say) is off by far more than the
- * difference's 1e-7 error. */
+ * sum(dx * E[ids]); rope_backward's dqkv that of sum(dq * q + dk * k +
+ * dv * v) over the rope op's own reference forward.  A reference that
+ * drops a term (the xhat mean_j(dy gamma xhat) of dx, say) is off by far
+ * more than the difference's 1e-7 error. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 #include "ops/cross_entropy.h"
 #include "ops/embedding_backward.h"
 #include "ops/layernorm.h"
@@ -18,6 +20,8 @@
 #include "ops/linear_cross_entropy.h"
 #include "ops/rmsnorm.h"
 #include "ops/rmsnorm_backward.h"
+#include "ops/rope.h"
+#include "ops/rope_backward.h"
 #include "ops/softmax_backward.h"
 #include "ops/swiglu_backward.h"
 #include "tests/check.h"
@@ -357,6 +361,68 @@ static void linear_cross_entropy_against_differences(void)
         CHECK(dh[LD + j] == 0); /* the ignored row */
 }
 
+enum { RT = 5, RH = 2, RKV = 1, RD = 6, RHEADS = RH + 2 * RKV, RQKV = RT * RHEADS * RD };
+typedef struct {
+    double qkv[RQKV];
+    float dy[3][RH * RT * RD]; /* dq (H, T, D), dk and dv (KV, T, D) */
+} rope_inputs;
+
+/* The index of rope's tensor `name`, found by name so that the test reads
+ * the forward's contract rather than copying its order. */
+static int rope_tensor(const kb_shape *s, const char *name)
+{
+    for (int i = 0; i < kb_op_rope.ntensors(s); ++i)
+        if (!strcmp(kb_op_rope.tensor(s, KB_F32, i).name, name))
+            return i;
+    return -1;
+}
+
+/* sum(dq * q + dk * k + dv * v) of the rope op's reference forward at
+ * P = 0, in double. */
+static double rope_loss(const void *inputs)
+{
+    const rope_inputs *in = inputs;
+    const kb_shape s = {4, {RT, RH, RKV, RD}};
+    static const char *const outputs[3] = {"q", "k", "v"};
+    const int64_t heads[3] = {RH, RKV, RKV};
+    float qkv[RQKV];
+    for (int i = 0; i < RQKV; ++i)
+        qkv[i] = (float)in->qkv[i]; /* exact: qkv moves by a power of two from fp32 values */
+    const void *tensors[KB_MAX_TENSORS] = {0};
+    tensors[rope_tensor(&s, "qkv")] = qkv;
+    int64_t rows[RH * RT];
+    double y[RH * RT * RD], l = 0;
+    indices(rows, RH * RT);
+    for (int o = 0; o < 3; ++o) {
+        kb_op_rope.reference(&s, KB_F32, tensors, rope_tensor(&s, outputs[o]), rows, (int)(heads[o] * RT), y);
+        for (int64_t j = 0; j < heads[o] * RT * RD; ++j)
+            l += in->dy[o][j] * y[j];
+    }
+    return l;
+}
+
+static void rope_backward_against_differences(void)
+{
+    static rope_inputs in;
+    float qkvf[RQKV];
+    int64_t rows[RT];
+    double dqkv[RQKV];
+    kb_fill_uniform(qkvf, RQKV, 71);
+    for (int i = 0; i < RQKV; ++i)
+        in.qkv[i] = qkvf[i];
+    for (int o = 0; o < 3; ++o)
+        kb_fill_uniform(in.dy[o], RH * RT * RD, 72 + (uint64_t)o);
+    indices(rows, RT);
+    rope_backward_reference(RT, RH, RKV, RD, KB_F32, in.dy[0], in.dy[1], in.dy[2], rows, RT, dqkv);
+    /* rope is linear in qkv: the differences are exact but for rounding. */
+    const double worst = largest_gap(dqkv, in.qkv, RQKV, 0x1p-13, rope_loss, &in);
+    printf("rope_backward: largest |reference - finite difference| %.2e\n", worst);
+    CHECK(worst < 1e-9);
+    /* Token 0's angles are 0: its query pairs pass unturned; value heads copy. */
+    for (int j = 0; j < RD; ++j)
+        CHECK(dqkv[j] == in.dy[0][j] && dqkv[(RH + RKV) * RD + j] == in.dy[2][j]);
+}
+
 int main(void)
 {
     layernorm_backward_against_differences();
@@ -366,5 +432,6 @@ int main(void)
     cross_entropy_against_differences();
     embedding_backward_against_differences();
     linear_cross_entropy_against_differences();
+    rope_backward_against_differences();
     return CHECK_DONE();
 }
