@@ -111,6 +111,8 @@ def backward_inputs(op, d, u):
             loss = torch.nn.functional.cross_entropy(z, t, ignore_index=-100, label_smoothing=0.1)
             return torch.autograd.grad(loss, (h, w))
         return (u(N, D), u(V, D) / math.sqrt(D), t), lce
+    if op == "rope_backward":  # TxHxKVxD
+        return rope_backward_inputs(d, u)
     R, C = d
     if op == "cross_entropy":  # PyTorch's loss forward and its backward, as a training step runs them
         t = torch.randint(0, C, (R,), device="cuda", generator=u.gen)
@@ -140,6 +142,39 @@ def backward_inputs(op, d, u):
         return (dy, x, rstd, g), lambda dy, x, r, g: aten._fused_rms_norm_backward(
             dy, x, [C], r, g, [True, True])
     return None, None
+
+
+def rope_backward_inputs(d, u):
+    """rope's gradient as a training step's autograd takes it: HF Llama's
+    apply_rotary_pos_emb (rotate_half; cos and sin of fp32 angles, cast to
+    the activations' dtype) on a fused qkv split into head-major q, k, v,
+    differentiated by torch.autograd.grad with kbench's dq, dk and dv.  The
+    forward's graph is built once per dtype (the row's, and float64 for the
+    check), so a timed call is the backward alone."""
+    T, H, KV, D = d
+    qkv = u(T, H + 2 * KV, D)
+    inv_freq = 10000.0 ** (-torch.arange(0, D, 2, device="cuda", dtype=torch.float32) / D)
+    angles = torch.arange(T, device="cuda", dtype=torch.float32)[:, None] * inv_freq
+    emb = torch.cat((angles, angles), dim=-1)[:, None, :]  # T x 1 x D: HF's cos and sin layout
+    graphs = {}
+
+    def rotate_half(x):
+        x1, x2 = x.chunk(2, dim=-1)
+        return torch.cat((-x2, x1), dim=-1)
+
+    def graph(dtype):
+        if dtype not in graphs:
+            x = qkv.to(dtype).requires_grad_()
+            cos, sin = emb.cos().to(dtype), emb.sin().to(dtype)
+            q, k, v = x.split((H, KV, KV), dim=1)
+            q, k = (q * cos + rotate_half(q) * sin), (k * cos + rotate_half(k) * sin)
+            graphs[dtype] = x, (q.transpose(0, 1), k.transpose(0, 1), v.transpose(0, 1))
+        return graphs[dtype]
+
+    def rope_backward(dq, dk, dv):
+        x, outs = graph(dq.dtype)
+        return torch.autograd.grad(outs, x, (dq, dk, dv), retain_graph=True)[0]
+    return (u(H, T, D), u(KV, T, D), u(KV, T, D)), rope_backward
 
 
 def max_error(fn, inputs, test=None):
@@ -252,7 +287,7 @@ def main():
     ap.add_argument("csv")
     ap.add_argument("--ops", default="copy,matmul,softmax,layernorm,add_layernorm,rmsnorm,attention,"
                     "softmax_backward,layernorm_backward,rmsnorm_backward,swiglu_backward,cross_entropy,"
-                    "embedding_backward,linear_cross_entropy")
+                    "embedding_backward,linear_cross_entropy,rope_backward")
     ap.add_argument("--max-time", type=float, default=1.0)
     ap.add_argument("--compile", default=",".join(COMPILED),
                     help="op:shape pairs also timed under torch.compile (variant torch_compile); '' for none")
