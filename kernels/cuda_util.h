@@ -5,6 +5,7 @@
 #ifndef KBENCH_CUDA_UTIL_H
 #define KBENCH_CUDA_UTIL_H
 
+#include <stdio.h>
 #include <cuda_runtime.h>
 
 #define KB_CEIL_DIV(a, b) (((a) + (b) - 1) / (b))
@@ -26,6 +27,33 @@ static inline const char *kb_cuda_status(cudaError_t e)
 
 /* Status of the launch just made. */
 #define KB_LAUNCHED() return kb_cuda_status(cudaGetLastError())
+
+/* A device workspace of `bytes` for a variant's setup, or why not ("<what>
+ * needs 4.0 GiB: out of memory"), checked against the free memory first so
+ * that a shape too big becomes a SKIP instead of a sticky CUDA error. */
+static inline const char *kb_alloc_workspace(void **p, size_t bytes, const char *what)
+{
+    static char why[128];
+    const double gib = (double)bytes / (1024.0 * 1024.0 * 1024.0);
+    size_t free_b = 0, total_b = 0;
+    *p = NULL;
+    if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
+        cudaGetLastError();
+        return "cudaMemGetInfo failed";
+    }
+    /* Leave a little for the runtime and the libraries. */
+    if (bytes + ((size_t)256 << 20) > free_b) {
+        snprintf(why, sizeof why, "%s needs %.1f GiB: out of memory", what, gib);
+        return why;
+    }
+    if (cudaMalloc(p, bytes) != cudaSuccess) {
+        cudaGetLastError(); /* clear it: the next launch must not see it */
+        *p = NULL;
+        snprintf(why, sizeof why, "%s needs %.1f GiB: cudaMalloc failed", what, gib);
+        return why;
+    }
+    return NULL;
+}
 
 #ifdef __CUDACC__
 /* 2^x in one MUFU instruction (ex2.approx: 2 ulp, denormals flushed):
