@@ -8,7 +8,7 @@ static int64_t bh(const kb_shape *s) { return s->d[0] * s->d[1]; }
 
 /* Four FLOPs per D per (b, h, i, j) pair the mask keeps; causal counts the
  * area under the mask's diagonal (the header), Tq = Tk exactly half. */
-static double flops(const kb_shape *s)
+double kb_attention_flops(const kb_shape *s)
 {
     const double Tq = (double)s->d[2], Tk = (double)s->d[3];
     double f = 4.0 * bh(s) * s->d[2] * s->d[3] * s->d[4];
@@ -20,6 +20,7 @@ static double flops(const kb_shape *s)
     return 4.0 * bh(s) * s->d[4] * pairs;
 }
 
+static double flops(const kb_shape *s) { return kb_attention_flops(s); }
 static int ntensors(const kb_shape *s) { (void)s; return 4; }
 
 static kb_tensor tensor(const kb_shape *s, kb_dtype t, int i)
@@ -59,7 +60,7 @@ static void reference(const kb_shape *s, kb_dtype t, const void *const *in, int 
 
 /* The parser has made every field 1..INT32_MAX; sizes that overflow are
  * caught by kb_mul_dims in `tensor`. */
-static const char *validate(const kb_shape *s)
+const char *kb_attention_validate(const kb_shape *s)
 {
     return s->d[1] % kb_attention_shape_hkv(s) ? "the KV heads (the sixth field, Hkv) must divide the query heads H"
                                                 : NULL;
@@ -113,5 +114,5 @@ const kb_op kb_op_attention = {
     .variants = attention_variants,
     KB_OP_CONTRACT(kb_attention_args),
     .flag_suffix = "c",
-    .validate = validate,
+    .validate = kb_attention_validate,
 };

@@ -73,6 +73,11 @@ static inline int64_t kb_attention_keys(const kb_attention_args *a, int64_t i)
 
 extern const kb_op kb_op_attention;
 
+/* The forward's FLOPs of a BxHxTqxTkxD[xHkv][c] shape (the header's count). */
+double kb_attention_flops(const kb_shape *s);
+/* Why such a shape is invalid (Hkv not dividing H), or NULL. */
+const char *kb_attention_validate(const kb_shape *s);
+
 /* Reference rows of O in double; row r is (b, h, i) = (r / (H*Tq), r / Tq % H, r % Tq). */
 void attention_reference_rows(const kb_attention_args *a, kb_dtype t, const int64_t *rows, int nrows,
                               double *o);
