@@ -3,7 +3,9 @@
  * cublas), sized and checked before the allocation so that a shape whose
  * scores do not fit becomes a SKIP with a reason instead of a sticky CUDA
  * error; the block order of the fused kernels; the mma.sync wrappers of the
- * tensor-core ones and their quad reductions. */
+ * tensor-core ones, their quad reductions, a fresh read of the thread
+ * index for copy loops and the vector fp32 reduction to global memory of
+ * the backward's dq. */
 #ifndef KBENCH_ATTENTION_COMMON_CUH
 #define KBENCH_ATTENTION_COMMON_CUH
 
@@ -32,28 +34,8 @@ __device__ __forceinline__ float exp2_ftz(float x)
 /* B*H*Tq*Tk fp32 scores, or a reason why they cannot be had. */
 static inline const char *kb_attention_alloc_scores(const kb_attention_args *a, float **scores)
 {
-    static char why[96];
     const size_t n = (size_t)a->B * a->H * (size_t)a->Tq * (size_t)a->Tk;
-    const size_t bytes = n * sizeof(float);
-    const double gib = (double)bytes / (1024.0 * 1024.0 * 1024.0);
-    size_t free_b = 0, total_b = 0;
-    *scores = NULL;
-    if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
-        cudaGetLastError();
-        return "cudaMemGetInfo failed";
-    }
-    /* Leave a little for the runtime and the libraries. */
-    if (bytes + ((size_t)256 << 20) > free_b) {
-        snprintf(why, sizeof why, "score matrix needs %.1f GiB: out of memory", gib);
-        return why;
-    }
-    if (cudaMalloc((void **)scores, bytes) != cudaSuccess) {
-        cudaGetLastError(); /* clear it: the next launch must not see it */
-        *scores = NULL;
-        snprintf(why, sizeof why, "score matrix needs %.1f GiB: cudaMalloc failed", gib);
-        return why;
-    }
-    return NULL;
+    return kb_alloc_workspace((void **)scores, n * sizeof(float), "score matrix");
 }
 
 /* The fused kernels' online softmax starts from key 0, which every row sees
@@ -119,6 +101,33 @@ __device__ __forceinline__ void mma_bf16(float (&c)[4], const uint32_t (&a)[4], 
         "{%8, %9}, {%0, %1, %2, %3};\n"
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+/* threadIdx.x, read anew at every call (asm volatile, which the compiler
+ * neither hoists nor merges): a copy loop that takes its addresses from it
+ * recomputes them per call, a few integer instructions, instead of holding
+ * them in registers across a kernel's main loop. */
+__device__ __forceinline__ int kb_tid_fresh()
+{
+    int tid;
+    asm volatile("mov.u32 %0, %%tid.x;\n" : "=r"(tid));
+    return tid;
+}
+
+/* dst[0] += a and dst[1] += b in global memory (dst 8-byte aligned), with
+ * no value returned: one vector reduction, red.global.add.v2.f32, on sm_90
+ * and newer, two scalar ones before.  The order in which the reductions
+ * of several threads land is not defined, so a sum built this way is not
+ * bitwise reproducible.  (The accumulator pair of an mma.sync C fragment,
+ * columns 2t and 2t + 1 of a row, is one such pair.) */
+__device__ __forceinline__ void red_add_f32x2(float *dst, float a, float b)
+{
+#if __CUDA_ARCH__ >= 900
+    asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(dst), "f"(a), "f"(b) : "memory");
+#else
+    asm volatile("red.global.add.f32 [%0], %1;\n" ::"l"(dst), "f"(a) : "memory");
+    asm volatile("red.global.add.f32 [%0], %1;\n" ::"l"(dst + 1), "f"(b) : "memory");
+#endif
 }
 
 /* The max and the sum of v over the four lanes of a quad: the lanes that
