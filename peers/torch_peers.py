@@ -177,6 +177,66 @@ def rope_backward_inputs(d, u):
     return (u(H, T, D), u(KV, T, D), u(KV, T, D)), rope_backward
 
 
+# SDPA's backends whose backward attention_backward is compared with, by
+# the variant names their rows take.
+SDPA_BACKWARDS = (("torch_cudnn", "CUDNN_ATTENTION"), ("torch_flash", "FLASH_ATTENTION"))
+
+
+def attention_backward_graph(backend, d, causal, q, k, v, do):
+    """dq, dk, dv of SDPA on one backend, as a closure that runs the backward
+    alone: the forward (and the log-sum-exp it saves) is made once here, as
+    kbench's contract feeds o and lse to its variants."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    H, Tq, Tk = d[1], d[2], d[3]
+    Hkv = d[5] if len(d) > 5 else H
+    q, k, v = (t.detach().requires_grad_() for t in (q, k, v))
+    kw = {"enable_gqa": True} if Hkv != H else {}
+    if causal and Tq != Tk:  # kbench's bottom-right causal mask (see make_inputs)
+        kw["attn_mask"] = torch.ones(Tq, Tk, dtype=torch.bool, device=q.device).tril(diagonal=Tk - Tq)
+    else:
+        kw["is_causal"] = causal
+    with sdpa_kernel(getattr(SDPBackend, backend)):
+        o = torch.nn.functional.scaled_dot_product_attention(q, k, v, **kw)
+    return lambda: torch.autograd.grad(o, (q, k, v), do, retain_graph=True)
+
+
+def attention_backward_peers(fields, base, d, causal, gen, flush, cap_s):
+    """One row per SDPA backend that takes the shape; its error is that of
+    the first head of the first batch against the math backend in float64."""
+    B, H, Tq, Tk, D = d[:5]
+    Hkv = d[5] if len(d) > 5 else H
+    if causal and Tq > Tk:
+        print(f"torch_peers: attention_backward {base['shape']}: causal with Tq > Tk leaves rows "
+              "without a key, where SDPA's backends and its math disagree, skipped", file=sys.stderr)
+        return []
+    def u(*shape):
+        return (torch.rand(*shape, device="cuda", generator=gen) * 2 - 1).to(torch.bfloat16)
+    q, k, v, do = u(B, H, Tq, D), u(B, Hkv, Tk, D), u(B, Hkv, Tk, D), u(B, H, Tq, D)
+    head = [t[:1, :1] for t in (q, k, v, do)]
+    ref = attention_backward_graph("MATH", d, causal, *[t.double() for t in head])()
+    rows = []
+    for name, backend in SDPA_BACKWARDS:
+        try:
+            out = attention_backward_graph(backend, d, causal, *head)()
+            err = max((o.double() - r).abs().max().item() for o, r in zip(out, ref))
+            finite = all(torch.isfinite(o).all().item() for o in out)
+            fn = attention_backward_graph(backend, d, causal, q, k, v, do)
+            row = peer_row(fields, base, d, time_call(fn, (), flush, cap_s), float(base["flops"]),
+                           float(base["bytes"]), err)
+            if "workspace_mib" in fields:
+                row["workspace_mib"] = f"{workspace_mib(fn, ()):.1f}"
+            del fn
+        except RuntimeError as e:  # the backend refuses the shape (a mask, a head dim)
+            print(f"torch_peers: attention_backward {base['shape']} {name}: {str(e).splitlines()[0]}, skipped",
+                  file=sys.stderr)
+            continue
+        row.update(variant=name, math="bf16")
+        if not finite:
+            row.update(status="FAIL", reason="NaN/Inf in PyTorch's output")
+        rows.append(row)
+    return rows
+
+
 def max_error(fn, inputs, test=None):
     """Largest |out - ref| of test (by default fn itself) against fn in float64."""
     out = (test or fn)(*inputs)
@@ -282,12 +342,18 @@ def peer(fields, base, d, dtype, fn, test, inputs, flush, cap_s):
     return row
 
 
+def report(row):
+    print(f"{row['op']:14s} {row['variant']:13s} {row['dtype']:4s} {row['shape']:22s} "
+          f"{float(row['median_ms']):10.4f} ms  err {row['max_abs_err']}", flush=True)
+    return row
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("csv")
     ap.add_argument("--ops", default="copy,matmul,softmax,layernorm,add_layernorm,rmsnorm,attention,"
                     "softmax_backward,layernorm_backward,rmsnorm_backward,swiglu_backward,cross_entropy,"
-                    "embedding_backward,linear_cross_entropy,rope_backward")
+                    "embedding_backward,linear_cross_entropy,rope_backward,attention_backward")
     ap.add_argument("--max-time", type=float, default=1.0)
     ap.add_argument("--compile", default=",".join(COMPILED),
                     help="op:shape pairs also timed under torch.compile (variant torch_compile); '' for none")
@@ -312,6 +378,10 @@ def main():
         tdtype = TORCH_DTYPES.get(dtype)
         if tdtype is None:
             continue  # a dtype this script has no PyTorch form of
+        if op == "attention_backward":
+            for row in attention_backward_peers(fields, base, d, causal, gen, flush, args.max_time):
+                added.append(report(row))
+            continue
         inputs, fn = make_inputs(op, d, gen, tdtype, causal)
         if fn is None:
             continue
@@ -329,14 +399,12 @@ def main():
                 print(f"torch_peers: {op} {shape} {name}: {str(e).splitlines()[0]}, skipped", file=sys.stderr)
                 continue
             row["variant"] = name
-            added.append(row)
-            print(f"{op:14s} {name:13s} {dtype:4s} {shape:22s} {float(row['median_ms']):10.4f} ms  "
-                  f"err {row['max_abs_err']}", flush=True)
+            added.append(report(row))
         del inputs
     meta = [m for m in meta if not m.startswith("# torch: ")] + [f"# torch: {torch.__version__}"]
     # Torch rows of other ops (the model's, say) stay; this run's ops are replaced.
-    peers = ("torch", "torch_compile")
-    write_run(args.csv, meta, fields, [r for r in rows if r["variant"] not in peers or r["op"] not in wanted] + added)
+    write_run(args.csv, meta, fields,
+              [r for r in rows if not r["variant"].startswith("torch") or r["op"] not in wanted] + added)
     print(f"torch_peers: added {len(added)} torch rows to {args.csv}")
 
 
