@@ -79,21 +79,29 @@ const char *kb_max_clusters(const void *kernel, int threads, int cluster, int sm
 
 /* ---- the 16-bit matmul rungs that load by TMA ------------------------------ */
 
-/* Tensor maps describe rows whose starts are 16-byte aligned (C's too
- * where the rung stores it by TMA). */
-static bool maps_apply(const kb_matmul_tma *t, const kb_matmul_args *a)
+bool kb_matmul_tma_maps_apply(kb_gemm_layout layout, const kb_matmul_args *a, bool c_by_tma)
 {
-    return a->K % 8 == 0 && a->N % 8 == 0 && kb_aligned(a->A16, 16) && kb_aligned(a->B16, 16) &&
-           (!t->rung.c_rows || kb_aligned(a->C16, 16));
+    const int a_inner = layout == KB_GEMM_TN ? a->M : a->K, b_inner = layout == KB_GEMM_NT ? a->K : a->N;
+    return a_inner % 8 == 0 && b_inner % 8 == 0 && a->N % 8 == 0 && kb_aligned(a->A16, 16) &&
+           kb_aligned(a->B16, 16) && (!c_by_tma || kb_aligned(a->C16, 16));
 }
 
-/* A: K x M (inner K); B: N x K (inner N); C: N x M (inner N). */
+static bool maps_apply(const kb_matmul_tma *t, const kb_matmul_args *a)
+{
+    return kb_matmul_tma_maps_apply(t->rung.layout, a, t->rung.c_rows > 0);
+}
+
+/* The stored matrices, inner dimension first: A K x M (TN: M x K, in
+ * 64-row panels), B N x K (NT: K x N), C N x M. */
 static const char *make_maps(kb_matmul_tma *t, const kb_matmul_args *a)
 {
     const kb_matmul_tma_rung *r = &t->rung;
-    const char *err = kb_encode_16_2d(t->encode, &t->map_a, r->dtype, a->A16, a->K, a->M, r->bk, r->bm);
+    const char *err = r->layout == KB_GEMM_TN
+                          ? kb_encode_16_2d(t->encode, &t->map_a, r->dtype, a->A16, a->M, a->K, 64, r->bk)
+                          : kb_encode_16_2d(t->encode, &t->map_a, r->dtype, a->A16, a->K, a->M, r->bk, r->bm);
     if (!err)
-        err = kb_encode_16_2d(t->encode, &t->map_b, r->dtype, a->B16, a->N, a->K, 64, r->b_rows);
+        err = r->layout == KB_GEMM_NT ? kb_encode_16_2d(t->encode, &t->map_b, r->dtype, a->B16, a->K, a->N, 64, r->b_rows)
+                                      : kb_encode_16_2d(t->encode, &t->map_b, r->dtype, a->B16, a->N, a->K, 64, r->b_rows);
     if (!err && r->c_rows)
         err = kb_encode_16_2d(t->encode, &t->map_c, r->dtype, a->C16, a->N, a->M, 64, r->c_rows);
     t->a = err ? NULL : a->A16;
@@ -152,11 +160,11 @@ const char *kb_matmul_tma_setup(const void *args, const kb_matmul_tma_rung *rung
         err = kb_cuda_status(cudaDeviceGetAttribute(&t->sms, cudaDevAttrMultiProcessorCount, dev));
     if (!err)
         err = setup_kernels(t);
-    for (const kb_variant *v = matmul_wgmma; v->name && !t->fallback; ++v)
+    for (const kb_variant *v = matmul_wgmma; rung->layout == KB_GEMM_NN && v->name && !t->fallback; ++v)
         t->fallback = v->dtype == rung->dtype ? v : NULL;
-    if (!err && !t->fallback)
+    if (!err && rung->layout == KB_GEMM_NN && !t->fallback)
         err = "matmul wgmma has no form of the rung's dtype";
-    if (!err && t->fallback->setup)
+    if (!err && t->fallback && t->fallback->setup)
         err = t->fallback->setup(args, &t->fallback_ctx);
     if (!err && maps_apply(t, a))
         err = make_maps(t, a);
@@ -172,7 +180,8 @@ bool kb_matmul_tma_begin(kb_matmul_tma *t, const void *args, cudaStream_t stream
 {
     const kb_matmul_args *a = (const kb_matmul_args *)args;
     if (!maps_apply(t, a)) {
-        *err = t->fallback->launch(args, t->fallback_ctx, stream);
+        *err = t->fallback ? t->fallback->launch(args, t->fallback_ctx, stream)
+                           : "rows that are not 16-byte aligned: no tensor map, and no fallback outside NN";
         return false;
     }
     *err = same_tensors(t, a) ? NULL : make_maps(t, a);

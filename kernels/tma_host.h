@@ -64,6 +64,13 @@ static inline bool kb_aligned(const void *p, uintptr_t bytes) { return ((uintptr
 /* Whether C's column pairs go in 4-byte stores (bf16_store_pair's `pair`). */
 static inline bool kb_matmul_pair_stores(const kb_matmul_args *a) { return a->N % 2 == 0 && kb_aligned(a->C16, 4); }
 
+/* Which way the reduction runs in the stored operands of C = op(A) op(B),
+ * C being M x N and row-major, the reduction K long:
+ *   NN: C = A B, A M x K, B K x N (the forward's);
+ *   NT: C = A B^T, B stored N x K (a linear layer's input gradient, dC W^T);
+ *   TN: C = A^T B, A stored K x M (its weight gradient, X^T dC). */
+typedef enum { KB_GEMM_NN = 0, KB_GEMM_NT, KB_GEMM_TN } kb_gemm_layout;
+
 /* What a rung loads and launches: A in boxes of bk x bm (k-columns x
  * rows: the block tile's), B in boxes of 64 columns x b_rows k-rows (bk,
  * or a cluster block's share of them), C, where c_rows > 0, stored in
@@ -72,6 +79,7 @@ static inline bool kb_matmul_pair_stores(const kb_matmul_args *a) { return a->N 
  * clusters of each that fit at once (kb_max_clusters). */
 typedef struct {
     kb_dtype dtype; /* of A, B and C: bf16 or f16 */
+    kb_gemm_layout layout; /* of A and B; outside NN, A's boxes are 64 x bk (rows x k) and there is no fallback */
     int bm, bk, b_rows, c_rows;
     int cluster, threads;
     const void *kernels[2];
@@ -81,7 +89,8 @@ typedef struct {
 /* A rung's context: its maps, the arguments they describe, the GPU's SM
  * count and resident clusters of each kernel, and the context of
  * matmul_wgmma's form of the rung's dtype, whose kernel takes the shapes
- * that a map cannot describe. */
+ * that a map cannot describe (NN only: other layouts must not be given
+ * such shapes, kb_matmul_tma_maps_apply). */
 typedef struct {
     kb_matmul_tma_rung rung;
     kb_encode_tiled_fn encode;
@@ -93,6 +102,10 @@ typedef struct {
     const struct kb_variant *fallback;
     void *fallback_ctx;
 } kb_matmul_tma;
+
+/* Whether tensor maps describe a's tensors in the layout: the rows of
+ * each stored matrix (A, B and C) start 16-byte aligned. */
+bool kb_matmul_tma_maps_apply(kb_gemm_layout layout, const kb_matmul_args *a, bool c_by_tma);
 
 /* The rung's setup (kb_variant.setup): *ctx a kb_matmul_tma, with the
  * maps of args where they apply; on failure nothing is left to free. */

@@ -95,7 +95,7 @@ enum class KbWgmmaType { bf16, f16, e4m3, e5m2 };
 /* How B lies in shared memory: K-major (each of its N columns runs along
  * K, as the rows of K do in attention's Q K^T) or N-major (as a row-major
  * K x N matrix, which the MMA transposes).  8-bit types take K-major only,
- * and A (from shared memory) is always K-major. */
+ * and A from shared memory is K-major but in kb_wgmma_ss_mn. */
 enum class KbWgmmaB { k_major, n_major };
 
 __host__ __device__ constexpr bool kb_wgmma_8bit(KbWgmmaType t)
@@ -195,6 +195,9 @@ __device__ constexpr void kb_wgmma_check()
 /* In kb_wgmma_ss, A from shared memory: operands d, desc_a, desc_b, accumulate. */
 #define KB_WGMMA_SS(N, R, X0, X1, X2, X3, X4, X5)                                                                      \
     KB_WGMMA_FORMS(N, "0, ", KB_WGMMA_D##R, KB_WGMMA_ACC##R, d, X0, X1, X2, "l"(desc_a), "l"(desc_b), "r"(accumulate))
+/* In kb_wgmma_ss_mn, A from shared memory and M-major: the same operands. */
+#define KB_WGMMA_SS_MN(N, R, X0, X1, X2, X3, X4, X5)                                                                   \
+    KB_WGMMA_FORMS(N, "1, ", KB_WGMMA_D##R, KB_WGMMA_ACC##R, d, X0, X1, X2, "l"(desc_a), "l"(desc_b), "r"(accumulate))
 /* In kb_wgmma_rs, A from registers: operands d, a[0..3], desc_b, accumulate. */
 #define KB_WGMMA_RS(N, R, X0, X1, X2, X3, X4, X5)                                                                      \
     KB_WGMMA_FORMS(N, "", KB_WGMMA_D##R, KB_WGMMA_ACC##R, d, "{" X0 ", " X1 ", " X2 ", " X3 "}", X4, X5, "r"(a[0]),   \
@@ -209,6 +212,18 @@ __device__ __forceinline__ void kb_wgmma_ss(float (&d)[N / 2], uint64_t desc_a, 
     KB_WGMMA_BY_N(KB_WGMMA_SS);
 }
 
+/* The same with A M-major: stored as a row-major K x 64 matrix (A^T),
+ * which the MMA transposes, as a linear layer's weight gradient reads its
+ * activations (dB = A^T dC).  16-bit types only. */
+template <int N, KbWgmmaType A, KbWgmmaB BMajor = KbWgmmaB::k_major>
+__device__ __forceinline__ void kb_wgmma_ss_mn(float (&d)[N / 2], uint64_t desc_a, uint64_t desc_b, int accumulate)
+{
+    static_assert(!kb_wgmma_8bit(A), "kb_wgmma_ss_mn: 8-bit A is K-major only");
+    constexpr KbWgmmaType B = A; /* for KB_WGMMA_FORMS's 8-bit branches, never taken */
+    kb_wgmma_check<N, A, BMajor, B>();
+    KB_WGMMA_BY_N(KB_WGMMA_SS_MN);
+}
+
 /* d = A (64 x K in registers, a[0..3]: the fragments of an m16n8
  * accumulator's k-slice, as bf16 / f16 pairs or fp8 quadruples) * B (K x N,
  * by descriptor) + (accumulate ? d : 0). */
@@ -220,6 +235,7 @@ __device__ __forceinline__ void kb_wgmma_rs(float (&d)[N / 2], const uint32_t (&
 }
 
 #undef KB_WGMMA_RS
+#undef KB_WGMMA_SS_MN
 #undef KB_WGMMA_SS
 #undef KB_WGMMA_BY_N
 #undef KB_WGMMA_FORMS

@@ -19,7 +19,9 @@
  * shape runs.  Needs sm_90a.
  *
  * Builds on wgmma_cluster: stmatrix + TMA stores in place of 4-byte global
- * stores from the accumulators.
+ * stores from the accumulators.  The loads and descriptors are templated on
+ * the operands' layout (kb_gemm_layout): matmul_backward wgmma_transposed
+ * runs the kernel's NT and TN forms.
  * Measured (results/h100/kbench-20261127-195738.csv, cold L2, 1980 MHz):
  * 792 TFLOP/s at 4096^3 (1.01x cublas), 800 at 8192^3 (1.02x); 1.00x
  * at 4096x3072x768, 0.99x at 4096x768x3072, 0.94x at 4096x768x768.
@@ -39,6 +41,7 @@
 #include "kernels/tma.cuh"
 #include "kernels/wgmma.cuh"
 #include "variants/matmul/bf16_common.cuh"
+#include "variants/matmul/wgmma_tma_store.h"
 
 namespace {
 constexpr int kBM = 128, kBK = 64;                     /* block tile: 128 x BN x 64, BN 256 or 192 */
@@ -119,11 +122,72 @@ __device__ __forceinline__ void store_tile(const float (&d)[BN / 2], const CUten
     }
 }
 
+/* One stage of A, rows m0.. and k-columns k0.. of the block tile, by one
+ * TMA load of kBK x kBM (NN, NT: K-major rows of 128 bytes), or TN's two
+ * 64 x kBK panels (A^T stored K x M: each panel 64 rows of C, its rows
+ * the k-slices), consumer cw's panel at cw * kPanelBytes. */
+template <kb_gemm_layout L>
+__device__ __forceinline__ void load_a(uint32_t dst, const CUtensorMap *map, int m0, int k0, unsigned long long *bar,
+                                       bool hint, uint64_t policy)
+{
+    if constexpr (L == KB_GEMM_TN) {
+        for (int p = 0; p < kBM / 64; ++p)
+            kb_tma_load_2d_hinted(dst + p * kPanelBytes, map, m0 + p * 64, k0, bar, hint, policy);
+    } else {
+        kb_tma_load_2d_hinted(dst, map, k0, m0, bar, hint, policy);
+    }
+}
+
+/* This block's half of one stage of B, multicast to both blocks of the
+ * cluster in BN / 64 boxes of 64 x 32: NN, TN (B stored K x N) k-rows
+ * 32 rank.. of each 64-column panel; NT (B stored N x K, K-major like A)
+ * its rows BN / 2 rank.., 128 bytes each. */
+template <int BN, kb_gemm_layout L>
+__device__ __forceinline__ void load_b(uint32_t dst, const CUtensorMap *map, int n0, int k0, int rank,
+                                       unsigned long long *bar, bool hint, uint64_t policy)
+{
+    constexpr int kRows = kBK / kCluster; /* 32: a box's rows */
+    const uint16_t both = (1u << kCluster) - 1;
+#pragma unroll
+    for (int p = 0; p < BN / 64; ++p) {
+        if constexpr (L == KB_GEMM_NT) {
+            const int row = rank * (BN / 2) + p * kRows;
+            kb_tma_load_2d_multicast_hinted(dst + row * 128, map, k0, n0 + row, bar, both, hint, policy);
+        } else {
+            kb_tma_load_2d_multicast_hinted(dst + p * kPanelBytes + rank * kRows * 128, map, n0 + p * 64,
+                                            k0 + rank * kRows, bar, both, hint, policy);
+        }
+    }
+}
+
+/* Consumer cw's MMAs over one stage, kBK / 16 k-slices; the first of a
+ * tile (first_tile false) sets d.  Descriptors as in wgmma: a K-major
+ * operand steps 32 bytes a slice within its 128-byte rows, an MN-major one
+ * 16 rows (2048 bytes), its leading offset the stride of 64-wide panels. */
+template <int BN, typename H, kb_gemm_layout L>
+__device__ __forceinline__ void mma_stage(float (&d)[BN / 2], uint32_t a_base, uint32_t b_base, int cw, bool accumulate)
+{
+    constexpr KbWgmmaType T = KbWgmmaTypeOf<H>::value;
+    constexpr KbWgmmaB BMajor = L == KB_GEMM_NT ? KbWgmmaB::k_major : KbWgmmaB::n_major;
+#pragma unroll
+    for (int j = 0; j < kBK / 16; ++j) {
+        const uint64_t db = L == KB_GEMM_NT ? kb_wgmma_desc(b_base + j * 32, 16, 1024)
+                                            : kb_wgmma_desc(b_base + j * 2048, kPanelBytes, 1024);
+        if constexpr (L == KB_GEMM_TN)
+            kb_wgmma_ss_mn<BN, T, BMajor>(d, kb_wgmma_desc(a_base + cw * kPanelBytes + j * 2048, kPanelBytes, 1024),
+                                          db, accumulate || j > 0);
+        else
+            kb_wgmma_ss<BN, T, BMajor>(d, kb_wgmma_desc(a_base + cw * kWgM * 128 + j * 32, 16, 1024), db,
+                                       accumulate || j > 0);
+    }
+}
+
 #endif
 }
 
-/* H: the 16-bit element type, bf16 or f16. */
-template <int BN, typename H>
+/* H: the 16-bit element type, bf16 or f16; L: the operands' layout (the
+ * forward's NN, or matmul_backward's NT and TN: kb_gemm_layout). */
+template <int BN, typename H, kb_gemm_layout L>
 __global__ void __launch_bounds__(kThreads, 1) matmul_wgmma_tma_store_kernel(const __grid_constant__ CUtensorMap map_a,
                                                                             const __grid_constant__ CUtensorMap map_b,
                                                                             const __grid_constant__ CUtensorMap map_c,
@@ -176,12 +240,8 @@ __global__ void __launch_bounds__(kThreads, 1) matmul_wgmma_tma_store_kernel(con
                 for (int kt = 0; kt < k_tiles; ++kt) {
                     kb_mbar_wait(&empty[s], phase ^ 1);
                     kb_mbar_arrive_expect(&full[s], kAStageBytes + kBBytes); /* all of B: both halves land here */
-                    kb_tma_load_2d_hinted(a_s + s * kAStageBytes, &map_a, kt * kBK, m0, &full[s], one_round, stream);
-#pragma unroll
-                    for (int p = 0; p < BN / 64; ++p)
-                        kb_tma_load_2d_multicast_hinted(
-                            b_s + s * kBBytes + p * kPanelBytes + rank * (kBK / kCluster) * 128, &map_b, n0 + p * 64,
-                            kt * kBK + rank * (kBK / kCluster), &full[s], (1u << kCluster) - 1, one_round, keep);
+                    load_a<L>(a_s + s * kAStageBytes, &map_a, m0, kt * kBK, &full[s], one_round, stream);
+                    load_b<BN, L>(b_s + s * kBBytes, &map_b, n0, kt * kBK, rank, &full[s], one_round, keep);
                     if (++s == S)
                         s = 0, phase ^= 1;
                 }
@@ -202,7 +262,6 @@ __global__ void __launch_bounds__(kThreads, 1) matmul_wgmma_tma_store_kernel(con
     kb_setmaxnreg_inc<kConsumerRegs>();
     const int ctid = tid - 128, cw = ctid / 128, lane = tid % 32;
     const int w = (ctid % 128) / 32;
-    const uint32_t a_wg = a_s + cw * kWgM * 128;                  /* this consumer's 64 rows of A */
     const uint32_t c_wg = c_s + cw * kCPanels<BN> * kCPanelBytes; /* and its staging panels */
     float d[BN / 2]; /* set by each tile's first MMA (accumulate = 0), never by other code */
     int s = 0, phase = 0;
@@ -214,15 +273,9 @@ __global__ void __launch_bounds__(kThreads, 1) matmul_wgmma_tma_store_kernel(con
         for (int kt = 0; kt < k_tiles; ++kt) {
             kb_mbar_wait(&full[s], phase); /* tile kt is in */
 
-            /* Descriptors as in wgmma; B's leading offset steps over BN / 64 panels. */
-            const uint32_t a_base = a_wg + s * kAStageBytes, b_base = b_s + s * kBBytes;
             kb_fence_regs(d);
             kb_wgmma_fence();
-#pragma unroll
-            for (int j = 0; j < kBK / 16; ++j)
-                kb_wgmma_ss<BN, KbWgmmaTypeOf<H>::value, KbWgmmaB::n_major>(
-                    d, kb_wgmma_desc(a_base + j * 32, 16, 1024), kb_wgmma_desc(b_base + j * 2048, kPanelBytes, 1024),
-                    kt > 0 || j > 0);
+            mma_stage<BN, H, L>(d, a_s + s * kAStageBytes, b_s + s * kBBytes, cw, kt > 0);
             kb_wgmma_commit();
             kb_wgmma_wait<1>(); /* tile kt - 1's MMAs are done: its stage goes back to the producer */
             kb_fence_regs(d);
@@ -253,28 +306,44 @@ __global__ void __launch_bounds__(kThreads, 1) matmul_wgmma_tma_store_kernel(con
 
 typedef void (*cluster_kernel)(const CUtensorMap, const CUtensorMap, const CUtensorMap, int, int, int);
 
-/* The kernel's two tile widths and their shared memory, for element type H. */
+/* The kernel's two tile widths and their shared memory, for element type
+ * H and layout L. */
 typedef struct {
     int bn;
     cluster_kernel kernel;
     int smem;
 } tile_config;
-template <typename H>
+template <typename H, kb_gemm_layout L>
 static const tile_config kConfigs[2] = {
-    {256, matmul_wgmma_tma_store_kernel<256, H>, kSmemBytes<256>},
-    {192, matmul_wgmma_tma_store_kernel<192, H>, kSmemBytes<192>},
+    {256, matmul_wgmma_tma_store_kernel<256, H, L>, kSmemBytes<256>},
+    {192, matmul_wgmma_tma_store_kernel<192, H, L>, kSmemBytes<192>},
 };
 
-/* A in boxes of 64 x 128 (kBK x kBM); B in boxes of 64 columns x 32
- * k-rows, a block's half of a panel; C in boxes of 64 x 64, a staging
- * panel; clusters of kCluster blocks. */
+/* A in boxes of 64 x 128 (kBK x kBM; TN: 64 x 64 panels); B in boxes of
+ * 64 x 32, a block's half of a panel (NT: of its rows); C in boxes of 64
+ * x 64, a staging panel; clusters of kCluster blocks. */
+template <typename H, kb_gemm_layout L>
+static kb_matmul_tma_rung rung_of()
+{
+    const kb_matmul_tma_rung rung = {
+        .dtype = KbDtypeOf<H>::value, .layout = L, .bm = kBM, .bk = kBK, .b_rows = kBK / kCluster, .c_rows = 64,
+        .cluster = kCluster, .threads = kThreads,
+        .kernels = {(const void *)kConfigs<H, L>[0].kernel, (const void *)kConfigs<H, L>[1].kernel},
+        .smem = {kConfigs<H, L>[0].smem, kConfigs<H, L>[1].smem}};
+    return rung;
+}
+
+kb_matmul_tma_rung kb_wgmma_tma_store_rung(kb_gemm_layout layout)
+{
+    return layout == KB_GEMM_NT ? rung_of<bf16, KB_GEMM_NT>()
+           : layout == KB_GEMM_TN ? rung_of<bf16, KB_GEMM_TN>()
+                                  : rung_of<bf16, KB_GEMM_NN>();
+}
+
 template <typename H>
 static const char *setup(const void *args, void **ctx)
 {
-    const kb_matmul_tma_rung rung = {.dtype = KbDtypeOf<H>::value, .bm = kBM, .bk = kBK, .b_rows = kBK / kCluster, .c_rows = 64,
-                                     .cluster = kCluster, .threads = kThreads,
-                                     .kernels = {(const void *)kConfigs<H>[0].kernel, (const void *)kConfigs<H>[1].kernel},
-                                     .smem = {kConfigs<H>[0].smem, kConfigs<H>[1].smem}};
+    const kb_matmul_tma_rung rung = rung_of<H, KB_GEMM_NN>();
     return kb_matmul_tma_setup(args, &rung, ctx);
 }
 
@@ -289,24 +358,29 @@ static int pick_tile_n(int M, int N, int clusters)
     return rounds192 * 192 * 1.08 < rounds256 * 256 ? 192 : 256;
 }
 
-template <typename H>
-static const char *launch(const void *args, void *ctx, cudaStream_t stream)
+const char *kb_wgmma_tma_store_launch(void *ctx, const kb_matmul_args *a, cudaStream_t stream)
 {
-    const kb_matmul_args *a = (const kb_matmul_args *)args;
     kb_matmul_tma *c = (kb_matmul_tma *)ctx;
     const char *err;
-    if (!kb_matmul_tma_begin(c, args, stream, &err))
+    if (!kb_matmul_tma_begin(c, a, stream, &err))
         return err;
     const int i = pick_tile_n(a->M, a->N, c->clusters[0]) == 256 ? 0 : 1;
     const int resident = c->clusters[i];
-    const long pairs = (long)KB_CEIL_DIV(a->M, kCluster * kBM) * KB_CEIL_DIV(a->N, kConfigs<H>[i].bn);
+    const int bn = i == 0 ? 256 : 192;
+    const long pairs = (long)KB_CEIL_DIV(a->M, kCluster * kBM) * KB_CEIL_DIV(a->N, bn);
     const int grid = kCluster * (int)(pairs < resident ? pairs : resident); /* whole clusters */
     cudaLaunchAttribute attr;
-    const cudaLaunchConfig_t config = kb_cluster_config(&attr, grid, kThreads, kCluster, kConfigs<H>[i].smem, stream);
-    const cudaError_t e = cudaLaunchKernelEx(&config, kConfigs<H>[i].kernel, c->map_a, c->map_b, c->map_c, a->M, a->N, a->K);
+    const cudaLaunchConfig_t config = kb_cluster_config(&attr, grid, kThreads, kCluster, c->rung.smem[i], stream);
+    const cudaError_t e = cudaLaunchKernelEx(&config, (cluster_kernel)c->rung.kernels[i], c->map_a, c->map_b, c->map_c,
+                                             a->M, a->N, a->K);
     if (e != cudaSuccess)
         return cudaGetErrorString(e);
     KB_LAUNCHED();
+}
+
+static const char *launch(const void *args, void *ctx, cudaStream_t stream)
+{
+    return kb_wgmma_tma_store_launch(ctx, (const kb_matmul_args *)args, stream);
 }
 
 extern "C" const kb_variant matmul_wgmma_tma_store[] = {
@@ -319,7 +393,7 @@ extern "C" const kb_variant matmul_wgmma_tma_store[] = {
         .unsupported = kb_sm90a_only,
         .setup = setup<bf16>,
         .teardown = kb_matmul_tma_teardown,
-        .launch = launch<bf16>,
+        .launch = launch,
     },
     {
         .name = "wgmma_tma_store",
@@ -330,7 +404,7 @@ extern "C" const kb_variant matmul_wgmma_tma_store[] = {
         .unsupported = kb_sm90a_only,
         .setup = setup<__half>,
         .teardown = kb_matmul_tma_teardown,
-        .launch = launch<__half>,
+        .launch = launch,
     },
     KB_VARIANT_END,
 };
