@@ -7,7 +7,8 @@
  * mean loss over the rows not ignored, and linear_cross_entropy's dh and dW
  * that of the same loss of h W^T; embedding_backward's dE that of
  * sum(dx * E[ids]); rope_backward's dqkv that of sum(dq * q + dk * k +
- * dv * v) over the rope op's own reference forward.  A reference that
+ * dv * v) over the rope op's own reference forward; matmul_backward's dA
+ * and dB that of sum(dC * A B).  A reference that
  * drops a term (the xhat mean_j(dy gamma xhat) of dx, say) is off by far
  * more than the difference's 1e-7 error. */
 #include <math.h>
@@ -18,6 +19,7 @@
 #include "ops/layernorm.h"
 #include "ops/layernorm_backward.h"
 #include "ops/linear_cross_entropy.h"
+#include "ops/matmul_backward.h"
 #include "ops/rmsnorm.h"
 #include "ops/rmsnorm_backward.h"
 #include "ops/rope.h"
@@ -423,6 +425,54 @@ static void rope_backward_against_differences(void)
         CHECK(dqkv[j] == in.dy[0][j] && dqkv[(RH + RKV) * RD + j] == in.dy[2][j]);
 }
 
+enum { MM = 3, MN = 5, MK = 4 };
+typedef struct {
+    double a[MM * MK], b[MK * MN];
+    float dc[MM * MN];
+} matmul_inputs;
+
+/* sum(dC * A B), in double. */
+static double matmul_loss(const void *inputs)
+{
+    const matmul_inputs *in = inputs;
+    double l = 0;
+    for (int m = 0; m < MM; ++m)
+        for (int n = 0; n < MN; ++n) {
+            double c = 0;
+            for (int k = 0; k < MK; ++k)
+                c += in->a[m * MK + k] * in->b[k * MN + n];
+            l += in->dc[m * MN + n] * c;
+        }
+    return l;
+}
+
+static void matmul_backward_against_differences(void)
+{
+    static matmul_inputs in;
+    float af[MM * MK], bf[MK * MN];
+    kb_fill_uniform(af, MM * MK, 81);
+    kb_fill_uniform(bf, MK * MN, 82);
+    kb_fill_uniform(in.dc, MM * MN, 83);
+    for (int i = 0; i < MM * MK; ++i)
+        in.a[i] = af[i];
+    for (int i = 0; i < MK * MN; ++i)
+        in.b[i] = bf[i];
+    /* Rows out of order, so that a reference that ignores the list fails. */
+    const int64_t da_rows[MM] = {2, 0, 1}, db_rows[MK] = {3, 1, 0, 2};
+    double da[MM * MK], db[MK * MN], da_in_order[MM * MK], db_in_order[MK * MN];
+    matmul_backward_reference(MM, MN, MK, KB_F32, af, bf, in.dc, KB_MMB_DA, da_rows, MM, da);
+    matmul_backward_reference(MM, MN, MK, KB_F32, af, bf, in.dc, KB_MMB_DB, db_rows, MK, db);
+    for (int r = 0; r < MM; ++r)
+        memcpy(da_in_order + da_rows[r] * MK, da + r * MK, MK * sizeof *da);
+    for (int r = 0; r < MK; ++r)
+        memcpy(db_in_order + db_rows[r] * MN, db + r * MN, MN * sizeof *db);
+    /* The loss is linear in each operand: the differences are exact but for rounding. */
+    const double worst = fmax(largest_gap(da_in_order, in.a, MM * MK, 0x1p-10, matmul_loss, &in),
+                              largest_gap(db_in_order, in.b, MK * MN, 0x1p-10, matmul_loss, &in));
+    printf("matmul_backward: largest |reference - finite difference| %.2e\n", worst);
+    CHECK(worst < 1e-9);
+}
+
 int main(void)
 {
     layernorm_backward_against_differences();
@@ -433,5 +483,6 @@ int main(void)
     embedding_backward_against_differences();
     linear_cross_entropy_against_differences();
     rope_backward_against_differences();
+    matmul_backward_against_differences();
     return CHECK_DONE();
 }
