@@ -16,7 +16,9 @@ The rows carry raw timings and the FLOP and byte counts of kbench's row of
 the same op, shape and dtype; `kbench derive RUN.csv` then fills their
 GFLOP/s, GB/s, speedups and roofline percentages the way the sweep does
 (tools/reference_run.sh runs it).  matmul runs with TF32 off (plain fp32, as
-kbench's baseline).  The shapes named by --compile are also timed under
+kbench's baseline) and, in bf16 and f16, without cuBLAS's reduced-precision
+reductions (split reductions added in the 16-bit type), since kbench's ops
+accumulate in fp32 throughout.  The shapes named by --compile are also timed under
 torch.compile (variant torch_compile), and every row reports the device
 memory its call took beyond its inputs and outputs (workspace_mib).
 """
@@ -113,6 +115,9 @@ def backward_inputs(op, d, u):
         return (u(N, D), u(V, D) / math.sqrt(D), t), lce
     if op == "rope_backward":  # TxHxKVxD
         return rope_backward_inputs(d, u)
+    if op == "matmul_backward":  # MxNxK: autograd's two GEMMs for a @ b, on transposed views
+        M, N, K = d
+        return (u(M, K), u(K, N), u(M, N)), lambda a, b, dc: (dc @ b.t(), a.t() @ dc)
     R, C = d
     if op == "cross_entropy":  # PyTorch's loss forward and its backward, as a training step runs them
         t = torch.randint(0, C, (R,), device="cuda", generator=u.gen)
@@ -353,7 +358,7 @@ def main():
     ap.add_argument("csv")
     ap.add_argument("--ops", default="copy,matmul,softmax,layernorm,add_layernorm,rmsnorm,attention,"
                     "softmax_backward,layernorm_backward,rmsnorm_backward,swiglu_backward,cross_entropy,"
-                    "embedding_backward,linear_cross_entropy,rope_backward,attention_backward")
+                    "embedding_backward,linear_cross_entropy,rope_backward,attention_backward,matmul_backward")
     ap.add_argument("--max-time", type=float, default=1.0)
     ap.add_argument("--compile", default=",".join(COMPILED),
                     help="op:shape pairs also timed under torch.compile (variant torch_compile); '' for none")
@@ -361,6 +366,8 @@ def main():
     if not torch.cuda.is_available():
         sys.exit("torch_peers: no CUDA device found")
     torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
+    torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
     meta, fields, rows = read_run(args.csv)
     wanted = set(args.ops.split(","))
     compiled = set(filter(None, args.compile.split(",")))
