@@ -74,6 +74,8 @@ def make_inputs(op, d, gen, dtype=torch.float32, causal=False):
         return (u(M, K), u(K, N)), torch.matmul
     if op.endswith("_backward") or op in ("cross_entropy", "linear_cross_entropy"):
         return backward_inputs(op, d, u)
+    if op == "adamw":
+        return adamw_inputs(d, u)
     if op not in ("softmax", "layernorm", "add_layernorm", "rmsnorm"):
         return None, None  # no PyTorch peer written for this op
     R, C = d
@@ -147,6 +149,30 @@ def backward_inputs(op, d, u):
         return (dy, x, rstd, g), lambda dy, x, r, g: aten._fused_rms_norm_backward(
             dy, x, [C], r, g, [True, True])
     return None, None
+
+
+def adamw_inputs(d, u):
+    """A mixed-precision optimizer step as PyTorch runs it: the gradient
+    (bf16: widened to fp32, as the fp32 master's .grad), clip_grad_norm_'s
+    norm and in-place clip, torch.optim.AdamW's fused kernel at kbench's
+    hyper-parameters at step 10, and the bf16 parameter copied from the
+    master.  master, m and v change in place, as kbench's inouts; the timed
+    calls repeat the step on the moving state, which costs the same."""
+    if not hasattr(torch, "_fused_adamw_"):
+        return None, None
+    (N,) = d
+    s = min(1.0, 1.0 / math.sqrt(N / 3))  # the clipped gradient's size, as kbench draws m and v
+    inputs = (u(N), u(N).float(), u(N).float() * s, (u(N).float() * s) ** 2)
+    step_t = torch.full((), 10.0, device="cuda")
+
+    def step(grad, master, m, v):
+        g = grad if grad.dtype == master.dtype else grad.to(master.dtype)
+        norm = torch.linalg.vector_norm(g)
+        g.mul_(torch.clamp(1.0 / (norm + 1e-6), max=1.0))  # max_norm 1
+        torch._fused_adamw_([master], [g], [m], [v], [], [step_t], lr=1e-3, beta1=0.9, beta2=0.95,
+                            weight_decay=0.1, eps=1e-8, amsgrad=False, maximize=False)
+        return master, m, v, master.to(torch.bfloat16), norm
+    return inputs, step
 
 
 def rope_backward_inputs(d, u):
@@ -243,9 +269,11 @@ def attention_backward_peers(fields, base, d, causal, gen, flush, cap_s):
 
 
 def max_error(fn, inputs, test=None):
-    """Largest |out - ref| of test (by default fn itself) against fn in float64."""
-    out = (test or fn)(*inputs)
+    """Largest |out - ref| of test (by default fn itself) against fn in float64.
+    The reference runs first, on copies, so that a step that updates its
+    inputs in place (adamw) is checked from the state both start from."""
     ref = fn(*[t.double() if t.is_floating_point() else t for t in inputs])
+    out = (test or fn)(*inputs)
     outs = out if isinstance(out, tuple) else (out,)
     refs = ref if isinstance(ref, tuple) else (ref,)
     err = max((o.double() - r).abs().max().item() for o, r in zip(outs, refs))
@@ -358,7 +386,7 @@ def main():
     ap.add_argument("csv")
     ap.add_argument("--ops", default="copy,matmul,softmax,layernorm,add_layernorm,rmsnorm,attention,"
                     "softmax_backward,layernorm_backward,rmsnorm_backward,swiglu_backward,cross_entropy,"
-                    "embedding_backward,linear_cross_entropy,rope_backward,attention_backward,matmul_backward")
+                    "embedding_backward,linear_cross_entropy,rope_backward,attention_backward,matmul_backward,adamw")
     ap.add_argument("--max-time", type=float, default=1.0)
     ap.add_argument("--compile", default=",".join(COMPILED),
                     help="op:shape pairs also timed under torch.compile (variant torch_compile); '' for none")
