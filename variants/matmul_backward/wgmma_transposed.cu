@@ -26,8 +26,11 @@
  * Measured (H200, docs/notes/backward.md run 7; not yet in the reference
  * run): 814 TFLOP/s at 8192x4096x4096 (0.99x cublas), 808 at
  * 8192x28672x4096 (0.98x), 808 at 8192^3 (1.09x).
+ * On GPUs that reach their power cap it throttles where cuBLAS does not:
+ * 0.87-0.92x at the two largest shapes in those calls (the notes).
  * Gap to the limit: 85% of the 956 TFLOP/s measured bf16 ceiling; the
- * two GEMMs are two launches, each ending in a partial round of clusters. */
+ * two GEMMs are two launches, each ending in a partial round of clusters
+ * (a second stream for dB did not help: the notes). */
 #include <stdlib.h>
 #include "ops/matmul_backward.h"
 #include "kernels/cuda_util.h"
