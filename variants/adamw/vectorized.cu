@@ -33,89 +33,14 @@
 
 enum { THREADS = 256 };
 
-/* Chunk c (4 elements) of grad as floats. */
-__device__ __forceinline__ void load4(const float *p, int64_t c, float (&g)[4])
-{
-    const float4 x = reinterpret_cast<const float4 *>(p)[c];
-    g[0] = x.x, g[1] = x.y, g[2] = x.z, g[3] = x.w;
-}
-
-__device__ __forceinline__ void load4(const __nv_bfloat16 *p, int64_t c, float (&g)[4])
-{
-    const uint2 u = reinterpret_cast<const uint2 *>(p)[c];
-    const float2 lo = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(&u.x));
-    const float2 hi = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(&u.y));
-    g[0] = lo.x, g[1] = lo.y, g[2] = hi.x, g[3] = hi.y;
-}
-
-__device__ __forceinline__ float load1(const float *p, int64_t i) { return p[i]; }
-__device__ __forceinline__ float load1(const __nv_bfloat16 *p, int64_t i) { return __bfloat162float(p[i]); }
-
-/* The block's sum, in a fixed order, in thread 0. */
-__device__ __forceinline__ double block_sum(double x)
-{
-    __shared__ double warps[THREADS / 32];
-    x = kb_adamw_warp_sum(x);
-    if (threadIdx.x % 32 == 0)
-        warps[threadIdx.x / 32] = x;
-    __syncthreads();
-    double sum = 0;
-    if (threadIdx.x == 0)
-        for (int w = 0; w < THREADS / 32; ++w)
-            sum += warps[w];
-    return sum;
-}
-
 template <typename G>
 __global__ void __launch_bounds__(THREADS)
 adamw_vectorized_norm_kernel(const G *__restrict__ grad, int64_t n, double *__restrict__ partials)
 {
     const int64_t stride = (int64_t)gridDim.x * THREADS, first = (int64_t)blockIdx.x * THREADS + threadIdx.x;
-    double sum = 0;
-    for (int64_t c = first; c < n / 4; c += stride) {
-        float g[4];
-        load4(grad, c, g);
-#pragma unroll
-        for (int e = 0; e < 4; ++e)
-            sum += (double)g[e] * g[e];
-    }
-    for (int64_t i = n / 4 * 4 + first; i < n; i += stride) {
-        const double g = load1(grad, i);
-        sum += g * g;
-    }
-    sum = block_sum(sum);
+    const double sum = kb_adamw_block_sum<THREADS>(kb_adamw_sumsq_range(grad, n, first, stride));
     if (threadIdx.x == 0)
         partials[blockIdx.x] = sum;
-}
-
-/* The clip factor from the grid's partials, summed by warp 0 in a fixed
- * order (lane l takes partials l, l + 32, ...; then the butterfly, whose
- * every lane ends with the same bits); block 0 writes the norm. */
-__device__ __forceinline__ float clip_scale(const double *partials, float *norm)
-{
-    __shared__ float scale;
-    if (threadIdx.x < 32) {
-        double s = 0;
-        for (unsigned b = threadIdx.x; b < gridDim.x; b += 32)
-            s += partials[b];
-        s = kb_adamw_warp_sum(s);
-        if (threadIdx.x == 0) {
-            scale = kb_adamw_clip_scale(s);
-            if (blockIdx.x == 0)
-                *norm = (float)sqrt(s);
-        }
-    }
-    __syncthreads();
-    return scale;
-}
-
-__device__ __forceinline__ void step4(const float (&g)[4], float4 &p, float4 &m, float4 &v, float scale,
-                                      const KbAdamwStep &k)
-{
-    kb_adamw_update(scale * g[0], p.x, m.x, v.x, k);
-    kb_adamw_update(scale * g[1], p.y, m.y, v.y, k);
-    kb_adamw_update(scale * g[2], p.z, m.z, v.z, k);
-    kb_adamw_update(scale * g[3], p.w, m.w, v.w, k);
 }
 
 template <typename G>
@@ -124,29 +49,9 @@ adamw_vectorized_step_kernel(const G *__restrict__ grad, int64_t n, const double
                              KbAdamwStep k, float *__restrict__ master, float *__restrict__ m,
                              float *__restrict__ v, __nv_bfloat16 *__restrict__ param, float *__restrict__ norm)
 {
-    const float scale = clip_scale(partials, norm);
+    const float scale = kb_adamw_grid_scale(partials, norm);
     const int64_t stride = (int64_t)gridDim.x * THREADS, first = (int64_t)blockIdx.x * THREADS + threadIdx.x;
-    for (int64_t c = first; c < n / 4; c += stride) {
-        float g[4];
-        load4(grad, c, g);
-        float4 p = reinterpret_cast<const float4 *>(master)[c], m4 = reinterpret_cast<const float4 *>(m)[c],
-               v4 = reinterpret_cast<const float4 *>(v)[c];
-        step4(g, p, m4, v4, scale, k);
-        reinterpret_cast<float4 *>(master)[c] = p;
-        reinterpret_cast<float4 *>(m)[c] = m4;
-        reinterpret_cast<float4 *>(v)[c] = v4;
-        const __nv_bfloat162 lo = __floats2bfloat162_rn(p.x, p.y), hi = __floats2bfloat162_rn(p.z, p.w);
-        reinterpret_cast<uint2 *>(param)[c] =
-            make_uint2(*reinterpret_cast<const unsigned *>(&lo), *reinterpret_cast<const unsigned *>(&hi));
-    }
-    for (int64_t i = n / 4 * 4 + first; i < n; i += stride) {
-        float p = master[i], mi = m[i], vi = v[i];
-        kb_adamw_update(scale * load1(grad, i), p, mi, vi, k);
-        master[i] = p;
-        m[i] = mi;
-        v[i] = vi;
-        param[i] = __float2bfloat16_rn(p);
-    }
+    kb_adamw_step_range(grad, n, first, stride, scale, k, master, m, v, param);
 }
 
 typedef struct {
