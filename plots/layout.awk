@@ -286,12 +286,23 @@ function slope_side(x, y,    lx, ly) {
 # Roofline labels: each op's fastest point, labelled where the label hides
 # no other label and no point; one moved away from its point gets a lead.
 function roofline(    t, angle, i, j, k, ord, tmp, cx, cy, w, h, cand, ncand, ok, x0, y0, lx, ly,
-                      placed, pxl, pyl, pxr, pyr, name, dx, dy, best) {
+                      placed, pxl, pyl, pxr, pyr, name, dx, dy, best, width, cols) {
     k = split(ops, t, " ")
     for (i = 1; i <= k; i++)
         op_index[t[i]] = i
+    # The key right of the plot, under the roofs' names: an op a line,
+    # then the four maths.  KEYROWS lines fit under screen 0.6; more take
+    # further columns, each as wide as the longest name, and the plot
+    # narrows to make room for them (else they run off the page).
+    width = 11 # "3xtf32 math"
+    for (i = 1; i <= k; i++)
+        width = max(width, length(t[i]))
+    KEYROWS = 24
+    cols = int((k + 4 + KEYROWS - 1) / KEYROWS)
     # Globals: slope_side uses them.
-    L = 80; R = W - 250; T = 50; B = H - 60
+    L = 80; R = W - 250 - (cols - 1) * (width * CHAR + 40); T = 50; B = H - 60
+    printf "set key at screen %.4f, screen 0.6 left top vertical maxrows %d Left reverse samplen 1 font ',10'\n",
+        (R + 19) / W, KEYROWS
     PW = R - L; PH = B - T
     printf "set lmargin at screen %.4f; set rmargin at screen %.4f\n", L / W, R / W
     printf "set tmargin at screen %.4f; set bmargin at screen %.4f\n", 1 - T / H, 1 - B / H

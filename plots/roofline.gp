@@ -22,8 +22,9 @@ set format y '%.0s%c'
 set xrange [xmin:xmax]
 set yrange [ymin:ymax]
 set grid xtics ytics mxtics mytics lc rgb '#dddddd'
-# Outside the plot, one column: an op per line, then the markers' maths.
-set key at screen 0.79, screen 0.6 left top vertical maxrows 40 Left reverse samplen 1 font ',10'
+# Outside the plot: an op per line, then the markers' maths, 24 lines a column
+# (layout.awk places it and narrows the plot for a second column).
+set key at screen 0.79, screen 0.6 left top vertical maxrows 24 Left reverse samplen 1 font ',10'
 set samples 1000
 # A colour per op, twenty before any repeats.
 array palette[20] = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#ff7f0e', '#0e9aa7', '#e377c2', \
