@@ -65,6 +65,75 @@ inline void kb_norm_backward_dispatch(int C, F &&f)
     }
 }
 
+/* One row's work for one thread, its packs of x and dy already in xh and g:
+ * the column partials dg (and db) updated, the row's sums reduced over
+ * its group, its packs of dx stored.  cols is 0 for a group past the last
+ * row, which still joins the reduction. */
+template <class Cfg, bool LAYER>
+__device__ __forceinline__ void kb_norm_backward_row(const KbNormGrad &a, size_t base, int cols, int rank, float mean,
+                                                     float rstd, float (&xh)[Cfg::PACKS][Cfg::VEC],
+                                                     float (&g)[Cfg::PACKS][Cfg::VEC],
+                                                     float (&dg)[Cfg::PACKS][Cfg::VEC],
+                                                     float (&db)[Cfg::PACKS][Cfg::VEC])
+{
+    constexpr int P = Cfg::PACKS, V = Cfg::VEC;
+    float s1 = 0.0f, s2 = 0.0f;
+#pragma unroll
+    for (int k = 0; k < P; ++k) {
+        const int col = kb_pack_col<Cfg>(k, rank);
+        if (col < cols) {
+            float gm[V];
+            kb_load_cached(gm, a.gamma + col);
+#pragma unroll
+            for (int j = 0; j < V; ++j) {
+                xh[k][j] = (xh[k][j] - mean) * rstd;
+                dg[k][j] = fmaf(g[k][j], xh[k][j], dg[k][j]);
+                if (LAYER)
+                    db[k][j] += g[k][j];
+                g[k][j] *= gm[j];
+                s1 += g[k][j];
+                s2 = fmaf(g[k][j], xh[k][j], s2);
+            }
+        }
+    }
+    if (LAYER) { /* both sums in one reduction: half the barriers */
+        const float2 s = kb_group_allreduce<Cfg::GROUP>(make_float2(s1, s2), KbSum2{}, make_float2(0.0f, 0.0f));
+        s1 = s.x / a.C, s2 = s.y / a.C;
+    } else {
+        s2 = kb_group_allreduce<Cfg::GROUP>(s2, KbSum{}, 0.0f) / a.C;
+    }
+#pragma unroll
+    for (int k = 0; k < P; ++k) {
+        const int col = kb_pack_col<Cfg>(k, rank);
+        if (col < cols) {
+#pragma unroll
+            for (int j = 0; j < V; ++j)
+                g[k][j] = rstd * (g[k][j] - (LAYER ? s1 : 0.0f) - xh[k][j] * s2);
+            kb_store_once(a.dx + base + col, g[k]);
+        }
+    }
+}
+
+/* This row-group's partial sums: row (block, group) of dgamma's partials,
+ * then as many rows again for dbeta's. */
+template <class Cfg, bool LAYER>
+__device__ __forceinline__ void kb_norm_backward_partials(const KbNormGrad &a, float *partial, int group, int rank,
+                                                          const float (&dg)[Cfg::PACKS][Cfg::VEC],
+                                                          const float (&db)[Cfg::PACKS][Cfg::VEC])
+{
+    const size_t slot = (size_t)blockIdx.x * Cfg::ROWS_PER_BLOCK + group;
+    const size_t slots = (size_t)gridDim.x * Cfg::ROWS_PER_BLOCK;
+#pragma unroll
+    for (int k = 0; k < Cfg::PACKS; ++k) {
+        const int col = kb_pack_col<Cfg>(k, rank);
+        if (col < a.C) {
+            kb_store_once(partial + slot * a.C + col, dg[k]);
+            if (LAYER)
+                kb_store_once(partial + (slots + slot) * a.C + col, db[k]);
+        }
+    }
+}
+
 template <class Cfg, bool LAYER>
 __global__ void __launch_bounds__(Cfg::BLOCK) kb_norm_backward_rows(KbNormGrad a, float *partial)
 {
@@ -77,57 +146,18 @@ __global__ void __launch_bounds__(Cfg::BLOCK) kb_norm_backward_rows(KbNormGrad a
         const int row = first + group, cols = row < a.R ? a.C : 0;
         const size_t base = (size_t)(row < a.R ? row : 0) * a.C;
         const float mean = LAYER && cols ? a.mean[row] : 0.0f, rstd = cols ? a.rstd[row] : 0.0f;
-        float xh[P][V], g[P][V], s1 = 0.0f, s2 = 0.0f;
+        float xh[P][V], g[P][V];
 #pragma unroll
         for (int k = 0; k < P; ++k) {
             const int col = kb_pack_col<Cfg>(k, rank);
             if (col < cols) {
-                float gm[V];
                 kb_load_once(xh[k], a.x + base + col);
                 kb_load_once(g[k], a.dy + base + col);
-                kb_load_cached(gm, a.gamma + col);
-#pragma unroll
-                for (int j = 0; j < V; ++j) {
-                    xh[k][j] = (xh[k][j] - mean) * rstd;
-                    dg[k][j] = fmaf(g[k][j], xh[k][j], dg[k][j]);
-                    if (LAYER)
-                        db[k][j] += g[k][j];
-                    g[k][j] *= gm[j];
-                    s1 += g[k][j];
-                    s2 = fmaf(g[k][j], xh[k][j], s2);
-                }
             }
         }
-        if (LAYER) { /* both sums in one reduction: half the barriers */
-            const float2 s = kb_group_allreduce<Cfg::GROUP>(make_float2(s1, s2), KbSum2{}, make_float2(0.0f, 0.0f));
-            s1 = s.x / a.C, s2 = s.y / a.C;
-        } else {
-            s2 = kb_group_allreduce<Cfg::GROUP>(s2, KbSum{}, 0.0f) / a.C;
-        }
-#pragma unroll
-        for (int k = 0; k < P; ++k) {
-            const int col = kb_pack_col<Cfg>(k, rank);
-            if (col < cols) {
-#pragma unroll
-                for (int j = 0; j < V; ++j)
-                    g[k][j] = rstd * (g[k][j] - (LAYER ? s1 : 0.0f) - xh[k][j] * s2);
-                kb_store_once(a.dx + base + col, g[k]);
-            }
-        }
+        kb_norm_backward_row<Cfg, LAYER>(a, base, cols, rank, mean, rstd, xh, g, dg, db);
     }
-    /* This row-group's partial sums: row (block, group) of dgamma's
-     * partials, then as many rows again for dbeta's. */
-    const size_t slot = (size_t)blockIdx.x * Cfg::ROWS_PER_BLOCK + group;
-    const size_t slots = (size_t)gridDim.x * Cfg::ROWS_PER_BLOCK;
-#pragma unroll
-    for (int k = 0; k < P; ++k) {
-        const int col = kb_pack_col<Cfg>(k, rank);
-        if (col < a.C) {
-            kb_store_once(partial + slot * a.C + col, dg[k]);
-            if (LAYER)
-                kb_store_once(partial + (slots + slot) * a.C + col, db[k]);
-        }
-    }
+    kb_norm_backward_partials<Cfg, LAYER>(a, partial, group, rank, dg, db);
 }
 
 /* Column sums of the partials: 32 columns a block, 8 row slices summed
