@@ -100,6 +100,19 @@ grep -q "^| matmul | f32 | warptile | 1024x1024x1024 | 26.8 TFLOP/s | 50.0% | 0.
 grep -q "^| softmax | f32 | warp | 65536x4096 | 3068 GB/s | 99.0% | 1.14× cudnn | – | – |$" out ||
     fail "old.csv alone, softmax: $(cat out)"
 
+# No `torch` row: PyTorch's eager figure is its fastest backend's row
+# (attention_backward's torch_cudnn, torch_flash), never torch.compile's.
+cat >backends.csv <<EOF
+$header
+attention_backward,flash_mma,bf16,bf16,2x16x8192x8192x128,2748779069440,536870912,4.000,0.5,25.0,compute,cold,PASS
+attention_backward,torch_flash,bf16,bf16,2x16x8192x8192x128,2748779069440,536870912,8.000,0.5,,,cold,PASS
+attention_backward,torch_cudnn,bf16,bf16,2x16x8192x8192x128,2748779069440,536870912,6.000,0.5,,,cold,PASS
+attention_backward,torch_compile,bf16,bf16,2x16x8192x8192x128,2748779069440,536870912,1.000,0.5,,,cold,PASS
+EOF
+report 0 backends.csv
+grep -q "^| attention_backward | bf16 | flash_mma | 2x16x8192x8192x128 | .* | 1.50× | – |$" out ||
+    fail "PyTorch's fastest eager backend: $(cat out)"
+
 # Without flops and bytes columns the rates give the work back.
 awk -F, -v OFS=, '/^#/ { print; next } !h++ { $6 = "gflop_s"; $7 = "gb_s"; print; next }
      { ms = $8; if (ms != "") { $6 = $6 / ms / 1e6; $7 = $7 / ms / 1e6 } print }' old.csv >rates.csv
