@@ -59,5 +59,20 @@ FAKE_FAIL=1 PATH=$work/bin bash repo/tools/reference_run.sh "$work/fake-kbench" 
 [[ $? -ne 0 ]] || fail "a sweep that wrote nothing did not fail"
 [[ -f ${runs[0]} ]] || fail "a failed sweep removed the GPU's run"
 
+# merge_csv.sh: a part from an older kbench, short of the columns added
+# since, gets them empty (either order); a part of another table is
+# refused and nothing is written.
+printf '# a: 1\nop,variant,dtype,math,x,shape\nm,v,f32,f32,1,10\n' >old.csv
+printf '# b: 2\nop,variant,dtype,math,x,shape,extra\nm,w,f32,f32,2,10,7\n' >new.csv
+printf 'op,variant,other\nm,u,3\n' >alien.csv
+bash repo/tools/merge_csv.sh both.csv old.csv new.csv &&
+    [[ $(sed -n 3,5p both.csv | paste -sd'|') == 'op,variant,dtype,math,x,shape,extra|m,v,f32,f32,1,10,|m,w,f32,f32,2,10,7' ]] ||
+    fail "merge of an older part first: $(cat both.csv)"
+bash repo/tools/merge_csv.sh both.csv new.csv old.csv &&
+    [[ $(tail -1 both.csv) == 'm,v,f32,f32,1,10,' ]] || fail "merge of an older part last: $(cat both.csv)"
+bash repo/tools/merge_csv.sh bad.csv old.csv alien.csv 2>err
+[[ $? -eq 2 && ! -e bad.csv ]] && grep -q "alien.csv: its header is not" err ||
+    fail "merge of another table: $(cat err)"
+
 [[ $failures -eq 0 ]] && echo "reference_run checks passed"
 exit $((failures > 0))

@@ -17,15 +17,37 @@ if [[ ${1:-} == --newest ]]; then
 fi
 out=$1
 shift
+# A part from an older kbench may lack columns added since (at the end of
+# the header): its rows get those cells empty.  Headers that differ any
+# other way are not the same table, and nothing is written.
+tmp=$out.tmp.$$
+trap 'rm -f "$tmp"' EXIT
 awk -v newest="$newest" '
      /^#/ { key = $0; sub(/:.*/, "", key); if (!(key in seen)) seen[key] = ++n; if (newest || meta[seen[key]] == "") meta[seen[key]] = $0; next }
-     !body[FILENAME] { body[FILENAME] = 1; if (!header) header = $0; next }
+     !body[FILENAME] {
+         body[FILENAME] = 1; width[FILENAME] = split($0, h, ",")
+         if (index(header ",", $0 ",") == 1) { file_header[FILENAME] = $0; next }
+         if (index($0 ",", header ",") != 1 && header != "") {
+             printf "merge_csv: %s: its header is not that of the other parts, nor an extension of it\n", FILENAME >"/dev/stderr"
+             bad = 1; exit 2
+         }
+         header = $0; file_header[FILENAME] = $0; next
+     }
      {
          split($0, f, ",")
          id = newest ? f[1] "," f[2] "," f[3] "," f[6] : ++m
          if (!(id in row)) order[++k] = id
-         row[id] = $0
+         row[id] = $0; part[id] = FILENAME
      }
-     END { for (i = 1; i <= n; ++i) print meta[i]; print header; for (i = 1; i <= k; ++i) print row[order[i]] }' \
-    "$@" >"$out.tmp.$$"
-mv "$out.tmp.$$" "$out"
+     END {
+         if (bad) exit 2
+         wide = split(header, h, ",")
+         for (i = 1; i <= n; ++i) print meta[i]
+         print header
+         for (i = 1; i <= k; ++i) {
+             line = row[order[i]]
+             for (j = width[part[order[i]]]; j < wide; ++j) line = line ","
+             print line
+         }
+     }' "$@" >"$tmp"
+mv "$tmp" "$out"
