@@ -10,12 +10,13 @@
  * Builds on naive: a group of threads per row, coalesced 16-byte loads,
  * and dgamma and dbeta from the same read as dx instead of a second pass.
  * Prediction: ~85% of the copy ceiling at 65536x4096, against naive's 3.6%.
- * Measured (run 3 of docs/notes/backward.md, H200, cold L2): 3,047 GB/s at
- * 65536x4096, 63.3% of the datasheet's 4814 GB/s, 20.5x naive, 1.63x
- * PyTorch eager; 40.0% at 16384x768.
- * Gap to the limit: 37 points at 65536x4096: one row a block in flight
- * and two blocks an SM (91 registers a thread); one reduction instead of
- * two for the row sums moved it by 0.9%, within the noise. */
+ * Measured (results/h200/kbench-20261204-183254.csv, H200, cold L2): 4109
+ * GB/s at 65536x4096 (0.784 ms), 96.9% of the run's 4239 GB/s memory
+ * ceiling, 26.7x naive, 2.23x PyTorch eager and 1.18x torch.compile (0.928
+ * ms); 2124 GB/s (50.1%) at 16384x768.  It was 3047 GB/s until a row's
+ * loads were all issued before the first is used (the notes' run 10).
+ * Gap to the limit: 3 points at 65536x4096; at 16384x768 a 71 us launch,
+ * where the partials, the second kernel and the grid's tail weigh more. */
 #include "ops/layernorm_backward.h"
 #include "kernels/norm_backward.cuh"
 

@@ -11,11 +11,13 @@
  * Prediction: ~85% of the copy ceiling at 65536x4096 (12 bytes an element
  * moved, the partials some 0.3% more); lower at 16384x768, where the
  * partials are a larger share.
- * Measured (run 2 of docs/notes/backward.md, H200, cold L2): 3,689 GB/s at
- * 65536x4096, 76.6% of the datasheet's 4814 GB/s, 17.3x naive, 2.0x
- * PyTorch eager; 50.7% at 16384x768, 59.3% at 16384x8192.
- * Gap to the limit: 23 points at 65536x4096: a row's two barriers with no
- * other row of its block in flight (docs/notes/backward.md). */
+ * Measured (results/h200/kbench-20261204-183254.csv, H200, cold L2): 4053
+ * GB/s at 65536x4096 (0.795 ms), 95.6% of the run's 4239 GB/s memory
+ * ceiling, 18.9x naive, 2.18x PyTorch eager and 1.16x torch.compile (0.925
+ * ms); 2488 GB/s (58.7%) at 16384x768.  It was 3689 GB/s until a row's
+ * loads were all issued before the first is used (the notes' run 10).
+ * Gap to the limit: 4 points at 65536x4096; at 16384x768 a 61 us launch,
+ * where the partials, the second kernel and the grid's tail weigh more. */
 #include "ops/rmsnorm_backward.h"
 #include "kernels/norm_backward.cuh"
 
