@@ -16,11 +16,13 @@
  * (its 4-byte accesses coalesce, and 7 streams keep loads in flight); the
  * norm kernel bound by its atomics, some 2-3 ms at 1.2B against the step's
  * 7-8 ms: some 60-70% of the memory ceiling overall at 124M and 1.2B.
- * Measured (H200, docs/notes/backward.md run 5; not yet in the reference
- * run): 475 GB/s f32 gradients, 448 bf16 at 124M.
- * Gap to the limit: expected 30-40 points: the atomics' queue, the norm
- * pass's second read of grad (2 or 4 bytes of 30 or 34 an element, not
- * counted), and one load instruction per element and stream. */
+ * Measured (results/h200/kbench-20261204-183254.csv, H200, cold L2): 479
+ * GB/s f32 gradients, 450 bf16 at 124M (7.77 and 7.72 ms), 11.3% and 10.6%
+ * of the run's 4239 GB/s memory ceiling.
+ * Gap to the limit: 88.7 points in f32 and 89.4 in bf16, far over the 30-40
+ * expected: the atomics' queue, the norm pass's second read of grad (2 or 4
+ * bytes of 30 or 34 an element, not counted), and one load instruction per
+ * element and stream. */
 #include <cuda_bf16.h>
 #include "ops/adamw.h"
 #include "kernels/adamw.cuh"

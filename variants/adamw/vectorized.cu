@@ -19,12 +19,12 @@
  * 85-88% of the run's memory ceiling at 124M and 1.2B; 30/34 with f32
  * gradients, some 80-84%: the two passes over grad leave f32 short of 90%
  * whatever the kernels do.
- * Measured (H200, docs/notes/backward.md run 5; not yet in the reference
- * run): 3509 GB/s f32 gradients, 3549 bf16 at 124M: 83% and 84% of the
- * 4212 GB/s copy ceiling, under the issue's 90%.
- * Gap to the limit: expected 12-15 points in bf16 and 16-20 in f32: the
- * uncounted second read of grad (7% and 12%), then a copy kernel's own
- * shortfall. */
+ * Measured (results/h200/kbench-20261204-183254.csv, H200, cold L2): 3506
+ * GB/s f32 gradients, 3545 bf16 at 124M: 82.7% and 83.6% of the run's 4239
+ * GB/s memory ceiling, under the issue's 90%.
+ * Gap to the limit: 16.4 points in bf16 and 17.3 in f32 (12-15 and 16-20
+ * expected): the uncounted second read of grad (7% and 12%), then a copy
+ * kernel's own shortfall. */
 #include <stdlib.h>
 #include <cuda_bf16.h>
 #include "ops/adamw.h"

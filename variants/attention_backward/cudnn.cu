@@ -30,10 +30,11 @@
  * any graph cuDNN will not plan, with cuDNN's reason.
  *
  * Builds on: the library baseline.
- * Measured (H200, docs/notes/backward.md run 6; not yet in the reference
- * run): 566 TFLOP/s at 2x16x4096x4096x128 (1.21 ms), 596 at T = 8192,
- * 539 GQA x8, 451 causal.
- * Gap to the limit: 59% of the ~956 TFLOP/s dense bf16 ceiling at T = 4096. */
+ * Measured (results/h200/kbench-20261204-183254.csv, H200, cold L2): 568
+ * TFLOP/s at 2x16x4096x4096x128 (1.21 ms), 59.1% of the run's 961 TFLOP/s
+ * bf16 tensor ceiling; 531 at T = 8192 (at 1890 MHz; 596 in run 6), 565
+ * GQA x8, 452 causal.
+ * Gap to the limit: 40.9 points at T = 4096. */
 #include <stdint.h>
 #include <stdlib.h>
 #include "kernels/cudnn_graph.h"

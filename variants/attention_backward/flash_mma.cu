@@ -31,9 +31,10 @@
  * and every m16 tile streams its B operand from shared memory (~290
  * bytes an MMA, which bounds it near 470), before the exps, 2 barriers a
  * tile and the dq reductions.
- * Measured (H200, docs/notes/backward.md run 6; not yet in the reference
- * run): 234 TFLOP/s at 2x16x4096x4096x128 (2.94 ms), 0.41x cuDNN and
- * 0.84x SDPA's FlashAttention-2 backend (280); 226 causal (1.05x FA2).
+ * Measured (results/h200/kbench-20261204-183254.csv, H200, cold L2): 230
+ * TFLOP/s at 2x16x4096x4096x128 (2.99 ms, 1903 MHz under its power cap),
+ * 23.9% of the run's 961 TFLOP/s bf16 tensor ceiling, 0.40x cuDNN and 0.88x
+ * SDPA's FlashAttention-2 backend (260); 224 causal (1.00x FA2).
  * Gap to the limit: shared-memory operand traffic and mma.sync's rate
  * (next rung: wgmma with dS in shared memory, as FlashAttention-3). */
 #include <stdint.h>

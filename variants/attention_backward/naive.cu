@@ -14,8 +14,9 @@
  * D-long dot products read from L1/L2, and P and dS are written once and
  * read three times (some 24 bytes per score).  Shapes whose workspaces do
  * not fit in memory are skipped.
- * Measured (H200, docs/notes/backward.md run 6; not yet in the reference
- * run): 1.07 TFLOP/s at 2x16x4096x4096x128, 640 ms.
+ * Measured (results/h200/kbench-20261204-183254.csv, H200, cold L2): 1.08
+ * TFLOP/s at 2x16x4096x4096x128 (639 ms), 0.1% of the run's 961 TFLOP/s
+ * bf16 tensor ceiling.
  * Gap to the limit: far: the fused rungs never write P or dS. */
 #include "ops/attention_backward.h"
 #include "kernels/cuda_util.h"

@@ -14,11 +14,11 @@
  * 264 rows, 34 MB in f32 and 17 MB in bf16 of the 60 MB L2: ~85% of the
  * copy ceiling; at V = 128256 (135 and 68 MB in flight) the second read
  * comes mostly from memory: ~65%.
- * Measured (run 2 of docs/notes/backward.md, H200, cold L2): 2,846 GB/s
- * (f32) and 2,435 GB/s (bf16) at 8192x128256, 59.1% and 50.6% of the
- * datasheet's 4814 GB/s, 4.5x and 10x PyTorch eager's loss forward and
- * backward; 38.9% at V = 50257 (scalar loads).
- * Gap to the limit: 41 points in f32: the second read comes from memory,
+ * Measured (results/h200/kbench-20261204-183254.csv, H200, cold L2): 2931
+ * GB/s (f32) and 2443 GB/s (bf16) at 8192x128256 (2.87 and 1.72 ms), 69.2%
+ * and 57.6% of the run's 4239 GB/s memory ceiling, 4.6x and 10.2x PyTorch
+ * eager's loss forward and backward; f32 53.3% at V = 50257 (scalar loads).
+ * Gap to the limit: 30.8 points in f32: the second read comes from memory,
  * not L2; bf16 is bound by its two exponentials an element as much as by
  * its bytes. */
 #include "kernels/cross_entropy_row.cuh"

@@ -14,11 +14,11 @@
  * from memory, fewer instructions an element); f32 at V = 32000 from
  * 59.4% to ~80%; f32 at V = 128256 (68 MB in flight, over L2) about
  * online's.
- * Measured (run 3 of docs/notes/backward.md, H200, cold L2): 2,627 GB/s
- * (bf16) at 8192x128256, 54.6% of the datasheet's 4814 GB/s, +8.6% on
- * online; f32 2,958 (61.4%, +4%) at V = 32000 but 2,642 (-6.5%) at
- * V = 128256.  The prediction missed: see the notes.
- * Gap to the limit: 45 points in bf16: one block an SM keeps too few
+ * Measured (results/h200/kbench-20261204-183254.csv, H200, cold L2): 2643
+ * GB/s (bf16) at 8192x128256 (1.59 ms), 62.4% of the run's 4239 GB/s memory
+ * ceiling, +8.2% on online; f32 2971 (70.1%, +0.4%) at V = 32000 but 2669
+ * (63.0%, -9.0%) at V = 128256.  The prediction missed: see the notes.
+ * Gap to the limit: 37.6 points in bf16: one block an SM keeps too few
  * loads in flight. */
 #include <stdlib.h>
 #include "ops/cross_entropy.h"

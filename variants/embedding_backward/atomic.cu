@@ -10,10 +10,11 @@
  * Prediction: near the copy ceiling while ids are spread out (the adds of
  * a warp go to one row, 32 consecutive floats); the frequent token's row
  * serializes a quarter of the adds on the same addresses.
- * Measured (run 3 of docs/notes/backward.md, H200, cold L2): 3,647 GB/s at
- * 8192x128256x2048, 75.7% of the datasheet's 4814 GB/s (dE's memset and
- * adds), 1.86x PyTorch eager; 41.4% at 8192x49152x576.
- * Gap to the limit: 24 points: dE is written twice (the memset, then the
+ * Measured (results/h200/kbench-20261204-183254.csv, H200, cold L2): 3655
+ * GB/s at 8192x128256x2048 (0.306 ms), 86.2% of the run's 4239 GB/s memory
+ * ceiling (dE's memset and adds), 1.95x PyTorch eager; 2066 GB/s (48.7%) at
+ * 8192x49152x576.
+ * Gap to the limit: 13.8 points: dE is written twice (the memset, then the
  * adds' lines), against the op's count of once. */
 #include "ops/embedding_backward.h"
 #include "kernels/cuda_util.h"

@@ -9,8 +9,8 @@
  * C floats apart across a warp (a 128-byte line a lane), and dgamma's R
  * sequential loads a thread leave a 65536x4096 shape's 4096 columns on 32
  * blocks.
- * Measured (results/h200/kbench-20261202-075017.csv, H200, cold L2): 154 GB/s
- * at 65536x4096 (20.9 ms), 3.6% of the run's 4237 GB/s memory ceiling; 41.1
+ * Measured (results/h200/kbench-20261204-183254.csv, H200, cold L2): 154 GB/s
+ * at 65536x4096 (20.9 ms), 3.6% of the run's 4239 GB/s memory ceiling; 41.5
  * GB/s (1.0%) at 16384x768.
  * Gap to the limit: 96.4 points at 65536x4096; every later rung's. */
 #include "ops/layernorm_backward.h"

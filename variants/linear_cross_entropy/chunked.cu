@@ -11,11 +11,13 @@
  * ~0.8 ms, about what the smaller logits save in the cross-entropy pass
  * (L2 holds none of them either way): within 5% of cublas, at a quarter
  * of its memory.
- * Measured (H200, docs/notes/backward.md run 4; not yet in the reference
- * run): 20.54 ms at 8192x128256x2048 with 566 MiB of workspace (cublas
- * 19.69 with 2068; torch.compile 23.15 with 5479): 1.13x torch.compile.
- * Gap to the limit: dW's accumulation traffic and the cross-entropy pass,
- * which a GEMM epilogue could absorb. */
+ * Measured (results/h200/kbench-20261204-183254.csv, H200, cold L2): 20.48
+ * ms, 630 TFLOP/s at 8192x128256x2048, 65.6% of the run's 961 TFLOP/s bf16
+ * tensor ceiling, with 566 MiB of workspace, at 1661 MHz under the power
+ * cap (cublas 20.09 with 2068, 0.98x; torch.compile 23.22 with 5479): 1.13x
+ * torch.compile.
+ * Gap to the limit: 34.4 points: dW's accumulation traffic and the
+ * cross-entropy pass, which a GEMM epilogue could absorb. */
 #include "variants/linear_cross_entropy/chunks.cuh"
 
 #define LOGIT_BYTES (512u << 20)

@@ -9,10 +9,11 @@
  * Prediction: the three GEMMs (12.9 TFLOP at 8192x128256x2048) at about
  * 800 TFLOP/s are 16 ms; the cross-entropy pass reads the logits twice and
  * writes them once (6.3 GB, ~2 ms): ~18 ms, 710 TFLOP/s.
- * Measured (H200, docs/notes/backward.md run 4; not yet in the reference
- * run): 19.69 ms, 656 TFLOP/s at 8192x128256x2048, clocks 1654 MHz.
- * Gap to the limit: the GEMMs alone are ~17 ms at the run's clocks; the
- * rest is the cross-entropy pass and the logits' memory. */
+ * Measured (results/h200/kbench-20261204-183254.csv, H200, cold L2): 20.09
+ * ms, 643 TFLOP/s at 8192x128256x2048, 66.8% of the run's 961 TFLOP/s bf16
+ * tensor ceiling, at 1642 MHz under its power cap.
+ * Gap to the limit: 33.2 points; the GEMMs alone are ~17 ms at the run's
+ * clocks; the rest is the cross-entropy pass and the logits' memory. */
 #include "variants/linear_cross_entropy/chunks.cuh"
 
 static const char *setup(const void *args, void **ctx)

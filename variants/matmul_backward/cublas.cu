@@ -14,11 +14,13 @@
  * one the op defines (and PyTorch allows it by default:
  * allow_bf16_reduced_precision_reduction).
  *
- * Measured (H200, docs/notes/backward.md run 7; not yet in the reference
- * run): bf16 821 TFLOP/s at 8192x4096x4096, 825 at 8192x28672x4096, 739
- * at 8192^3; f32 51.6 and 52.9 TFLOP/s.
- * Gap to the limit: cuBLAS's own: the forward's bf16 GEMM runs at some 80%
- * of the measured tensor ceiling. */
+ * Measured (results/h200/kbench-20261204-183254.csv, H200, cold L2): bf16
+ * 808 TFLOP/s at 8192x4096x4096, 817 at 8192x28672x4096, 787 at 8192^3:
+ * 84.1%, 85.0% and 81.9% of the run's 961 TFLOP/s bf16 tensor ceiling; f32
+ * 51.3 and 52.7 TFLOP/s (81.9% and 84.1% of its 62.7 TFLOP/s fp32
+ * ceiling), the latter at 1961 MHz under the power cap.
+ * Gap to the limit: cuBLAS's own, 15-18 points in bf16: the forward's bf16
+ * GEMM runs at some 80% of the measured tensor ceiling. */
 #include "ops/matmul_backward.h"
 #include "kernels/cuda_util.h"
 #include "variants/matmul/cublas_common.h"

@@ -23,14 +23,16 @@
  * Prediction: each product within a few percent of the forward's speed on
  * the same work (the loads and MMAs change their layout, not their size),
  * so near cuBLAS's transposed GEMMs, 0.95-1.02x.
- * Measured (H200, docs/notes/backward.md run 7; not yet in the reference
- * run): 814 TFLOP/s at 8192x4096x4096 (0.99x cublas), 808 at
- * 8192x28672x4096 (0.98x), 808 at 8192^3 (1.09x).
+ * Measured (results/h200/kbench-20261204-183254.csv, H200, cold L2): 804
+ * TFLOP/s at 8192x4096x4096, 83.7% of the run's 961 TFLOP/s bf16 tensor
+ * ceiling (0.995x cublas); 700 at 8192x28672x4096 at 1782 MHz under its
+ * power cap (0.86x); 715 at 8192^3 at 1838 MHz (0.91x, against 1.09x in
+ * run 7).
  * On GPUs that reach their power cap it throttles where cuBLAS does not:
  * 0.87-0.92x at the two largest shapes in those calls (the notes).
- * Gap to the limit: 85% of the 956 TFLOP/s measured bf16 ceiling; the
- * two GEMMs are two launches, each ending in a partial round of clusters
- * (a second stream for dB did not help: the notes). */
+ * Gap to the limit: 16.3 points at 8192x4096x4096; the two GEMMs are two
+ * launches, each ending in a partial round of clusters (a second stream
+ * for dB did not help: the notes). */
 #include <stdlib.h>
 #include "ops/matmul_backward.h"
 #include "kernels/cuda_util.h"

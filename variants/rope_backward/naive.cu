@@ -13,13 +13,13 @@
  * 25.1% in bf16 at 2048x32x8x64): some 50-60% in f32 and 25-30% in bf16 at
  * 8192x32x8x128, where a warp's two runs are whole 128-byte lines in f32 but
  * half lines in bf16, and every pair pays a sincosf.
- * Measured (H200, docs/notes/backward.md run 5; not yet in the reference
- * run): 2439 GB/s f32, 1229 bf16 at 8192x32x8x128 (PyTorch eager 0.907 ms
- * bf16, this 0.164).
- * Gap to the limit: expected 40-50 points in f32 and 70 in bf16: narrow
- * accesses (one load instruction per 4 or 2 bytes) keep too few bytes in
- * flight per SM, and the sincosf of the same angle is recomputed by every
- * head of a token. */
+ * Measured (results/h200/kbench-20261204-183254.csv, H200, cold L2): 2427
+ * GB/s f32, 1223 bf16 at 8192x32x8x128, 57.3% and 28.9% of the run's 4239
+ * GB/s memory ceiling (PyTorch eager 0.869 ms bf16, this 0.165: 5.28x).
+ * Gap to the limit: 42.7 points in f32 and 71.1 in bf16 (40-50 and 70
+ * expected): narrow accesses (one load instruction per 4 or 2 bytes) keep
+ * too few bytes in flight per SM, and the sincosf of the same angle is
+ * recomputed by every head of a token. */
 #include "ops/rope_backward.h"
 #include "kernels/cuda_util.h"
 #include "kernels/dtype.cuh"

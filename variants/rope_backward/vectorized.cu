@@ -19,11 +19,12 @@
  * ceiling at 8192x32x8x128 (48 heads of 128 a token: 24 KB read and 24 KB
  * written per block in f32, 12 KB in bf16), lower at 4096x12x4x64 (20 heads
  * of 64: 2.5 KB per block in bf16, so the sincosf and the barrier weigh more).
- * Measured (H200, docs/notes/backward.md run 5; not yet in the reference
- * run): 3830 GB/s f32, 3665 bf16 at 8192x32x8x128, 91% and 87% of the
- * 4212 GB/s copy ceiling; 16.5x PyTorch eager's autograd in bf16.
- * Gap to the limit: expected 10-15 points at 8192x32x8x128, a copy
- * kernel's, and 20-25 at 4096x12x4x64. */
+ * Measured (results/h200/kbench-20261204-183254.csv, H200, cold L2): 3837
+ * GB/s f32, 3598 bf16 at 8192x32x8x128, 90.5% and 84.9% of the run's 4239
+ * GB/s memory ceiling; 15.5x PyTorch eager's autograd in bf16.
+ * Gap to the limit: 9.5 points in f32 and 15.1 in bf16 at 8192x32x8x128, a
+ * copy kernel's, and 38.7 and 56.3 at 4096x12x4x64, well over the 20-25
+ * expected. */
 #include "ops/rope_backward.h"
 #include "kernels/cuda_util.h"
 #include "kernels/dtype.cuh"

@@ -3,9 +3,10 @@
  * MODE_INSTANCE: a row is an image's C*H*W), the forward's call mirrored.
  * The handle and the tensor descriptor (kernels/cudnn_rows.h) are made in
  * setup, outside timing.
- * Measured (run 2 of docs/notes/backward.md, H200, cold L2): 2,739 GB/s at
- * 65536x4096, 56.9% of the datasheet's 4814 GB/s; 9.5% at 128x262144.
- * Gap to the limit: 43 points at 65536x4096. */
+ * Measured (results/h200/kbench-20261204-183254.csv, H200, cold L2): 2743
+ * GB/s at 65536x4096 (1.17 ms), 64.7% of the run's 4239 GB/s memory
+ * ceiling; 459 GB/s (10.8%) at 128x262144.
+ * Gap to the limit: 35.3 points at 65536x4096. */
 #include "ops/softmax_backward.h"
 #include "kernels/cudnn_rows.h"
 

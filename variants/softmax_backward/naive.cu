@@ -5,9 +5,10 @@
  * Prediction: far under the copy ceiling: a warp's 32 rows put its loads
  * C floats apart (a 128-byte line a lane), and a 65536-row matrix is 512
  * blocks of 128 threads.
- * Measured (run 2 of docs/notes/backward.md, H200, cold L2): 405 GB/s at
- * 65536x4096, 8.4% of the datasheet's 4814 GB/s; 4 GB/s at 128x262144.
- * Gap to the limit: every later rung's. */
+ * Measured (results/h200/kbench-20261204-183254.csv, H200, cold L2): 400
+ * GB/s at 65536x4096 (8.06 ms), 9.4% of the run's 4239 GB/s memory ceiling;
+ * 3.1 GB/s (0.1%) at 128x262144.
+ * Gap to the limit: 90.6 points at 65536x4096; every later rung's. */
 #include "ops/softmax_backward.h"
 #include "kernels/cuda_util.h"
 

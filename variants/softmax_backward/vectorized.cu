@@ -15,12 +15,13 @@
  * Prediction: ~90% of the copy ceiling from C = 128 to 16384 with
  * thousands of rows, as the forward's vectorized; ~70% beyond (20 bytes
  * moved per 12 counted).
- * Measured (run 2 of docs/notes/backward.md, H200, cold L2): 4,342 GB/s at
- * 65536x4096, 90.2% of the datasheet's 4814 GB/s (past the copy ceiling:
- * two reads a write), 1.58x cudnn, 2.0x PyTorch eager; 76.8% at 1024x32768,
- * 50.3% at 128x262144 on two reads.
- * Gap to the limit: 10 points at 65536x4096; the two-read rows lose the
- * second read's share. */
+ * Measured (results/h200/kbench-20261204-183254.csv, H200, cold L2): 4339
+ * GB/s at 65536x4096 (0.742 ms), 102.3% of the run's 4239 GB/s memory
+ * ceiling (past the copy ceiling: two reads a write), 1.58x cudnn, 2.01x
+ * PyTorch eager, 1.06x torch.compile; 3627 GB/s (85.6%) at 1024x32768,
+ * 2419 GB/s (57.1%) at 128x262144 on two reads.
+ * Gap to the limit: none at 65536x4096 (2.3 points past it); the two-read
+ * rows lose the second read's share, 14.4 and 42.9 points. */
 #include "ops/softmax_backward.h"
 #include "kernels/cuda_util.h"
 #include "kernels/combine.cuh"

@@ -5,10 +5,10 @@
  * Prediction: near the forward naive's share of the ceiling: each warp's
  * loads and stores are coalesced, but 2- or 4-byte accesses and expf's
  * longer sequence keep it under the copy kernel.
- * Measured (run 2 of docs/notes/backward.md, H200, cold L2): 3,154 GB/s
- * (f32) and 2,320 GB/s (bf16) at 8192x14336, 65.5% and 48.2% of the
- * datasheet's 4814 GB/s.
- * Gap to the limit: 52 points in bf16: 2-byte accesses. */
+ * Measured (results/h200/kbench-20261204-183254.csv, H200, cold L2): 3154
+ * GB/s (f32) and 2319 GB/s (bf16) at 8192x14336 (0.745 and 0.506 ms), 74.4%
+ * and 54.7% of the run's 4239 GB/s memory ceiling.
+ * Gap to the limit: 45.3 points in bf16: 2-byte accesses. */
 #include "ops/swiglu_backward.h"
 #include "kernels/cuda_util.h"
 #include "kernels/dtype.cuh"

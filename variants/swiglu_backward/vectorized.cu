@@ -8,10 +8,11 @@
  * __expf for expf.
  * Prediction: ~90% of the copy ceiling at 8192x8192 and 8192x14336, as the
  * forward's 93.5% at 4096x14336.
- * Measured (run 2 of docs/notes/backward.md, H200, cold L2): 4,277 GB/s at
- * 8192x14336, 88.8% of the datasheet's 4814 GB/s, 1.84x naive, 5.0x
- * PyTorch eager; 75.1% at 8192x1536.
- * Gap to the limit: 11 points at 8192x14336, a copy kernel's. */
+ * Measured (results/h200/kbench-20261204-183254.csv, H200, cold L2): 4266
+ * GB/s at 8192x14336 (0.275 ms), 100.6% of the run's 4239 GB/s memory
+ * ceiling, 1.84x naive, 5.01x PyTorch eager; 3570 GB/s (84.2%) at 8192x1536.
+ * Gap to the limit: none at 8192x14336 (0.6 points past it), a copy
+ * kernel's; 15.8 points at 8192x1536. */
 #include <cuda_bf16.h>
 #include "ops/swiglu_backward.h"
 #include "kernels/cuda_util.h"
