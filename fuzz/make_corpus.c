@@ -94,6 +94,15 @@ static void llama_config(void)
         "  \"rope_scaling\": null,\n  \"tie_word_embeddings\": true,\n  \"torch_dtype\": \"bfloat16\",\n"
         "  \"transformers_version\": \"4.42.3\",\n  \"use_cache\": true,\n  \"vocab_size\": 49152\n}\n";
     put("llama_config", "smollm2.json", hf, sizeof hf - 1);
+    /* Llama 3.2-1B's, with its rope_scaling of rope_type "llama3". */
+    static const char llama3[] =
+        "{\n  \"hidden_size\": 2048,\n  \"intermediate_size\": 8192,\n  \"num_hidden_layers\": 16,\n"
+        "  \"num_attention_heads\": 32,\n  \"num_key_value_heads\": 8,\n  \"head_dim\": 64,\n"
+        "  \"vocab_size\": 128256,\n  \"max_position_embeddings\": 131072,\n  \"rms_norm_eps\": 1e-05,\n"
+        "  \"rope_theta\": 500000.0,\n  \"rope_scaling\": {\n    \"factor\": 32.0,\n    \"high_freq_factor\": 4.0,\n"
+        "    \"low_freq_factor\": 1.0,\n    \"original_max_position_embeddings\": 8192,\n"
+        "    \"rope_type\": \"llama3\"\n  },\n  \"tie_word_embeddings\": true\n}\n";
+    put("llama_config", "llama3.json", llama3, sizeof llama3 - 1);
     /* What the reader refuses, close to what it accepts: strings that are not
      * UTF-8 (a stray byte, an overlong '/', a surrogate, a cut-off euro sign),
      * a key twice in a nested object, and rope_theta given twice unalike. */

@@ -45,8 +45,9 @@ int kb_llama_config_check(const kb_llama_config *c, const char *what, char *err,
  * num_hidden_layers, num_attention_heads and vocab_size must be present;
  * num_key_value_heads (default heads), head_dim (hidden_size / heads),
  * rms_norm_eps (1e-6), rope_theta (10000), tie_word_embeddings (false) and
- * max_position_embeddings (2048) may be.  rope_scaling must be null or
- * absent; hidden_act, if given, "silu"; attention_bias and mlp_bias, if
+ * max_position_embeddings (2048) may be.  rope_scaling (or transformers
+ * 5's rope_parameters) must be null, absent, of rope_type "default" or of
+ * rope_type "llama3" with its four settings; hidden_act, if given, "silu"; attention_bias and mlp_bias, if
  * given, false; model_type, if given, "llama".  Other keys are ignored.
  * Then kb_llama_config_check.  0, or -1 with one line in err. */
 int kb_llama_config_parse(const char *text, size_t len, const char *what, kb_llama_config *c, char *err,

@@ -156,13 +156,14 @@ static const char *upload_layer(kb_llama_gpu *g, Layer *L, const kb_llama_layer 
     return NULL;
 }
 
-/* RoPE's frequencies theta^(-2i / hd), in double on the host. */
+/* RoPE's frequencies (kb_llama_inv_freq: rope_scaling's applied), in
+ * double on the host. */
 static const char *upload_inv_freq(kb_llama_gpu *g)
 {
     const int half = g->c.head_dim / 2;
     float f[MAX_HEAD_DIM / 2];
     for (int i = 0; i < half; ++i)
-        f[i] = (float)pow(g->c.rope_theta, -2.0 * i / g->c.head_dim);
+        f[i] = (float)kb_llama_inv_freq(&g->c, i);
     return upload_f32(&g->inv_freq, f, half);
 }
 

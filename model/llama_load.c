@@ -56,6 +56,13 @@ int kb_llama_config_check(const kb_llama_config *c, const char *what, char *err,
         return kb_report(err, errlen, "%s: rms_norm_eps %g is not in (0, 1]", what, c->eps);
     if (!(c->rope_theta > 0 && isfinite(c->rope_theta)))
         return kb_report(err, errlen, "%s: rope_theta %g is not a finite number above 0", what, c->rope_theta);
+    const kb_llama_rope_scaling *r = &c->rope_scaling;
+    if (r->factor != 0 && !(isfinite(r->factor) && r->factor >= 1 && r->low_freq_factor > 0 &&
+                            isfinite(r->high_freq_factor) && r->high_freq_factor > r->low_freq_factor &&
+                            r->original_max_pos >= 1))
+        return kb_report(err, errlen, "%s: rope_scaling \"llama3\" needs factor >= 1 and 0 < low_freq_factor < "
+                         "high_freq_factor, got %g, %g and %g", what, r->factor, r->low_freq_factor,
+                         r->high_freq_factor);
     if ((int64_t)c->heads * c->head_dim > 1 << 30)
         return kb_report(err, errlen, "%s: num_attention_heads x head_dim = %lld is over 2^30", what,
                          (long long)c->heads * c->head_dim);
@@ -69,9 +76,17 @@ int kb_llama_config_check(const kb_llama_config *c, const char *what, char *err,
 /* The member's text as messages show it. */
 static const char *shown(const char *text, const kb_json_member *m, char *buf, size_t len)
 {
+    /* A run of JSON whitespace (a pretty-printed object's newlines and
+     * indents) shows as one space: the message stays one line of text. */
     char raw[96];
-    size_t n = m->end - m->begin < sizeof raw - 1 ? m->end - m->begin : sizeof raw - 1;
-    memcpy(raw, text + m->begin, n);
+    size_t n = 0, i = m->begin;
+    for (; i < m->end && n < sizeof raw - 4; ++i) {
+        const int space = strchr(" \t\r\n", text[i]) != NULL;
+        if (!space || (n > 0 && raw[n - 1] != ' '))
+            raw[n++] = space ? ' ' : text[i];
+    }
+    if (i < m->end) /* cut short: say so */
+        n += (size_t)snprintf(raw + n, sizeof raw - n, "...");
     raw[n] = '\0';
     return kb_quote(raw, buf, len);
 }
@@ -143,14 +158,45 @@ static int nested_theta(const kb_json_object *inner, const char *text, const cha
     return 0;
 }
 
-/* rope_scaling (null, or a plain "default" RoPE) and transformers 5's
- * rope_parameters ({"rope_type": "default", "rope_theta": X}). */
+/* rope_type "llama3"'s four settings, each required (as transformers
+ * requires them); given in both objects, they must agree.  Their ranges
+ * are kb_llama_config_check's. */
+static int llama3_scaling(const kb_json_object *inner, const char *text, const char *key, int *given,
+                          kb_llama_config *c, const char *what, char *err, size_t errlen)
+{
+    static const char *names[] = {"factor", "low_freq_factor", "high_freq_factor",
+                                  "original_max_position_embeddings"};
+    double v[4];
+    for (int i = 0; i < 4; ++i) {
+        if (get_number(inner, text, names[i], NAN, &v[i], what, err, errlen) != 0)
+            return -1;
+        if (isnan(v[i]))
+            return kb_report(err, errlen, "%s: \"%s\" of rope_type \"llama3\" has no \"%s\"", what, key, names[i]);
+    }
+    if (!(v[0] >= 1))
+        return kb_report(err, errlen, "%s: \"%s\": the llama3 factor must be at least 1, got %g", what, key, v[0]);
+    if (!(v[3] >= 1 && v[3] <= 1 << 30 && v[3] == floor(v[3])))
+        return kb_report(err, errlen, "%s: \"%s\": original_max_position_embeddings must be an integer from 1 "
+                         "to 2^30, got %g", what, key, v[3]);
+    const kb_llama_rope_scaling r = {v[0], v[1], v[2], (int)v[3]}, *o = &c->rope_scaling;
+    if (*given && (r.factor != o->factor || r.low_freq_factor != o->low_freq_factor ||
+                   r.high_freq_factor != o->high_freq_factor || r.original_max_pos != o->original_max_pos))
+        return kb_report(err, errlen, "%s: \"%s\" gives other llama3 settings than those given before; give "
+                         "them once", what, key);
+    c->rope_scaling = r;
+    *given = 1;
+    return 0;
+}
+
+/* rope_scaling (null, a plain "default" RoPE, or Llama 3.1's "llama3"
+ * frequency scaling) and transformers 5's rope_parameters
+ * ({"rope_type": ..., "rope_theta": X, and llama3's settings}). */
 static int get_rope(const kb_json_object *o, const char *text, kb_llama_config *c, const char *what, char *err,
                     size_t errlen)
 {
     const char *keys[] = {"rope_scaling", "rope_parameters"};
     const kb_json_member *top = kb_json_get(o, "rope_theta");
-    int given = top && top->kind != KB_JSON_NULL;
+    int given = top && top->kind != KB_JSON_NULL, scaled = 0;
     char q[KB_QUOTE_LEN];
     for (int k = 0; k < 2; ++k) {
         const kb_json_member *m = kb_json_get(o, keys[k]);
@@ -159,16 +205,20 @@ static int get_rope(const kb_json_object *o, const char *text, kb_llama_config *
         kb_json_object inner;
         if (m->kind != KB_JSON_OBJECT ||
             kb_json_parse_flat(text + m->begin, m->end - m->begin, what, &inner, err, errlen) != 0)
-            return kb_report(err, errlen, "%s: \"%s\" is %s; kbench runs plain RoPE only (null)", what, keys[k],
-                             shown(text, m, q, sizeof q));
+            return kb_report(err, errlen, "%s: \"%s\" is %s; kbench runs plain RoPE (null) or rope_type "
+                             "\"llama3\"", what, keys[k], shown(text, m, q, sizeof q));
         const kb_json_member *type = kb_json_get(&inner, "rope_type");
         type = type ? type : kb_json_get(&inner, "type");
+        const int plain = type && type->kind == KB_JSON_STRING && !strcmp(type->string, "default");
+        const int llama3 = type && type->kind == KB_JSON_STRING && !strcmp(type->string, "llama3");
         int rc = 0;
-        if (!type || type->kind != KB_JSON_STRING || strcmp(type->string, "default") != 0)
-            rc = kb_report(err, errlen, "%s: \"%s\" is %s; kbench runs plain RoPE only (null or rope_type "
-                           "\"default\")", what, keys[k], shown(text, m, q, sizeof q));
+        if (!plain && !llama3)
+            rc = kb_report(err, errlen, "%s: \"%s\" is %s; kbench runs plain RoPE (null or rope_type "
+                           "\"default\") and rope_type \"llama3\"", what, keys[k], shown(text, m, q, sizeof q));
         else
             rc = nested_theta(&inner, text + m->begin, keys[k], &given, c, what, err, errlen);
+        if (!rc && llama3)
+            rc = llama3_scaling(&inner, text + m->begin, keys[k], &scaled, c, what, err, errlen);
         kb_json_free(&inner);
         if (rc)
             return -1;

@@ -91,16 +91,23 @@ static int write_config(const kb_llama_config *c, kb_llama_dtype dtype, const ch
     FILE *f = fopen(tmp, "w");
     if (!f)
         return -1;
+    const kb_llama_rope_scaling *r = &c->rope_scaling;
+    char scaling[256] = "null";
+    if (r->factor != 0)
+        snprintf(scaling, sizeof scaling,
+                 "{\"rope_type\": \"llama3\", \"factor\": %.17g, \"low_freq_factor\": %.17g, "
+                 "\"high_freq_factor\": %.17g, \"original_max_position_embeddings\": %d}",
+                 r->factor, r->low_freq_factor, r->high_freq_factor, r->original_max_pos);
     fprintf(f,
             "{\n  \"architectures\": [\"LlamaForCausalLM\"],\n  \"model_type\": \"llama\",\n"
             "  \"hidden_size\": %d,\n  \"intermediate_size\": %d,\n  \"num_hidden_layers\": %d,\n"
             "  \"num_attention_heads\": %d,\n  \"num_key_value_heads\": %d,\n  \"head_dim\": %d,\n"
             "  \"vocab_size\": %d,\n  \"max_position_embeddings\": %d,\n  \"rms_norm_eps\": %.17g,\n"
-            "  \"rope_theta\": %.17g,\n  \"rope_scaling\": null,\n  \"tie_word_embeddings\": %s,\n"
+            "  \"rope_theta\": %.17g,\n  \"rope_scaling\": %s,\n  \"tie_word_embeddings\": %s,\n"
             "  \"hidden_act\": \"silu\",\n  \"attention_bias\": false,\n  \"mlp_bias\": false,\n"
             "  \"torch_dtype\": \"%s\"\n}\n",
             c->d_model, c->d_ff, c->layers, c->heads, c->kv_heads, c->head_dim, c->vocab, c->max_pos, c->eps,
-            c->rope_theta, c->tied ? "true" : "false", torch_names[dtype]);
+            c->rope_theta, scaling, c->tied ? "true" : "false", torch_names[dtype]);
     const int bad = ferror(f);
     return fclose(f) == 0 && !bad ? 0 : -1;
 }

@@ -112,7 +112,7 @@ static float2 *put_rope(kb_stage_block *b, const kb_llama_config *c, int max_len
     float *h, *dev = kb_stage_take(b, (int64_t)max_len * c->head_dim, &h);
     for (int64_t p = 0; h && p < max_len; ++p)
         for (int i = 0; i < half; ++i) {
-            const double angle = (double)p * pow(c->rope_theta, -2.0 * i / c->head_dim);
+            const double angle = (double)p * kb_llama_inv_freq(c, i);
             h[(p * half + i) * 2] = (float)cos(angle);
             h[(p * half + i) * 2 + 1] = (float)sin(angle);
         }

@@ -67,6 +67,12 @@ CASES = [
     dict(name="gqa-untied-bf16", hidden_size=64, intermediate_size=176, num_hidden_layers=2, num_attention_heads=8,
          num_key_value_heads=4, vocab_size=401, tie_word_embeddings=False, rope_theta=10000.0, rms_norm_eps=1e-5,
          dtype="bfloat16"),
+    # Llama 3.1's frequency scaling at an original context of 64, so that at
+    # head_dim 16 one pair keeps its frequency, two blend and five are divided.
+    dict(name="llama3-scaling", hidden_size=64, intermediate_size=176, num_hidden_layers=2, num_attention_heads=4,
+         num_key_value_heads=2, vocab_size=409, tie_word_embeddings=True, rope_theta=10000.0, rms_norm_eps=1e-5,
+         rope_scaling=dict(rope_type="llama3", factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0,
+                           original_max_position_embeddings=64), dtype="float32"),
 ]
 
 # Shapes the GPU path runs (head_dim a multiple of 16 up to 128, d_model and
@@ -79,15 +85,30 @@ GPU_CASES = [
          num_attention_heads=2, num_key_value_heads=2, vocab_size=517, tie_word_embeddings=True,
          rope_theta=500000.0, rms_norm_eps=1e-6, dtype="bfloat16"),
     CASES[2],  # mqa-head-dim: head_dim 32
+    dict(CASES[4], name="gpu-llama3-scaling", hidden_size=128, intermediate_size=352),  # head_dim 32
 ]
+
+
+def inv_freq(theta, hd, scaling):
+    """RoPE's frequencies in float64, with rope_type "llama3"'s scaling
+    (reference/llama.h states the rule)."""
+    f = 1.0 / theta ** (torch.arange(0, hd, 2, dtype=torch.float64) / hd)
+    if not scaling:
+        return f
+    s, lo, hi = scaling["factor"], scaling["low_freq_factor"], scaling["high_freq_factor"]
+    n = scaling["original_max_position_embeddings"]
+    wavelen = 2 * torch.pi / f
+    a = ((n / wavelen - lo) / (hi - lo)).clamp(0, 1)
+    return torch.where(wavelen < n / hi, f, torch.where(wavelen > n / lo, f / s, (1 - a) * f / s + a * f))
 
 
 def build(case, seed):
     """A random LlamaForCausalLM of the case's config, re-initialized."""
-    kw = {k: v for k, v in case.items() if k not in ("name", "dtype")}
+    kw = {k: v for k, v in case.items() if k not in ("name", "dtype", "rope_scaling")}
+    scaling = case.get("rope_scaling")
     cfg = LlamaConfig(max_position_embeddings=512, hidden_act="silu", attention_bias=False, mlp_bias=False,
-                      rope_scaling=None, bos_token_id=None, eos_token_id=None, pad_token_id=None,
-                      attention_dropout=0.0, **kw)
+                      rope_scaling=dict(scaling) if scaling else None, bos_token_id=None, eos_token_id=None,
+                      pad_token_id=None, attention_dropout=0.0, **kw)
     torch.manual_seed(seed)
     model = LlamaForCausalLM(cfg).eval()
     q = model.model.layers[0].self_attn.q_proj.weight
@@ -98,10 +119,11 @@ def build(case, seed):
     rotary = getattr(model.model, "rotary_emb", None)
     if rotary is not None and hasattr(rotary, "inv_freq"):
         hd = q.shape[0] // kw["num_attention_heads"]
-        want = 1.0 / kw["rope_theta"] ** (torch.arange(0, hd, 2, dtype=torch.float64) / hd)
+        want = inv_freq(kw["rope_theta"], hd, scaling)
         if not torch.allclose(rotary.inv_freq.to(torch.float64), want, rtol=1e-6):
             raise RuntimeError(f"{case['name']}: the model's RoPE frequencies are not rope_theta "
-                               f"{kw['rope_theta']}'s: is this transformers' rope configured otherwise?")
+                               f"{kw['rope_theta']}'s (rope_scaling {scaling}): is this transformers' rope "
+                               f"configured otherwise?")
     with torch.no_grad():
         for name, p in model.named_parameters():
             if name.endswith("norm.weight"):

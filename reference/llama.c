@@ -52,11 +52,26 @@ static void rmsnorm(const double *x, int n, int d, const float *w, double eps, d
     }
 }
 
-void kb_llama_rope(double *x, int head_dim, int64_t pos, double theta)
+double kb_llama_inv_freq(const kb_llama_config *c, int i)
 {
-    const int half = head_dim / 2;
+    const double f = pow(c->rope_theta, -2.0 * i / c->head_dim);
+    const kb_llama_rope_scaling *r = &c->rope_scaling;
+    if (r->factor == 0)
+        return f;
+    const double two_pi = 6.28318530717958647692, wavelen = two_pi / f, n = r->original_max_pos;
+    if (wavelen < n / r->high_freq_factor)
+        return f;
+    if (wavelen > n / r->low_freq_factor)
+        return f / r->factor;
+    const double a = (n / wavelen - r->low_freq_factor) / (r->high_freq_factor - r->low_freq_factor);
+    return (1 - a) * f / r->factor + a * f;
+}
+
+void kb_llama_rope(double *x, const kb_llama_config *c, int64_t pos)
+{
+    const int half = c->head_dim / 2;
     for (int i = 0; i < half; ++i) {
-        const double f = pow(theta, -2.0 * i / head_dim), a = (double)pos * f;
+        const double a = (double)pos * kb_llama_inv_freq(c, i);
         const double cs = cos(a), sn = sin(a), x1 = x[i], x2 = x[i + half];
         x[i] = x1 * cs - x2 * sn;
         x[i + half] = x2 * cs + x1 * sn;
@@ -83,9 +98,9 @@ static void attention(const kb_llama_model *m, int l, kb_llama_cache *c, int p0,
     linear(s->h, n, d, L->wv, kvd, Vc + (int64_t)p0 * kvd);
     for (int i = 0; i < n; ++i) {
         for (int h = 0; h < H; ++h)
-            kb_llama_rope(s->q + (int64_t)i * qd + h * hd, hd, p0 + i, cfg->rope_theta);
+            kb_llama_rope(s->q + (int64_t)i * qd + h * hd, cfg, p0 + i);
         for (int h = 0; h < cfg->kv_heads; ++h)
-            kb_llama_rope(Kc + (int64_t)(p0 + i) * kvd + h * hd, hd, p0 + i, cfg->rope_theta);
+            kb_llama_rope(Kc + (int64_t)(p0 + i) * kvd + h * hd, cfg, p0 + i);
     }
     const double scale = 1.0 / sqrt((double)hd);
 #pragma omp parallel if ((int64_t)n * (p0 + n) * qd > (1 << 16))

@@ -22,6 +22,11 @@
  *   y[i]        = x[i] cos(p f_i) - x[i + half] sin(p f_i)
  *   y[i + half] = x[i + half] cos(p f_i) + x[i] sin(p f_i)
  * i.e. y = x * cos + rotate_half(x) * sin with rotate_half(x) = [-x2, x1].
+ * Llama 3.1 and later scale the frequencies (rope_scaling of rope_type
+ * "llama3": factor s, low and high frequency factors l and h, the original
+ * context N): with wavelength w_i = 2 pi / f_i, a pair of w_i < N / h keeps
+ * f_i, one of w_i > N / l takes f_i / s, and one between takes
+ * (1 - a) f_i / s + a f_i with a = (N / w_i - l) / (h - l).
  * HF checkpoints permute Wq and Wk for this convention; Meta's raw weights
  * would need the interleaved one.
  *
@@ -38,6 +43,14 @@
 extern "C" {
 #endif
 
+/* rope_scaling of rope_type "llama3"; factor 0 is plain RoPE. */
+typedef struct {
+    double factor;                  /* s >= 1, or 0 */
+    double low_freq_factor;         /* l > 0 */
+    double high_freq_factor;        /* h > l */
+    int original_max_pos;           /* N: original_max_position_embeddings */
+} kb_llama_rope_scaling;
+
 typedef struct {
     int d_model;       /* hidden_size */
     int d_ff;          /* intermediate_size */
@@ -50,6 +63,7 @@ typedef struct {
     int tied;          /* tie_word_embeddings: lm_head is the embedding */
     double eps;        /* rms_norm_eps */
     double rope_theta; /* rope_theta */
+    kb_llama_rope_scaling rope_scaling;
 } kb_llama_config;
 
 typedef struct {
@@ -91,9 +105,14 @@ void kb_llama_cache_free(kb_llama_cache *c);
 int kb_llama_forward(const kb_llama_model *m, kb_llama_cache *c, const int *ids, int n, float *logits,
                      float *all_logits);
 
-/* RoPE of one head's vector x (head_dim values, in place) at position pos,
- * in the rotate_half convention above. */
-void kb_llama_rope(double *x, int head_dim, int64_t pos, double theta);
+/* f_i of pair i < head_dim / 2, rope_scaling's applied: every RoPE of
+ * kbench (this reference, the GPU model, the stages) takes its frequencies
+ * from here. */
+double kb_llama_inv_freq(const kb_llama_config *c, int i);
+
+/* RoPE of one head's vector x (c->head_dim values, in place) at position
+ * pos, in the rotate_half convention above. */
+void kb_llama_rope(double *x, const kb_llama_config *c, int64_t pos);
 
 /* The index of the largest of x[0..n), the first on ties: greedy decoding. */
 int kb_llama_argmax(const float *x, int n);

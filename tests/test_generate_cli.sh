@@ -108,7 +108,15 @@ sed -i 's/"num_hidden_layers": 3/"num_hidden_layers": 1/' ckpt/config.json
 expect 2 "tensor 'model.layers.1.input_layernorm.weight' is not part of a tied LlamaForCausalLM with 1 layers" \
     --cpu-only --weights ckpt
 sed -i 's/"rope_scaling": null/"rope_scaling": {"rope_type": "llama3", "factor": 8.0}/' ckpt/config.json
-expect 2 "kbench runs plain RoPE only" --cpu-only --weights ckpt
+expect 2 'rope_type "llama3" has no "low_freq_factor"' --cpu-only --weights ckpt
+# Llama 3.1's frequency scaling, complete, runs: at an original context of
+# 4 every pair's wavelength is past 4 / 1, so every frequency is an
+# eighth and the logits past position 0 move.
+sed -i 's/"num_hidden_layers": 1/"num_hidden_layers": 2/; s/"rope_scaling": {[^}]*}/"rope_scaling": {"rope_type": '\
+'"llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, '\
+'"original_max_position_embeddings": 4}/' ckpt/config.json
+gen --weights ckpt --prompt-ids 5,6,7,8 --tokens 7 --logits-out c.npy
+cmp -s a.npy c.npy && fail "rope_scaling llama3 changed no logit"
 # On a GPU the rows follow the stop rule's flags: with any noise accepted and
 # time to spare, the prefill and both decode rows stop at --min-samples.
 if nvidia-smi -L >/dev/null 2>&1; then

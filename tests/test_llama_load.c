@@ -157,6 +157,18 @@ static void test_config(void)
                         "500}", &c, err, sizeof err) == 0 && c.rope_theta == 500);
     CHECK(parse_variant("\"tie_word_embeddings\": false", "\"tie_word_embeddings\": true", &c, err, sizeof err) == 0 &&
           c.tied);
+    CHECK(parse_variant("\"rope_scaling\": null", "\"rope_scaling\": null", &c, err, sizeof err) == 0 &&
+          c.rope_scaling.factor == 0);
+    /* Llama 3.1's scaling, in rope_scaling or (transformers 5) rope_parameters with the theta. */
+    CHECK(parse_variant("\"rope_scaling\": null", "\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0,\n"
+                        "    \"low_freq_factor\": 1.0, \"high_freq_factor\": 4.0, \"original_max_position_embeddings\": "
+                        "8192}", &c, err, sizeof err) == 0 &&
+          c.rope_scaling.factor == 8 && c.rope_scaling.low_freq_factor == 1 && c.rope_scaling.high_freq_factor == 4 &&
+          c.rope_scaling.original_max_pos == 8192);
+    CHECK(parse_variant("\"rope_theta\": 500.0,", "\"rope_parameters\": {\"rope_type\": \"llama3\", \"rope_theta\": "
+                        "500000, \"factor\": 32, \"low_freq_factor\": 1, \"high_freq_factor\": 4, "
+                        "\"original_max_position_embeddings\": 8192},", &c, err, sizeof err) == 0 &&
+          c.rope_theta == 500000 && c.rope_scaling.factor == 32);
 
     static const struct {
         const char *from, *to, *phrase;
@@ -175,9 +187,28 @@ static void test_config(void)
         {"\"rms_norm_eps\": 1e-05", "\"rms_norm_eps\": 0", "rms_norm_eps 0 is not in (0, 1]"},
         {"\"rms_norm_eps\": 1e-05", "\"rms_norm_eps\": \"small\"", "\"rms_norm_eps\" must be a number"},
         {"\"rope_theta\": 500.0", "\"rope_theta\": -1", "rope_theta -1 is not a finite number above 0"},
+        /* A pretty-printed object shows on one line, its newlines and indents as single spaces. */
+        {"\"rope_scaling\": null", "\"rope_scaling\": {\n    \"rope_type\": \"yarn\",\n    \"factor\": 4.0\n  }",
+         "config.json: \"rope_scaling\" is { \"rope_type\": \"yarn\", \"factor\": 4.0 }; kbench runs plain RoPE (null "
+         "or rope_type \"default\") and rope_type \"llama3\""},
+        {"\"rope_scaling\": null", "\"rope_scaling\": [1]", "\"rope_scaling\" is [1]; kbench runs plain RoPE (null) or "
+         "rope_type \"llama3\""},
         {"\"rope_scaling\": null", "\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 32.0}",
-         "\"rope_scaling\" is {\"rope_type\": \"llama3\", \"factor\": 32.0}; kbench runs plain RoPE only"},
-        {"\"rope_scaling\": null", "\"rope_scaling\": [1]", "\"rope_scaling\" is [1]; kbench runs plain RoPE only"},
+         "config.json: \"rope_scaling\" of rope_type \"llama3\" has no \"low_freq_factor\""},
+        {"\"rope_scaling\": null", "\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 0.5, \"low_freq_factor\": 1, "
+         "\"high_freq_factor\": 4, \"original_max_position_embeddings\": 8192}", "the llama3 factor must be at least 1, "
+         "got 0.5"},
+        {"\"rope_scaling\": null", "\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8, \"low_freq_factor\": 4, "
+         "\"high_freq_factor\": 4, \"original_max_position_embeddings\": 8192}", "rope_scaling \"llama3\" needs factor >= 1 "
+         "and 0 < low_freq_factor < high_freq_factor, got 8, 4 and 4"},
+        {"\"rope_scaling\": null", "\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8, \"low_freq_factor\": 1, "
+         "\"high_freq_factor\": 4, \"original_max_position_embeddings\": 8192.5}", "original_max_position_embeddings must "
+         "be an integer from 1 to 2^30, got 8192.5"},
+        {"\"rope_scaling\": null", "\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8, \"low_freq_factor\": 1, "
+         "\"high_freq_factor\": 4, \"original_max_position_embeddings\": 8192}, \"rope_parameters\": {\"rope_type\": "
+         "\"llama3\", \"factor\": 16, \"low_freq_factor\": 1, \"high_freq_factor\": 4, "
+         "\"original_max_position_embeddings\": 8192}", "\"rope_parameters\" gives other llama3 settings than those "
+         "given before; give them once"},
         {"\"tie_word_embeddings\": false", "\"tie_word_embeddings\": 0", "\"tie_word_embeddings\" must be true or false"},
         {"\"hidden_act\": \"silu\"", "\"hidden_act\": \"gelu\"", "\"hidden_act\" is \"gelu\"; the MLP is SwiGLU"},
         {"\"model_type\": \"llama\"", "\"model_type\": \"gpt2\"", "kbench reads Llama checkpoints"},
@@ -262,6 +293,29 @@ static void test_round_trip(void)
             kb_llama_free(&a);
             kb_llama_free(&b);
         }
+    /* Llama 3.1's frequency scaling survives the trip and changes the
+     * logits: at head_dim 4 and theta 500 the second pair's wavelength
+     * (140) is past N / l = 64, so its frequency is divided by 4. */
+    kb_llama_config scaled = small;
+    scaled.rope_scaling = (kb_llama_rope_scaling){4, 1, 4, 64};
+    kb_llama_model a, b, plain;
+    float la[6 * 11], lb[6 * 11], lp[6 * 11];
+    CHECK(kb_llama_init_random(&a, &scaled, 22) == 0 && kb_llama_init_random(&plain, &small, 22) == 0);
+    CHECK(kb_llama_save(&a, dir, KB_LLAMA_F32, err, sizeof err) == 0);
+    if (kb_llama_load(&b, dir, err, sizeof err) == 0) {
+        const kb_llama_rope_scaling *r = &b.cfg.rope_scaling;
+        CHECK(r->factor == 4 && r->low_freq_factor == 1 && r->high_freq_factor == 4 && r->original_max_pos == 64);
+        logits_of(&a, la);
+        logits_of(&b, lb);
+        logits_of(&plain, lp);
+        CHECK(memcmp(la, lb, sizeof la) == 0 && memcmp(la, lp, sizeof la) != 0);
+        kb_llama_free(&b);
+    } else {
+        fprintf(stderr, "load (llama3 scaling): %s\n", err);
+        CHECK(0);
+    }
+    kb_llama_free(&a);
+    kb_llama_free(&plain);
     /* The conversions: exact values, rounding to nearest even, Inf and NaN. */
     CHECK(kb_f32_to_bf16(1.0f) == 0x3f80 && kb_bf16_to_f32(0x3f80) == 1.0f);
     CHECK(kb_f32_to_bf16(1.00390625f) == 0x3f80);                 /* a tie rounds to even */

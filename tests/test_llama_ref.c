@@ -28,7 +28,8 @@ static void test_rope(void)
     double x[HD], y[HD];
     for (int i = 0; i < HD; ++i)
         x[i] = y[i] = sin(3.0 * i + 1);
-    kb_llama_rope(y, HD, 0, 10000);
+    kb_llama_config c = {.head_dim = HD, .rope_theta = 10000};
+    kb_llama_rope(y, &c, 0);
     for (int i = 0; i < HD; ++i)
         CHECK(y[i] == x[i]);
     /* Norm-preserving at any position; and HF's rotate_half: the pair
@@ -36,7 +37,8 @@ static void test_rope(void)
      * e^{j p f_i}, f_i = theta^(-i/4). */
     const double theta = 500, pos = 37;
     memcpy(y, x, sizeof x);
-    kb_llama_rope(y, HD, (int64_t)pos, theta);
+    c.rope_theta = theta;
+    kb_llama_rope(y, &c, (int64_t)pos);
     double n0 = 0, n1 = 0;
     for (int i = 0; i < HD; ++i)
         n0 += x[i] * x[i], n1 += y[i] * y[i];
@@ -49,9 +51,45 @@ static void test_rope(void)
     }
     /* Position 1, i = 0: a rotation by exactly 1 radian. */
     double z[HD] = {1, 0, 0, 0, 0, 0, 0, 0};
-    kb_llama_rope(z, HD, 1, theta);
+    kb_llama_rope(z, &c, 1);
     CHECK_NEAR(z[0], cos(1.0), 1e-15);
     CHECK_NEAR(z[4], sin(1.0), 1e-15);
+}
+
+/* Llama 3.1's rope_scaling (theta 500000, head_dim 128, factor 8, low 1,
+ * high 4, original context 8192): wavelengths under 8192 / 4 keep their
+ * frequency, those over 8192 / 1 take an eighth of it, and those between
+ * blend the two by (8192 / wavelength - 1) / 3; the frequencies still
+ * fall with i.  Factor 0 is plain RoPE. */
+static void test_rope_scaling(void)
+{
+    kb_llama_config c = {.head_dim = 128, .rope_theta = 500000};
+    const double two_pi = 6.28318530717958647692;
+    double plain[64];
+    for (int i = 0; i < 64; ++i) {
+        plain[i] = kb_llama_inv_freq(&c, i);
+        CHECK_NEAR(plain[i], exp(-log(500000.0) * i / 64), 1e-15 * plain[i] + 1e-300);
+    }
+    c.rope_scaling = (kb_llama_rope_scaling){8, 1, 4, 8192};
+    int kept = 0, divided = 0, blended = 0;
+    for (int i = 0; i < 64; ++i) {
+        const double f = kb_llama_inv_freq(&c, i), w = two_pi / plain[i];
+        if (w < 2048) {
+            CHECK(f == plain[i]);
+            ++kept;
+        } else if (w > 8192) {
+            CHECK_NEAR(f, plain[i] / 8, 1e-15 * f);
+            ++divided;
+        } else {
+            const double a = (8192 / w - 1) / 3;
+            CHECK(a >= 0 && a <= 1);
+            CHECK_NEAR(f, plain[i] * (a + (1 - a) / 8), 1e-15 * f);
+            ++blended;
+        }
+        CHECK(i == 0 || f < kb_llama_inv_freq(&c, i - 1));
+    }
+    /* log f_i = -i ln(500000) / 64: the band of wavelengths 2048-8192 is i = 29..34. */
+    CHECK(kept == 29 && blended == 6 && divided == 29);
 }
 
 /* ---- by hand ------------------------------------------------------------------------------ */
@@ -346,6 +384,7 @@ static void test_threads(void)
 int main(void)
 {
     test_rope();
+    test_rope_scaling();
     test_by_hand();
     test_against_plain(0);
     test_against_plain(1);
