@@ -17,7 +17,7 @@
  * prefill reads each weight row once per block rather than once per row.
  * Neither changes the arithmetic of any one output. */
 #define ROWS 8
-static void linear(const double *x, int n, int in, const float *W, int out, double *y)
+void kb_llama_linear(const double *x, int n, int in, const float *W, int out, double *y)
 {
     const int blocks = (n + ROWS - 1) / ROWS;
 #pragma omp parallel for schedule(static) collapse(2) if ((int64_t)n * out * in > (1 << 18))
@@ -39,7 +39,7 @@ static void linear(const double *x, int n, int in, const float *W, int out, doub
 }
 
 /* y = x / sqrt(mean(x^2) + eps) * w, row by row. */
-static void rmsnorm(const double *x, int n, int d, const float *w, double eps, double *y)
+void kb_llama_rmsnorm(const double *x, int n, int d, const float *w, double eps, double *y)
 {
     for (int i = 0; i < n; ++i) {
         const double *row = x + (int64_t)i * d;
@@ -93,9 +93,9 @@ static void attention(const kb_llama_model *m, int l, kb_llama_cache *c, int p0,
     const int d = cfg->d_model, hd = cfg->head_dim, H = cfg->heads, qd = H * hd, kvd = c->kv_dim;
     const int rep = H / cfg->kv_heads;
     double *Kc = c->k + (int64_t)l * c->max_len * kvd, *Vc = c->v + (int64_t)l * c->max_len * kvd;
-    linear(s->h, n, d, L->wq, qd, s->q);
-    linear(s->h, n, d, L->wk, kvd, Kc + (int64_t)p0 * kvd);
-    linear(s->h, n, d, L->wv, kvd, Vc + (int64_t)p0 * kvd);
+    kb_llama_linear(s->h, n, d, L->wq, qd, s->q);
+    kb_llama_linear(s->h, n, d, L->wk, kvd, Kc + (int64_t)p0 * kvd);
+    kb_llama_linear(s->h, n, d, L->wv, kvd, Vc + (int64_t)p0 * kvd);
     for (int i = 0; i < n; ++i) {
         for (int h = 0; h < H; ++h)
             kb_llama_rope(s->q + (int64_t)i * qd + h * hd, cfg, p0 + i);
@@ -115,7 +115,7 @@ static void attention(const kb_llama_model *m, int l, kb_llama_cache *c, int p0,
             }
     }
     /* Wo's product lands in h (free again), then joins the residual. */
-    linear(s->o, n, qd, L->wo, d, s->h);
+    kb_llama_linear(s->o, n, qd, L->wo, d, s->h);
     for (int64_t i = 0; i < (int64_t)n * d; ++i)
         s->x[i] += s->h[i];
 }
@@ -123,13 +123,13 @@ static void attention(const kb_llama_model *m, int l, kb_llama_cache *c, int p0,
 /* x += down(silu(gate(h)) * up(h)), h being RMSNorm(x) already. */
 static void mlp(const kb_llama_layer *L, int n, int d, int ff, const scratch *s)
 {
-    linear(s->h, n, d, L->w_gate, ff, s->gate);
-    linear(s->h, n, d, L->w_up, ff, s->up);
+    kb_llama_linear(s->h, n, d, L->w_gate, ff, s->gate);
+    kb_llama_linear(s->h, n, d, L->w_up, ff, s->up);
     for (int64_t i = 0; i < (int64_t)n * ff; ++i) {
         const double g = s->gate[i];
         s->gate[i] = g / (1.0 + exp(-g)) * s->up[i];
     }
-    linear(s->gate, n, ff, L->w_down, d, s->h);
+    kb_llama_linear(s->gate, n, ff, L->w_down, d, s->h);
     for (int64_t i = 0; i < (int64_t)n * d; ++i)
         s->x[i] += s->h[i];
 }
@@ -200,18 +200,18 @@ int kb_llama_forward(const kb_llama_model *m, kb_llama_cache *c, const int *ids,
             s.x[(int64_t)i * d + j] = m->embed[(int64_t)ids[i] * d + j];
     for (int l = 0; l < cfg->layers; ++l) {
         const kb_llama_layer *L = &m->layers[l];
-        rmsnorm(s.x, n, d, L->attn_norm, cfg->eps, s.h);
+        kb_llama_rmsnorm(s.x, n, d, L->attn_norm, cfg->eps, s.h);
         attention(m, l, c, p0, n, &s);
-        rmsnorm(s.x, n, d, L->mlp_norm, cfg->eps, s.h);
+        kb_llama_rmsnorm(s.x, n, d, L->mlp_norm, cfg->eps, s.h);
         mlp(L, n, d, cfg->d_ff, &s);
     }
     c->len = p0 + n;
 
     /* The final norm and the LM head, over every new row or the last. */
     const int first = all_logits ? 0 : n - 1;
-    rmsnorm(s.x + (int64_t)first * d, n - first, d, m->norm, cfg->eps, s.h);
+    kb_llama_rmsnorm(s.x + (int64_t)first * d, n - first, d, m->norm, cfg->eps, s.h);
     for (int i = first; i < n; ++i) {
-        linear(s.h + (int64_t)(i - first) * d, 1, d, m->lm_head, cfg->vocab, row);
+        kb_llama_linear(s.h + (int64_t)(i - first) * d, 1, d, m->lm_head, cfg->vocab, row);
         for (int v = 0; v < cfg->vocab; ++v) {
             if (all_logits)
                 all_logits[(int64_t)i * cfg->vocab + v] = (float)row[v];

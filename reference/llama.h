@@ -114,6 +114,12 @@ double kb_llama_inv_freq(const kb_llama_config *c, int i);
  * pos, in the rotate_half convention above. */
 void kb_llama_rope(double *x, const kb_llama_config *c, int64_t pos);
 
+/* The reference's two building blocks, shared with its training step
+ * (reference/llama_train.c): y[n x out] = x[n x in] W^T with W [out x in];
+ * y = x / sqrt(mean(x^2) + eps) * w, row by row (d wide). */
+void kb_llama_linear(const double *x, int n, int in, const float *W, int out, double *y);
+void kb_llama_rmsnorm(const double *x, int n, int d, const float *w, double eps, double *y);
+
 /* The index of the largest of x[0..n), the first on ties: greedy decoding. */
 int kb_llama_argmax(const float *x, int n);
 
