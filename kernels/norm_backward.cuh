@@ -24,14 +24,18 @@
 #include "kernels/combine.cuh"
 #include "kernels/reduce.cuh"
 #include "kernels/cache_hints.cuh"
+#include "kernels/dtype.cuh"
 #include "kernels/row_cfg.cuh"
 #include "kernels/row_dispatch.cuh"
 
-/* Both ops' tensors; mean and dbeta are NULL for rmsnorm. */
+/* Both ops' tensors, of storage type T (float or __nv_bfloat16); mean and
+ * dbeta are NULL for rmsnorm. */
+template <class T>
 struct KbNormGrad {
     int R, C;
-    const float *x, *gamma, *dy, *mean, *rstd;
-    float *dx, *dgamma, *dbeta;
+    const T *x, *gamma, *dy;
+    const float *mean, *rstd;
+    T *dx, *dgamma, *dbeta;
 };
 
 #define KB_NORM_BACKWARD_MAX_C 8192
@@ -69,8 +73,8 @@ inline void kb_norm_backward_dispatch(int C, F &&f)
  * the column partials dg (and db) updated, the row's sums reduced over
  * its group, its packs of dx stored.  cols is 0 for a group past the last
  * row, which still joins the reduction. */
-template <class Cfg, bool LAYER>
-__device__ __forceinline__ void kb_norm_backward_row(const KbNormGrad &a, size_t base, int cols, int rank, float mean,
+template <class Cfg, bool LAYER, class T>
+__device__ __forceinline__ void kb_norm_backward_row(const KbNormGrad<T> &a, size_t base, int cols, int rank, float mean,
                                                      float rstd, float (&xh)[Cfg::PACKS][Cfg::VEC],
                                                      float (&g)[Cfg::PACKS][Cfg::VEC],
                                                      float (&dg)[Cfg::PACKS][Cfg::VEC],
@@ -116,8 +120,8 @@ __device__ __forceinline__ void kb_norm_backward_row(const KbNormGrad &a, size_t
 
 /* This row-group's partial sums: row (block, group) of dgamma's partials,
  * then as many rows again for dbeta's. */
-template <class Cfg, bool LAYER>
-__device__ __forceinline__ void kb_norm_backward_partials(const KbNormGrad &a, float *partial, int group, int rank,
+template <class Cfg, bool LAYER, class T>
+__device__ __forceinline__ void kb_norm_backward_partials(const KbNormGrad<T> &a, float *partial, int group, int rank,
                                                           const float (&dg)[Cfg::PACKS][Cfg::VEC],
                                                           const float (&db)[Cfg::PACKS][Cfg::VEC])
 {
@@ -134,8 +138,8 @@ __device__ __forceinline__ void kb_norm_backward_partials(const KbNormGrad &a, f
     }
 }
 
-template <class Cfg, bool LAYER>
-__global__ void __launch_bounds__(Cfg::BLOCK) kb_norm_backward_rows(KbNormGrad a, float *partial)
+template <class Cfg, bool LAYER, class T>
+__global__ void __launch_bounds__(Cfg::BLOCK) kb_norm_backward_rows(KbNormGrad<T> a, float *partial)
 {
     constexpr int P = Cfg::PACKS, V = Cfg::VEC;
     const int group = threadIdx.x / Cfg::GROUP, rank = threadIdx.x % Cfg::GROUP;
@@ -165,7 +169,8 @@ __global__ void __launch_bounds__(Cfg::BLOCK) kb_norm_backward_rows(KbNormGrad a
 
 /* Column sums of the partials: 32 columns a block, 8 row slices summed
  * through shared memory in a fixed order. */
-static __global__ void __launch_bounds__(256) kb_norm_backward_columns(int C, int slots, const float *partial, float *out)
+template <class T>
+__global__ void __launch_bounds__(256) kb_norm_backward_columns(int C, int slots, const float *partial, T *out)
 {
     __shared__ float sum[8][33];
     const int col = blockIdx.x * 32 + threadIdx.x;
@@ -178,7 +183,7 @@ static __global__ void __launch_bounds__(256) kb_norm_backward_columns(int C, in
     if (threadIdx.y == 0 && col < C) {
         for (int r = 1; r < 8; ++r)
             s += sum[r][threadIdx.x];
-        out[col] = s;
+        out[col] = kb_from_float<T>(s);
     }
 }
 
@@ -189,7 +194,7 @@ struct KbNormBackwardPlan {
     float *partial;
 };
 
-template <bool LAYER>
+template <bool LAYER, class T>
 static const char *kb_norm_backward_setup(int R, int C, void **ctx)
 {
     KbNormBackwardPlan *p = (KbNormBackwardPlan *)calloc(1, sizeof *p);
@@ -204,7 +209,7 @@ static const char *kb_norm_backward_setup(int R, int C, void **ctx)
         rows_per_block = Cfg::ROWS_PER_BLOCK;
         if (!e)
             e = kb_cuda_status(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                &per_sm, kb_norm_backward_rows<Cfg, LAYER>, Cfg::BLOCK, 0));
+                &per_sm, kb_norm_backward_rows<Cfg, LAYER, T>, Cfg::BLOCK, 0));
     });
     const int64_t groups = KB_CEIL_DIV((int64_t)R, rows_per_block), resident = (int64_t)sms * per_sm;
     p->grid = (unsigned)(groups < resident ? groups : resident);
@@ -229,12 +234,12 @@ static void kb_norm_backward_teardown(void *ctx)
     free(p);
 }
 
-template <bool LAYER>
-static const char *kb_norm_backward_launch(const KbNormGrad &a, const KbNormBackwardPlan *p, cudaStream_t stream)
+template <bool LAYER, class T>
+static const char *kb_norm_backward_launch(const KbNormGrad<T> &a, const KbNormBackwardPlan *p, cudaStream_t stream)
 {
     kb_norm_backward_dispatch(a.C, [&](auto cfg) {
         using Cfg = decltype(cfg);
-        kb_norm_backward_rows<Cfg, LAYER><<<p->grid, Cfg::BLOCK, 0, stream>>>(a, p->partial);
+        kb_norm_backward_rows<Cfg, LAYER, T><<<p->grid, Cfg::BLOCK, 0, stream>>>(a, p->partial);
     });
     KB_CUDA_TRY(cudaGetLastError());
     const dim3 block(32, 8), grid(KB_CEIL_DIV(a.C, 32));

@@ -37,22 +37,20 @@ static void bind(const kb_shape *s, void *const *dev, void *args)
 /* mean and rstd as the forward saves them. */
 static void prepare(const kb_shape *s, kb_dtype t, void *const *host)
 {
-    (void)t;
-    layernorm_backward_stats(s->d[0], s->d[1], KB_LAYERNORM_EPS, host[KB_LNB_X], host[KB_LNB_MEAN],
+    layernorm_backward_stats(s->d[0], s->d[1], KB_LAYERNORM_EPS, t, host[KB_LNB_X], host[KB_LNB_MEAN],
                              host[KB_LNB_RSTD]);
 }
 
 static void reference(const kb_shape *s, kb_dtype t, const void *const *in, int out, const int64_t *rows,
                       int nrows, double *ref)
 {
-    (void)t;
-    layernorm_backward_reference(s->d[0], s->d[1], in[KB_LNB_X], in[KB_LNB_GAMMA], in[KB_LNB_DY], in[KB_LNB_MEAN],
+    layernorm_backward_reference(s->d[0], s->d[1], t, in[KB_LNB_X], in[KB_LNB_GAMMA], in[KB_LNB_DY], in[KB_LNB_MEAN],
                                  in[KB_LNB_RSTD], out, rows, nrows, ref);
 }
 
 const kb_op kb_op_layernorm_backward = {
     .name = "layernorm_backward",
-    .summary = "dx, dgamma, dbeta of LayerNorm from x, gamma, dy and the forward's mean and rstd, fp32",
+    .summary = "dx, dgamma, dbeta of LayerNorm from x, gamma, dy and the forward's mean and rstd; f32 and bf16",
     .shape_fields = KB_ROWWISE_FIELDS,
     .nd = 2,
     /* A transformer's widths at 16384 tokens, and 65536 tokens at 4096:
@@ -62,7 +60,7 @@ const kb_op kb_op_layernorm_backward = {
                                     {"hostile", NULL, "1x1,1x4097,4099x33,1023x1000", 1},
                                     {NULL}},
     .test_sizes = "1x1,1x3,4x2,7x31,5x33,64x128,33x1000,8x1024,9x4097,1000x768,257x4096,3000x5",
-    .baseline = {[KB_F32] = "naive"},
+    .baseline = {[KB_F32] = "naive", [KB_BF16] = "naive"},
     .variants = layernorm_backward_variants,
     KB_OP_CONTRACT(kb_layernorm_backward_args),
     .fill = layernorm_fill, /* layernorm's numerics rows in x (tensor 0); dy and gamma uniform */

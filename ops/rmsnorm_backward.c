@@ -35,21 +35,19 @@ static void bind(const kb_shape *s, void *const *dev, void *args)
 /* rstd as the forward saves it. */
 static void prepare(const kb_shape *s, kb_dtype t, void *const *host)
 {
-    (void)t;
-    rmsnorm_backward_stats(s->d[0], s->d[1], KB_RMSNORM_EPS, host[KB_RMB_X], host[KB_RMB_RSTD]);
+    rmsnorm_backward_stats(s->d[0], s->d[1], KB_RMSNORM_EPS, t, host[KB_RMB_X], host[KB_RMB_RSTD]);
 }
 
 static void reference(const kb_shape *s, kb_dtype t, const void *const *in, int out, const int64_t *rows,
                       int nrows, double *ref)
 {
-    (void)t;
-    rmsnorm_backward_reference(s->d[0], s->d[1], in[KB_RMB_X], in[KB_RMB_GAMMA], in[KB_RMB_DY], in[KB_RMB_RSTD],
+    rmsnorm_backward_reference(s->d[0], s->d[1], t, in[KB_RMB_X], in[KB_RMB_GAMMA], in[KB_RMB_DY], in[KB_RMB_RSTD],
                                out, rows, nrows, ref);
 }
 
 const kb_op kb_op_rmsnorm_backward = {
     .name = "rmsnorm_backward",
-    .summary = "dx, dgamma of RMSNorm from x, gamma, dy and the forward's rstd, fp32",
+    .summary = "dx, dgamma of RMSNorm from x, gamma, dy and the forward's rstd; f32 and bf16",
     .shape_fields = KB_ROWWISE_FIELDS,
     .nd = 2,
     /* A transformer's widths at 16384 tokens, and 65536 tokens at 4096:
@@ -60,7 +58,7 @@ const kb_op kb_op_rmsnorm_backward = {
                                     {NULL}},
     .test_sizes = "1x2,1x3,4x2,7x31,5x33,64x128,33x1000,8x1024,9x4097,1000x768,257x4096,3000x5,70x8192,5x8193,"
                   "3x12289,2x32768",
-    .baseline = {[KB_F32] = "naive"},
+    .baseline = {[KB_F32] = "naive", [KB_BF16] = "naive"},
     .variants = rmsnorm_backward_variants,
     KB_OP_CONTRACT(kb_rmsnorm_backward_args),
     .fill = rmsnorm_fill, /* rmsnorm's numerics rows in x (tensor 0); dy and gamma uniform */

@@ -139,13 +139,16 @@ def backward_inputs(op, d, u):
     if op == "softmax_backward":
         y = torch.softmax(4 * x, dim=-1)
         return (dy, y), lambda dy, y: aten._softmax_backward_data(dy, y, -1, y.dtype)
-    mean, var = x.mean(-1, keepdim=True), x.var(-1, unbiased=False, keepdim=True)
+    # The saved statistics in fp32 whatever x's dtype, as the forward saves
+    # them (and kbench's contract feeds them).
+    xf = x.float()
+    mean, var = xf.mean(-1, keepdim=True), xf.var(-1, unbiased=False, keepdim=True)
     if op == "layernorm_backward":
         rstd = torch.rsqrt(var + EPS)
         return (dy, x, mean, rstd, g), lambda dy, x, m, r, g: aten.native_layer_norm_backward(
             dy, x, [C], m, r, g, torch.zeros_like(g), [True, True, True])
     if op == "rmsnorm_backward" and hasattr(aten, "_fused_rms_norm_backward"):
-        rstd = torch.rsqrt((x * x).mean(-1, keepdim=True) + EPS)
+        rstd = torch.rsqrt((xf * xf).mean(-1, keepdim=True) + EPS)
         return (dy, x, rstd, g), lambda dy, x, r, g: aten._fused_rms_norm_backward(
             dy, x, [C], r, g, [True, True])
     return None, None

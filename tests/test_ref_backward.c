@@ -10,7 +10,8 @@
  * dv * v) over the rope op's own reference forward; matmul_backward's dA
  * and dB that of sum(dC * A B).  A reference that
  * drops a term (the xhat mean_j(dy gamma xhat) of dx, say) is off by far
- * more than the difference's 1e-7 error. */
+ * more than the difference's 1e-7 error.  The norms' bf16 references,
+ * reading bf16 storage, match their f32 ones on the same values. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,10 +120,10 @@ static void layernorm_backward_against_differences(void)
     double dx[R * C], dgamma[C], dbeta[C];
     norm_draw(&in, xf, gf, 11);
     indices(rows, R), indices(cols, C);
-    layernorm_backward_stats(R, C, KB_LAYERNORM_EPS, xf, mean, rstd);
-    layernorm_backward_reference(R, C, xf, gf, in.dy, mean, rstd, KB_LNB_DX, rows, R, dx);
-    layernorm_backward_reference(R, C, xf, gf, in.dy, mean, rstd, KB_LNB_DGAMMA, cols, C, dgamma);
-    layernorm_backward_reference(R, C, xf, gf, in.dy, mean, rstd, KB_LNB_DBETA, cols, C, dbeta);
+    layernorm_backward_stats(R, C, KB_LAYERNORM_EPS, KB_F32, xf, mean, rstd);
+    layernorm_backward_reference(R, C, KB_F32, xf, gf, in.dy, mean, rstd, KB_LNB_DX, rows, R, dx);
+    layernorm_backward_reference(R, C, KB_F32, xf, gf, in.dy, mean, rstd, KB_LNB_DGAMMA, cols, C, dgamma);
+    layernorm_backward_reference(R, C, KB_F32, xf, gf, in.dy, mean, rstd, KB_LNB_DBETA, cols, C, dbeta);
     /* mean and rstd are fp32 as the forward saves them: a relative 1e-7
      * there is the error the comparison allows, with the difference's. */
     double worst = largest_gap(dx, in.x, R * C, H, layernorm_loss, &in);
@@ -133,7 +134,7 @@ static void layernorm_backward_against_differences(void)
     /* The sums over rows see every row: the last one's dy changes dbeta. */
     in.dy[(R - 1) * C] += 1;
     double moved[C];
-    layernorm_backward_reference(R, C, xf, gf, in.dy, mean, rstd, KB_LNB_DBETA, cols, C, moved);
+    layernorm_backward_reference(R, C, KB_F32, xf, gf, in.dy, mean, rstd, KB_LNB_DBETA, cols, C, moved);
     CHECK_NEAR(moved[0], dbeta[0] + 1, 1e-12);
 }
 
@@ -145,13 +146,54 @@ static void rmsnorm_backward_against_differences(void)
     double dx[R * C], dgamma[C];
     norm_draw(&in, xf, gf, 21);
     indices(rows, R), indices(cols, C);
-    rmsnorm_backward_stats(R, C, KB_RMSNORM_EPS, xf, rstd);
-    rmsnorm_backward_reference(R, C, xf, gf, in.dy, rstd, KB_RMB_DX, rows, R, dx);
-    rmsnorm_backward_reference(R, C, xf, gf, in.dy, rstd, KB_RMB_DGAMMA, cols, C, dgamma);
+    rmsnorm_backward_stats(R, C, KB_RMSNORM_EPS, KB_F32, xf, rstd);
+    rmsnorm_backward_reference(R, C, KB_F32, xf, gf, in.dy, rstd, KB_RMB_DX, rows, R, dx);
+    rmsnorm_backward_reference(R, C, KB_F32, xf, gf, in.dy, rstd, KB_RMB_DGAMMA, cols, C, dgamma);
     double worst = largest_gap(dx, in.x, R * C, H, rmsnorm_loss, &in);
     worst = fmax(worst, largest_gap(dgamma, in.gamma, C, H, rmsnorm_loss, &in));
     printf("rmsnorm_backward: largest |reference - finite difference| %.2e\n", worst);
     CHECK(worst < 1e-5);
+}
+
+/* The bf16 forms' references read bf16 storage: on values bf16 holds
+ * exactly, they give the f32 references' results bit for bit. */
+static void norm_backward_bf16_storage(void)
+{
+    static norm_inputs in;
+    float xf[R * C], gf[C], dyf[R * C], mean[R], rstd[R], mean16[R], rstd16[R];
+    uint16_t x16[R * C], g16[C], dy16[R * C];
+    int64_t rows[R], cols[C];
+    double a[R * C], b[R * C];
+    norm_draw(&in, xf, gf, 31);
+    for (int i = 0; i < R * C; ++i)
+        dyf[i] = in.dy[i];
+    kb_store_floats(KB_BF16, xf, x16, R * C), kb_store_floats(KB_BF16, gf, g16, C);
+    kb_store_floats(KB_BF16, dyf, dy16, R * C);
+    for (int i = 0; i < R * C; ++i) /* the f32 copies: the same values */
+        xf[i] = (float)kb_tensor_value(x16, i, KB_BF16), dyf[i] = (float)kb_tensor_value(dy16, i, KB_BF16);
+    for (int j = 0; j < C; ++j)
+        gf[j] = (float)kb_tensor_value(g16, j, KB_BF16);
+    indices(rows, R), indices(cols, C);
+    layernorm_backward_stats(R, C, KB_LAYERNORM_EPS, KB_F32, xf, mean, rstd);
+    layernorm_backward_stats(R, C, KB_LAYERNORM_EPS, KB_BF16, x16, mean16, rstd16);
+    CHECK(!memcmp(mean, mean16, sizeof mean) && !memcmp(rstd, rstd16, sizeof rstd));
+    for (int which = KB_LNB_DX; which <= KB_LNB_DBETA; ++which) {
+        const int n = which == KB_LNB_DX ? R : C;
+        layernorm_backward_reference(R, C, KB_F32, xf, gf, dyf, mean, rstd, which, which == KB_LNB_DX ? rows : cols, n,
+                                     a);
+        layernorm_backward_reference(R, C, KB_BF16, x16, g16, dy16, mean, rstd, which,
+                                     which == KB_LNB_DX ? rows : cols, n, b);
+        CHECK(!memcmp(a, b, sizeof(double) * (which == KB_LNB_DX ? R * C : C)));
+    }
+    rmsnorm_backward_stats(R, C, KB_RMSNORM_EPS, KB_F32, xf, rstd);
+    rmsnorm_backward_stats(R, C, KB_RMSNORM_EPS, KB_BF16, x16, rstd16);
+    CHECK(!memcmp(rstd, rstd16, sizeof rstd));
+    for (int which = KB_RMB_DX; which <= KB_RMB_DGAMMA; ++which) {
+        const int n = which == KB_RMB_DX ? R : C;
+        rmsnorm_backward_reference(R, C, KB_F32, xf, gf, dyf, rstd, which, which == KB_RMB_DX ? rows : cols, n, a);
+        rmsnorm_backward_reference(R, C, KB_BF16, x16, g16, dy16, rstd, which, which == KB_RMB_DX ? rows : cols, n, b);
+        CHECK(!memcmp(a, b, sizeof(double) * (which == KB_RMB_DX ? R * C : C)));
+    }
 }
 
 /* sum over the matrix of dy * softmax(x), in double. */
@@ -477,6 +519,7 @@ int main(void)
 {
     layernorm_backward_against_differences();
     rmsnorm_backward_against_differences();
+    norm_backward_bf16_storage();
     softmax_backward_against_differences();
     swiglu_backward_against_differences();
     cross_entropy_against_differences();

@@ -4,6 +4,9 @@
  * dgamma and dbeta: a thread a column, a sum over all R rows (the loads of
  * a warp are 32 consecutive columns of one row: coalesced).
  *
+ * The bf16 form widens each element as it loads it and rounds each output
+ * once (not yet measured on a GPU).
+ *
  * Builds on nothing: the gradient as written, the rung a ladder starts from.
  * Prediction: far under the copy ceiling: dx's thread-per-row loads are
  * C floats apart across a warp (a 128-byte line a lane), and dgamma's R
@@ -15,49 +18,57 @@
  * Gap to the limit: 96.4 points at 65536x4096; every later rung's. */
 #include "ops/layernorm_backward.h"
 #include "kernels/cuda_util.h"
+#include "kernels/dtype.cuh"
 
 #define BLOCK 128
 
+/* T: float or __nv_bfloat16, widened on load (kb_to_float), fp32 throughout. */
+template <class T>
 __global__ void __launch_bounds__(BLOCK) layernorm_backward_dx_kernel(kb_layernorm_backward_args a)
 {
     const int row = blockIdx.x * blockDim.x + threadIdx.x;
     if (row >= a.R)
         return;
-    const float *x = a.x + (size_t)row * a.C, *dy = a.dy + (size_t)row * a.C;
+    const T *x = (const T *)a.x + (size_t)row * a.C, *dy = (const T *)a.dy + (size_t)row * a.C;
+    const T *gamma = (const T *)a.gamma;
     const float mean = a.mean[row], rstd = a.rstd[row];
     float s1 = 0.0f, s2 = 0.0f;
     for (int j = 0; j < a.C; ++j) {
-        const float g = dy[j] * a.gamma[j];
+        const float g = kb_to_float(dy[j]) * kb_to_float(gamma[j]);
         s1 += g;
-        s2 += g * (x[j] - mean) * rstd;
+        s2 += g * (kb_to_float(x[j]) - mean) * rstd;
     }
     s1 /= a.C, s2 /= a.C;
-    float *dx = a.dx + (size_t)row * a.C;
+    T *dx = (T *)a.dx + (size_t)row * a.C;
     for (int j = 0; j < a.C; ++j)
-        dx[j] = rstd * (dy[j] * a.gamma[j] - s1 - (x[j] - mean) * rstd * s2);
+        dx[j] = kb_from_float<T>(rstd * (kb_to_float(dy[j]) * kb_to_float(gamma[j]) - s1 -
+                                         (kb_to_float(x[j]) - mean) * rstd * s2));
 }
 
+template <class T>
 __global__ void __launch_bounds__(BLOCK) layernorm_backward_params_kernel(kb_layernorm_backward_args a)
 {
     const int col = blockIdx.x * blockDim.x + threadIdx.x;
     if (col >= a.C)
         return;
+    const T *x = (const T *)a.x, *dy = (const T *)a.dy;
     float dg = 0.0f, db = 0.0f;
     for (int r = 0; r < a.R; ++r) {
         const size_t i = (size_t)r * a.C + col;
-        dg += a.dy[i] * (a.x[i] - a.mean[r]) * a.rstd[r];
-        db += a.dy[i];
+        dg += kb_to_float(dy[i]) * (kb_to_float(x[i]) - a.mean[r]) * a.rstd[r];
+        db += kb_to_float(dy[i]);
     }
-    a.dgamma[col] = dg;
-    a.dbeta[col] = db;
+    ((T *)a.dgamma)[col] = kb_from_float<T>(dg);
+    ((T *)a.dbeta)[col] = kb_from_float<T>(db);
 }
 
+template <class T>
 static const char *launch(const void *args, void *ctx, cudaStream_t stream)
 {
     const kb_layernorm_backward_args *a = (const kb_layernorm_backward_args *)args;
     (void)ctx;
-    layernorm_backward_dx_kernel<<<KB_CEIL_DIV(a->R, BLOCK), BLOCK, 0, stream>>>(*a);
-    layernorm_backward_params_kernel<<<KB_CEIL_DIV(a->C, BLOCK), BLOCK, 0, stream>>>(*a);
+    layernorm_backward_dx_kernel<T><<<KB_CEIL_DIV(a->R, BLOCK), BLOCK, 0, stream>>>(*a);
+    layernorm_backward_params_kernel<T><<<KB_CEIL_DIV(a->C, BLOCK), BLOCK, 0, stream>>>(*a);
     KB_LAUNCHED();
 }
 
@@ -67,7 +78,14 @@ extern "C" const kb_variant layernorm_backward_naive[] = {
         .summary = "a thread a row for dx, a thread a column for dgamma and dbeta",
         .dtype = KB_F32,
         .math = KB_MATH_F32,
-        .launch = launch,
+        .launch = launch<float>,
+    },
+    {
+        .name = "naive",
+        .summary = "a thread a row for dx, a thread a column for dgamma and dbeta; bf16",
+        .dtype = KB_BF16,
+        .math = KB_MATH_F32,
+        .launch = launch<__nv_bfloat16>,
     },
     KB_VARIANT_END,
 };
