@@ -26,8 +26,8 @@ static void bind(const kb_shape *s, void *const *dev, void *args)
 static void reference(const kb_shape *s, kb_dtype t, const void *const *in, int out, const int64_t *rows,
                       int nrows, double *ref)
 {
-    (void)t, (void)out;
-    softmax_backward_reference(s->d[1], in[KB_SMB_Y], in[KB_SMB_DY], rows, nrows, ref);
+    (void)out;
+    softmax_backward_reference(s->d[1], t, in[KB_SMB_Y], in[KB_SMB_DY], rows, nrows, ref);
 }
 
 /* y: the forward's probabilities of logits in [-4, 4], with its numerics
@@ -54,9 +54,9 @@ static void fill(const kb_shape *s, int i, float *x, int64_t n, uint64_t seed, u
 
 const kb_op kb_op_softmax_backward = {
     .name = "softmax_backward",
-    .summary = "dx of row-wise softmax from the forward's y and dy, fp32",
+    .summary = "dx of row-wise softmax from the forward's y and dy; f32 and bf16",
     KB_ROWWISE_SHAPES,
-    .baseline = {[KB_F32] = "cudnn"},
+    .baseline = {[KB_F32] = "cudnn", [KB_BF16] = "naive"},
     .variants = softmax_backward_variants,
     KB_OP_CONTRACT(kb_softmax_backward_args),
     .fill = fill,

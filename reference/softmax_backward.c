@@ -1,18 +1,19 @@
-/* softmax_backward reference: plain C11 in double from the stored (fp32)
- * y and dy, and the forward's probabilities that make y. */
+/* softmax_backward reference: plain C11 in double from the stored y and
+ * dy (fp32, or bf16 widened exactly), and the forward's probabilities that
+ * make y. */
 #include <math.h>
 #include "ops/softmax_backward.h"
 
-void softmax_backward_reference(int64_t C, const float *y, const float *dy, const int64_t *rows, int nrows,
+void softmax_backward_reference(int64_t C, kb_dtype t, const void *y, const void *dy, const int64_t *rows, int nrows,
                                 double *ref)
 {
     for (int k = 0; k < nrows; ++k) {
-        const float *yr = y + rows[k] * C, *dyr = dy + rows[k] * C;
+        const int64_t base = rows[k] * C;
         double dot = 0;
         for (int64_t j = 0; j < C; ++j)
-            dot += (double)dyr[j] * yr[j];
+            dot += kb_tensor_value(dy, base + j, t) * kb_tensor_value(y, base + j, t);
         for (int64_t j = 0; j < C; ++j)
-            ref[k * C + j] = yr[j] * ((double)dyr[j] - dot);
+            ref[k * C + j] = kb_tensor_value(y, base + j, t) * (kb_tensor_value(dy, base + j, t) - dot);
     }
 }
 

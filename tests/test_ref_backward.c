@@ -10,8 +10,9 @@
  * dv * v) over the rope op's own reference forward; matmul_backward's dA
  * and dB that of sum(dC * A B).  A reference that
  * drops a term (the xhat mean_j(dy gamma xhat) of dx, say) is off by far
- * more than the difference's 1e-7 error.  The norms' bf16 references,
- * reading bf16 storage, match their f32 ones on the same values. */
+ * more than the difference's 1e-7 error.  The bf16 references of the
+ * norms and softmax_backward, reading bf16 storage, match their f32 ones
+ * on the same values. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -155,9 +156,10 @@ static void rmsnorm_backward_against_differences(void)
     CHECK(worst < 1e-5);
 }
 
-/* The bf16 forms' references read bf16 storage: on values bf16 holds
- * exactly, they give the f32 references' results bit for bit. */
-static void norm_backward_bf16_storage(void)
+/* The bf16 forms' references (the norms', softmax_backward's) read bf16
+ * storage: on values bf16 holds exactly, they give the f32 references'
+ * results bit for bit. */
+static void bf16_storage(void)
 {
     static norm_inputs in;
     float xf[R * C], gf[C], dyf[R * C], mean[R], rstd[R], mean16[R], rstd16[R];
@@ -194,6 +196,10 @@ static void norm_backward_bf16_storage(void)
         rmsnorm_backward_reference(R, C, KB_BF16, x16, g16, dy16, rstd, which, which == KB_RMB_DX ? rows : cols, n, b);
         CHECK(!memcmp(a, b, sizeof(double) * (which == KB_RMB_DX ? R * C : C)));
     }
+    /* softmax_backward's, with x's values standing in for y. */
+    softmax_backward_reference(C, KB_F32, xf, dyf, rows, R, a);
+    softmax_backward_reference(C, KB_BF16, x16, dy16, rows, R, b);
+    CHECK(!memcmp(a, b, sizeof(double) * R * C));
 }
 
 /* sum over the matrix of dy * softmax(x), in double. */
@@ -225,7 +231,7 @@ static void softmax_backward_against_differences(void)
         in.x[i] = y[i] *= 4.0f; /* the logits; y becomes their softmax */
     softmax_backward_probabilities(R, C, y);
     indices(rows, R);
-    softmax_backward_reference(C, y, in.dy, rows, R, dx);
+    softmax_backward_reference(C, KB_F32, y, in.dy, rows, R, dx);
     /* y is stored in fp32: its rounding (2^-24 relative) bounds the error. */
     const double worst = largest_gap(dx, in.x, R * C, H, softmax_loss, &in);
     printf("softmax_backward: largest |reference - finite difference| %.2e\n", worst);
@@ -519,7 +525,7 @@ int main(void)
 {
     layernorm_backward_against_differences();
     rmsnorm_backward_against_differences();
-    norm_backward_bf16_storage();
+    bf16_storage();
     softmax_backward_against_differences();
     swiglu_backward_against_differences();
     cross_entropy_against_differences();

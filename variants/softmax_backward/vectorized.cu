@@ -10,6 +10,9 @@
  * rows take two reads: the dot product from a cached first read, dx from a
  * second, one 1024-thread block per row.
  *
+ * The bf16 form loads and stores bf16 (4 elements an 8-byte pack) and
+ * keeps the arithmetic in fp32 (not yet measured on a GPU).
+ *
  * Builds on naive: a group of threads per row, coalesced 16-byte accesses,
  * one read of each input.
  * Prediction: ~90% of the copy ceiling from C = 128 to 16384 with
@@ -30,10 +33,10 @@
 #include "kernels/row_cfg.cuh"
 #include "kernels/row_dispatch.cuh"
 
-template <class Cfg>
-__global__ void __launch_bounds__(Cfg::BLOCK) softmax_backward_vectorized_kernel(int R, int C, const float *__restrict__ y,
-                                                                                 const float *__restrict__ dy,
-                                                                                 float *__restrict__ dx)
+template <class Cfg, class T>
+__global__ void __launch_bounds__(Cfg::BLOCK) softmax_backward_vectorized_kernel(int R, int C, const T *__restrict__ y,
+                                                                                 const T *__restrict__ dy,
+                                                                                 T *__restrict__ dx)
 {
     const KbRowPos p = kb_row_pos<Cfg>(R, C);
     float vy[Cfg::PACKS][Cfg::VEC], vd[Cfg::PACKS][Cfg::VEC];
@@ -63,10 +66,10 @@ __global__ void __launch_bounds__(Cfg::BLOCK) softmax_backward_vectorized_kernel
 }
 
 /* Rows too long for registers: one block per row, two reads. */
-template <int VEC>
-__global__ void __launch_bounds__(KB_TWO_READ_BLOCK) softmax_backward_two_read_kernel(int C, const float *__restrict__ y,
-                                                                                      const float *__restrict__ dy,
-                                                                                      float *__restrict__ dx)
+template <int VEC, class T>
+__global__ void __launch_bounds__(KB_TWO_READ_BLOCK) softmax_backward_two_read_kernel(int C, const T *__restrict__ y,
+                                                                                      const T *__restrict__ dy,
+                                                                                      T *__restrict__ dx)
 {
     const size_t base = (size_t)blockIdx.x * C;
     float dot = 0.0f;
@@ -92,24 +95,27 @@ __global__ void __launch_bounds__(KB_TWO_READ_BLOCK) softmax_backward_two_read_k
     }
 }
 
+template <class T>
 static const char *launch(const void *args, void *ctx, cudaStream_t stream)
 {
     const kb_softmax_backward_args *a = (const kb_softmax_backward_args *)args;
+    const T *y = (const T *)a->y, *dy = (const T *)a->dy;
+    T *dx = (T *)a->dx;
     (void)ctx;
     bool in_registers = false;
     kb_row_dispatch(a->C, [&](auto cfg) {
         using Cfg = decltype(cfg);
         if constexpr (Cfg::MAX_C <= (Cfg::VEC == 4 ? 16384 : 8192)) {
-            softmax_backward_vectorized_kernel<Cfg>
-                <<<kb_row_grid<Cfg>(a->R), Cfg::BLOCK, 0, stream>>>(a->R, a->C, a->y, a->dy, a->dx);
+            softmax_backward_vectorized_kernel<Cfg, T>
+                <<<kb_row_grid<Cfg>(a->R), Cfg::BLOCK, 0, stream>>>(a->R, a->C, y, dy, dx);
             in_registers = true;
         }
     });
     if (!in_registers) {
         if (a->C % 4 == 0)
-            softmax_backward_two_read_kernel<4><<<a->R, KB_TWO_READ_BLOCK, 0, stream>>>(a->C, a->y, a->dy, a->dx);
+            softmax_backward_two_read_kernel<4, T><<<a->R, KB_TWO_READ_BLOCK, 0, stream>>>(a->C, y, dy, dx);
         else
-            softmax_backward_two_read_kernel<1><<<a->R, KB_TWO_READ_BLOCK, 0, stream>>>(a->C, a->y, a->dy, a->dx);
+            softmax_backward_two_read_kernel<1, T><<<a->R, KB_TWO_READ_BLOCK, 0, stream>>>(a->C, y, dy, dx);
     }
     KB_LAUNCHED();
 }
@@ -120,7 +126,14 @@ extern "C" const kb_variant softmax_backward_vectorized[] = {
         .summary = "float4, y and dy rows in registers: one read each (two past C = 16384)",
         .dtype = KB_F32,
         .math = KB_MATH_F32,
-        .launch = launch,
+        .launch = launch<float>,
+    },
+    {
+        .name = "vectorized",
+        .summary = "4-element packs, y and dy rows in registers: one read each (two past C = 16384); bf16",
+        .dtype = KB_BF16,
+        .math = KB_MATH_F32,
+        .launch = launch<__nv_bfloat16>,
     },
     KB_VARIANT_END,
 };
