@@ -360,7 +360,7 @@ def peer_row(fields, base, d, timing, flops, nbytes, err):
 # The shapes the backward ladders' targets compare with torch.compile: each
 # compiles once (tens of seconds), so only these.
 COMPILED = ("softmax_backward:65536x4096", "layernorm_backward:65536x4096", "rmsnorm_backward:65536x4096",
-            "linear_cross_entropy:8192x128256x2048")
+            "linear_cross_entropy:8192x128256x2048", "matmul_backward:8192x4096x4096", "adamw:124000000")
 
 
 def peer(fields, base, d, dtype, fn, test, inputs, flush, cap_s):
