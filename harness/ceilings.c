@@ -107,6 +107,7 @@ static double compute_ceiling_for(const kb_ceilings *c, kb_math m)
     case KB_MATH_F32: return pick(c->fp32_gflop_s, c->ds_fp32_gflop_s);
     case KB_MATH_TF32: return tc / 2;
     case KB_MATH_3XTF32: return tc / 6;
+    case KB_MATH_FP8: return 2 * tc; /* fp8 runs them at twice the bf16 rate, until its own ceiling is measured */
     default: return tc; /* bf16 and f16: the same dense rate on the tensor cores */
     }
 }

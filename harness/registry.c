@@ -31,7 +31,7 @@ const kb_variant *kb_find_variant_named(const kb_op *op, const char *name)
 }
 
 static const char *const math_names[] = {[KB_MATH_F32] = "f32", [KB_MATH_TF32] = "tf32", [KB_MATH_BF16] = "bf16",
-                                         [KB_MATH_3XTF32] = "3xtf32", [KB_MATH_F16] = "f16"};
+                                         [KB_MATH_3XTF32] = "3xtf32", [KB_MATH_F16] = "f16", [KB_MATH_FP8] = "fp8"};
 
 const char *kb_math_name(kb_math m) { return math_names[m]; }
 

@@ -44,9 +44,14 @@ extern const kb_dtype_info kb_dtypes[KB_DTYPE_COUNT];
  * and its compute ceiling (harness/ceilings.c).  3xTF32 keeps fp32 accuracy on
  * the tensor cores (each fp32 operand split into two tf32 parts, three
  * products): fp32's tolerance, a third of the tf32 rate as its ceiling.
- * bf16 and f16: inputs in that type, fp32 accumulation, results rounded to it. */
+ * bf16 and f16: inputs in that type, fp32 accumulation, results rounded to it.
+ * fp8: e4m3 or e5m2 inputs on the tensor cores, whose accumulator keeps
+ * some 14 bits, its partial sums promoted into fp32 at least every 128 of
+ * the reduction (cuBLASLt without fast accumulation, DeepSeek-V3's
+ * recipe); a kernel that never promotes fails its bound at large K. */
 typedef enum {
-    KB_MATH_F32 = 0, KB_MATH_TF32 = 1, KB_MATH_BF16 = 2, KB_MATH_3XTF32 = 3, KB_MATH_F16 = 4, KB_MATH_COUNT
+    KB_MATH_F32 = 0, KB_MATH_TF32 = 1, KB_MATH_BF16 = 2, KB_MATH_3XTF32 = 3, KB_MATH_F16 = 4, KB_MATH_FP8 = 5,
+    KB_MATH_COUNT
 } kb_math;
 
 /* What a variant needs beyond the CUDA runtime. */

@@ -80,6 +80,85 @@ static void bf16_matmul_catches_a_dropped_tile(void)
            ">= %.0f%% of elements over\n", worst_ok, K_TILE, least_broken, 100 * least_share);
 }
 
+/* An fp8 matmul's row as Hopper's tensor cores would sum it: e4m3 inputs
+ * uniform in [-1, 1], products exact, summed by an accumulator that
+ * truncates to 14 significant bits, its partial sums added into fp32
+ * every `promote` of K (0: never), skipping k in [drop, drop + 128), the
+ * result in fp32.  Returns the largest |out - ref| / tolerance over the
+ * row's N outputs; c receives kb_compare_rows's verdict. */
+enum { F8_N = 512, F8_BLOCK = 128 };
+
+static double truncate14(double x)
+{
+    int e;
+    const double m = frexp(x, &e);
+    return ldexp(trunc(ldexp(m, 14)), e - 14);
+}
+
+static double fp8_row_ratio(int K, int promote, int drop, kb_check *c)
+{
+    float *a = malloc((size_t)K * sizeof *a), *b = malloc((size_t)K * F8_N * sizeof *b);
+    uint8_t *q = malloc((size_t)K * F8_N);
+    static float out[F8_N];
+    static double ref[F8_N];
+    kb_fill_uniform(a, K, 21u + (uint64_t)K);
+    kb_fill_uniform(b, (int64_t)K * F8_N, 22u + (uint64_t)K);
+    kb_store_floats(KB_E4M3, a, q, K); /* the inputs as e4m3 holds them */
+    for (int k = 0; k < K; ++k)
+        a[k] = (float)kb_tensor_value(q, k, KB_E4M3);
+    kb_store_floats(KB_E4M3, b, q, (int64_t)K * F8_N);
+    for (int64_t i = 0; i < (int64_t)K * F8_N; ++i)
+        b[i] = (float)kb_tensor_value(q, i, KB_E4M3);
+    double worst = 0;
+    for (int j = 0; j < F8_N; ++j) {
+        double exact = 0, part = 0;
+        float total = 0;
+        for (int k = 0; k < K; ++k) {
+            const double p = (double)a[k] * b[(size_t)k * F8_N + j];
+            exact += p;
+            if (k < drop || k >= drop + F8_BLOCK)
+                part = truncate14(part + p);
+            if (promote && (k + 1) % promote == 0)
+                total += (float)part, part = 0;
+        }
+        out[j] = total + (float)part;
+        ref[j] = exact;
+        worst = fmax(worst, fabs(out[j] - ref[j]) / kb_tolerance(KB_MATH_FP8, K, ref[j]));
+    }
+    kb_compare_rows(out, KB_F32, ref, F8_N, KB_MATH_FP8, K, c);
+    free(a);
+    free(b);
+    free(q);
+    return worst;
+}
+
+/* The fp8 bound: a kernel that promotes every 128 passes at every K; one
+ * that never promotes fails from K = 4096, and one that drops a block of
+ * 128 fails at every K.  Prints the margins. */
+static void fp8_matmul_bound(void)
+{
+    double worst_ok = 0, least_unpromoted = INFINITY, least_dropped = INFINITY;
+    kb_check c;
+    for (int K = 256; K <= 16384; K *= 2)
+        for (int odd = 0; odd < 2; ++odd) {
+            const int k = K + odd * 77;
+            const double ok = fp8_row_ratio(k, F8_BLOCK, -F8_BLOCK, &c);
+            CHECK(c.pass && ok < 1);
+            worst_ok = fmax(worst_ok, ok);
+            const double dropped = fp8_row_ratio(k, F8_BLOCK, k / 2 / F8_BLOCK * F8_BLOCK, &c);
+            CHECK(!c.pass && dropped > 1);
+            least_dropped = fmin(least_dropped, dropped);
+            if (K >= 4096) {
+                const double unpromoted = fp8_row_ratio(k, 0, -F8_BLOCK, &c);
+                CHECK(!c.pass && unpromoted > 1);
+                least_unpromoted = fmin(least_unpromoted, unpromoted);
+            }
+        }
+    printf("fp8 matmul, K 256..16461, 14-bit truncating accumulator: promoted every %d max err/tol %.3f; "
+           "never promoted (K >= 4096) >= %.1f; a dropped block of %d >= %.1f\n", F8_BLOCK, worst_ok,
+           least_unpromoted, F8_BLOCK, least_dropped);
+}
+
 int main(void)
 {
     /* Scales with the reduction length, and looser for lower precision. */
@@ -171,5 +250,6 @@ int main(void)
     CHECK(!c.pass);
 
     bf16_matmul_catches_a_dropped_tile();
+    fp8_matmul_bound();
     return CHECK_DONE();
 }
