@@ -97,6 +97,22 @@ const char *kb_lt_plan_linear(kb_lt_product *p, cublasLtHandle_t lt, int M, int 
     return err ? err : pick_algo(p, lt, X, W, Y);
 }
 
+const char *kb_lt_plan_linear_fp8(kb_lt_product *p, cublasLtHandle_t lt, int M, int N, int K, const void *X,
+                                  const void *W, const void *Y, const float *scale_x, const float *scale_w)
+{
+    const int8_t fast_accum = 0;
+    p->accumulate = 0;
+    const char *err = describe(p, CUBLAS_COMPUTE_32F, CUDA_R_8F_E4M3, CUDA_R_16BF, M, N, K, 1,
+                               CUBLASLT_EPILOGUE_DEFAULT, NULL);
+    if (err)
+        return err;
+    /* cuBLASLt's A is W and its B is X (describe's column-major swap). */
+    LT_TRY(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &scale_w, sizeof scale_w));
+    LT_TRY(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &scale_x, sizeof scale_x));
+    LT_TRY(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast_accum, sizeof fast_accum));
+    return pick_algo(p, lt, X, W, Y);
+}
+
 const char *kb_lt_run(const kb_lt_product *p, cublasLtHandle_t lt, const void *bias, const void *X,
                       const void *W, void *Y, void *workspace, cudaStream_t stream)
 {

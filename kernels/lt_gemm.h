@@ -49,6 +49,12 @@ const char *kb_lt_plan(kb_lt_product *p, cublasLtHandle_t lt, cublasComputeType_
  * read transposed. */
 const char *kb_lt_plan_linear(kb_lt_product *p, cublasLtHandle_t lt, int M, int N, int K, int accumulate,
                               const void *X, const void *W, const void *Y);
+/* The same Linear layer on fp8's tensor cores: X (M x K) and W ([N, K])
+ * e4m3, Y bf16 = scale_x scale_w X W^T, the scales one fp32 value each in
+ * device memory, read at every launch; fast accumulation off, so cuBLASLt
+ * promotes its partial sums into fp32 (KB_MATH_FP8's promise). */
+const char *kb_lt_plan_linear_fp8(kb_lt_product *p, cublasLtHandle_t lt, int M, int N, int K, const void *X,
+                                  const void *W, const void *Y, const float *scale_x, const float *scale_w);
 /* Enqueue Y = epi(X W + bias) with a planned product; bias may differ from
  * the one planned (same alignment), so one plan serves every layer. */
 const char *kb_lt_run(const kb_lt_product *p, cublasLtHandle_t lt, const void *bias, const void *X,

@@ -1,10 +1,11 @@
-/* The matmul and ffn references on hand-computed products, the bf16 ffn
- * against its tolerance, and row sampling. */
+/* The matmul, matmul_fp8 and ffn references on hand-computed products, the
+ * bf16 ffn against its tolerance, and row sampling. */
 #include <math.h>
 #include <stdlib.h>
 #include "harness/harness.h"
 #include "ops/ffn.h"
 #include "ops/matmul.h"
+#include "ops/matmul_fp8.h"
 #include "tests/check.h"
 
 static void hand_computed(void)
@@ -50,6 +51,23 @@ static void bf16_from_stored_values(void)
     matmul_reference_rows(R, 1, K, KB_BF16, A, B, rows, R, C);
     for (int r = 0; r < R; ++r)
         CHECK(C[r] == 0x1p-8);
+}
+
+/* matmul_fp8 by hand: A (2x3) and B (2x3), both K-major, in e4m3, which
+ * rounds 1.1 to 1.125 and saturates 1000 at 448; C = sa sb A B^T with the
+ * op's scales 2 and 0.75 (their product 1.5):
+ *   A = [1.125 -2 0.5; 448 0 1], B = [1 1 1; 0.25 -0.5 2]
+ *   A B^T = [-0.375 2.28125; 449 114], times 1.5. */
+static void fp8_hand_computed(void)
+{
+    const float af[] = {1.1f, -2, 0.5f, 1000, 0, 1}, bf[] = {1, 1, 1, 0.25f, -0.5f, 2};
+    uint8_t A[6], B[6];
+    kb_store_floats(KB_E4M3, af, A, 6);
+    kb_store_floats(KB_E4M3, bf, B, 6);
+    const int64_t rows[] = {1, 0};
+    double C[4];
+    matmul_fp8_reference_rows(2, 3, KB_E4M3, A, B, KB_MATMUL_FP8_SCALE_A, KB_MATMUL_FP8_SCALE_B, rows, 2, C);
+    CHECK(C[0] == 1.5 * 449 && C[1] == 1.5 * 114 && C[2] == 1.5 * -0.375 && C[3] == 1.5 * 2.28125);
 }
 
 /* ffn by hand, in f32 and bf16, two tokens asked for in reverse order.
@@ -257,6 +275,7 @@ int main(void)
     hand_computed();
     accumulates_in_double();
     bf16_from_stored_values();
+    fp8_hand_computed();
     ffn_hand_computed();
     ffn_bf16_within_tolerance();
     row_sampling();
