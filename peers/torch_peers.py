@@ -38,7 +38,7 @@ except ImportError:
 
 EPS = 1e-5
 # kbench's dtypes as PyTorch's, for the rows this script adds a peer to.
-TORCH_DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
+TORCH_DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16, "e4m3": torch.float8_e4m3fn}
 
 
 def make_inputs(op, d, gen, dtype=torch.float32, causal=False):
@@ -72,6 +72,16 @@ def make_inputs(op, d, gen, dtype=torch.float32, causal=False):
     if op == "matmul":
         M, N, K = d
         return (u(M, K), u(K, N)), torch.matmul
+    if op == "matmul_fp8":  # MxNxK: torch._scaled_mm (cuBLASLt) on K-major A and B, kbench's scales
+        M, N, K = d
+        scales = (torch.tensor(2.0, device="cuda"), torch.tensor(0.75, device="cuda"))
+
+        def scaled_mm(a, b, sa, sb):
+            if a.dtype == torch.float64:  # the check's reference: the exact product of the same values
+                return (a @ b.t()) * sa * sb
+            return torch._scaled_mm(a, b.t(), scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16,
+                                    use_fast_accum=False)
+        return (u(M, K), u(N, K)) + scales, scaled_mm
     if op.endswith("_backward") or op in ("cross_entropy", "linear_cross_entropy"):
         return backward_inputs(op, d, u)
     if op == "adamw":
@@ -370,7 +380,7 @@ def peer(fields, base, d, dtype, fn, test, inputs, flush, cap_s):
     timing = time_call(test, inputs, flush, cap_s)
     # The work is kbench's row's: the same op, shape and dtype.
     row = peer_row(fields, base, d, timing, float(base["flops"]), float(base["bytes"]), err)
-    row["math"] = dtype
+    row["math"] = "fp8" if dtype in ("e4m3", "e5m2") else dtype  # kbench's name of the arithmetic
     if "workspace_mib" in fields:
         row["workspace_mib"] = f"{workspace_mib(test, inputs):.1f}"
     if not finite:
@@ -387,7 +397,7 @@ def report(row):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("csv")
-    ap.add_argument("--ops", default="copy,matmul,softmax,layernorm,add_layernorm,rmsnorm,attention,"
+    ap.add_argument("--ops", default="copy,matmul,matmul_fp8,softmax,layernorm,add_layernorm,rmsnorm,attention,"
                     "softmax_backward,layernorm_backward,rmsnorm_backward,swiglu_backward,cross_entropy,"
                     "embedding_backward,linear_cross_entropy,rope_backward,attention_backward,matmul_backward,adamw")
     ap.add_argument("--max-time", type=float, default=1.0)
