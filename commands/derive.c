@@ -45,6 +45,7 @@ static void ceilings_of(run *r)
                             meta_ceiling(f, "ceiling_fp32_gflop_s"),   meta_ceiling(f, "ceiling_tc_gflop_s"),
                             meta_ceiling(f, "datasheet_mem_gb_s"),     meta_ceiling(f, "datasheet_fp32_gflop_s"),
                             meta_ceiling(f, "datasheet_tc_gflop_s")};
+    r->ceil.fp8_gflop_s = meta_ceiling(f, "ceiling_fp8_gflop_s");
 }
 
 /* One "; NAME VALUE" field of a device_<k> line, or 0 when absent or not
@@ -72,6 +73,7 @@ static const kb_ceilings *ceilings_for(const run *r, const kb_run_row *row, kb_c
                          device_field(line, "ceiling_fp32_gflop_s"), device_field(line, "ceiling_tc_gflop_s"),
                          device_field(line, "datasheet_mem_gb_s"),   device_field(line, "datasheet_fp32_gflop_s"),
                          device_field(line, "datasheet_tc_gflop_s")};
+    own->fp8_gflop_s = device_field(line, "ceiling_fp8_gflop_s");
     return own;
 }
 

@@ -247,6 +247,55 @@ __global__ void __launch_bounds__(128 * WGMMA_WARPGROUPS, 1) wgmma_peak_kernel(f
 #endif
 }
 
+/* The same on fp8's tensor cores: e4m3 tiles of 64 x 128 bytes (A) and
+ * 256 x 128 (B), both K-major as fp8 MMAs take them, m64n256k32 back to
+ * back: twice the FLOPs an instruction of the same bytes. */
+__global__ void __launch_bounds__(128 * WGMMA_WARPGROUPS, 1) wgmma_fp8_peak_kernel(float *out)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    extern __shared__ __align__(128) unsigned char smem[];
+    const uint32_t base = (bf16_smem_addr(smem) + 1023) & ~1023u, a_s = base, b_s = base + WGMMA_A_BYTES;
+    unsigned char *p = smem + (base - bf16_smem_addr(smem));
+    /* e4m3 of +-2^-6..2^-5 (exponent field 1-2, any mantissa): finite, and
+     * the sums far from overflow. */
+    for (int i = threadIdx.x; i < WGMMA_A_BYTES + WGMMA_B_BYTES; i += blockDim.x)
+        p[i] = (unsigned char)((i % 3 == 0 ? 0x80 : 0) | (0x08 + i % 16));
+    kb_fence_proxy_async(); /* the stores -> the MMAs' reads */
+    __syncthreads();
+    stamp_clocks(0);
+    uint64_t da[4], db[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) { /* k32 slices: 32 bytes along K, 128-byte swizzled rows */
+        da[j] = kb_wgmma_desc(a_s + j * 32, 16, 1024);
+        db[j] = kb_wgmma_desc(b_s + j * 32, 16, 1024);
+    }
+    float d[128];
+#pragma unroll
+    for (int i = 0; i < 128; ++i)
+        d[i] = 0.0f;
+    for (int it = 0; it < WGMMA_ITERS; ++it) {
+        kb_fence_regs(d);
+        kb_wgmma_fence();
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+            kb_wgmma_ss<256, KbWgmmaType::e4m3, KbWgmmaB::k_major>(d, da[j], db[j], 1);
+        kb_wgmma_commit();
+        kb_wgmma_wait<1>();
+    }
+    kb_wgmma_wait<0>();
+    kb_fence_regs(d);
+    float sum = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 128; ++i)
+        sum += d[i];
+    out[blockIdx.x * blockDim.x + threadIdx.x] = sum;
+    stamp_clocks(1);
+#else
+    (void)out;
+    __trap(); /* setup's probe keeps this from running */
+#endif
+}
+
 /* Sets *has to 1 when this GPU runs sm_90a code of this build. */
 __global__ void wgmma_probe_kernel(int *has)
 {
@@ -261,6 +310,8 @@ extern "C" double kb_wgmma_flops(void)
 {
     return 2.0 * 64 * 256 * 64 * (double)WGMMA_ITERS * WGMMA_WARPGROUPS * sm_count();
 }
+
+extern "C" double kb_wgmma_fp8_flops(void) { return 2 * kb_wgmma_flops(); /* k32 slices of the same bytes */ }
 
 /* The context is the output buffer; the probe's flag sits after it. */
 static const char *wgmma_setup(const void *args, void **ctx)
@@ -289,6 +340,18 @@ static const char *wgmma_launch(const void *args, void *ctx, cudaStream_t s)
     wgmma_peak_kernel<<<sm_count(), 128 * WGMMA_WARPGROUPS, WGMMA_SMEM, s>>>((float *)ctx);
     KB_LAUNCHED();
 }
+
+static const char *wgmma_fp8_launch(const void *args, void *ctx, cudaStream_t s)
+{
+    (void)args;
+    stamped_blocks = sm_count();
+    wgmma_fp8_peak_kernel<<<sm_count(), 128 * WGMMA_WARPGROUPS, WGMMA_SMEM, s>>>((float *)ctx);
+    KB_LAUNCHED();
+}
+
+extern "C" const kb_variant kb_wgmma_fp8_peak = {
+    .name = "wgmma_fp8_peak", .summary = "e4m3 wgmma m64n256k32 from shared memory on every SM", .dtype = KB_E4M3,
+    .math = KB_MATH_FP8, .setup = wgmma_setup, .teardown = free_ctx, .launch = wgmma_fp8_launch};
 
 extern "C" const kb_variant kb_wgmma_peak = {
     .name = "wgmma_peak", .summary = "bf16 wgmma m64n256k16 from shared memory on every SM", .dtype = KB_BF16,

@@ -10,9 +10,10 @@
 #include "harness/timing.h"
 #include "ops/copy.h"
 
-extern const kb_variant kb_fma_peak, kb_wgmma_peak, kb_bf16_gemm_peak;
+extern const kb_variant kb_fma_peak, kb_wgmma_peak, kb_wgmma_fp8_peak, kb_bf16_gemm_peak;
 double kb_fma_flops(void);
 double kb_wgmma_flops(void);
+double kb_wgmma_fp8_flops(void);
 double kb_gemm_flops(void);
 double kb_ceiling_inside_mhz(void);
 
@@ -93,6 +94,11 @@ void kb_measure_ceilings(const kb_device_info *d, void *flush, size_t flush_byte
         c->tc_gflop_s = compute_ceiling(tc, kb_gemm_flops(), flush, flush_bytes, &c->tc_clock_mhz, &c->tc_inside_mhz);
     }
     snprintf(c->tc_kernel, sizeof c->tc_kernel, "%s", c->tc_gflop_s > 0 ? tc->name : "");
+    /* fp8's rate by its own MMAs, where the bf16 one came from wgmma too. */
+    double fp8_clock, fp8_inside;
+    if (tc == &kb_wgmma_peak)
+        c->fp8_gflop_s =
+            compute_ceiling(&kb_wgmma_fp8_peak, kb_wgmma_fp8_flops(), flush, flush_bytes, &fp8_clock, &fp8_inside);
 }
 
 /* Measured where we have it, else the datasheet. */
@@ -107,7 +113,7 @@ static double compute_ceiling_for(const kb_ceilings *c, kb_math m)
     case KB_MATH_F32: return pick(c->fp32_gflop_s, c->ds_fp32_gflop_s);
     case KB_MATH_TF32: return tc / 2;
     case KB_MATH_3XTF32: return tc / 6;
-    case KB_MATH_FP8: return 2 * tc; /* fp8 runs them at twice the bf16 rate, until its own ceiling is measured */
+    case KB_MATH_FP8: return pick(c->fp8_gflop_s, 2 * tc); /* else twice bf16's, the tensor cores' fp8 rate */
     default: return tc; /* bf16 and f16: the same dense rate on the tensor cores */
     }
 }
@@ -159,6 +165,8 @@ void kb_apply_ceilings(kb_result *rows, int n, kb_ceilings *c, kb_meta_set *meta
         kb_meta_set_value(meta, "ceiling_fp32_clock_inside_mhz", "%.0f", c->fp32_inside_mhz);
     if (c->tc_inside_mhz > 0)
         kb_meta_set_value(meta, "ceiling_tc_clock_inside_mhz", "%.0f", c->tc_inside_mhz);
+    if (c->fp8_gflop_s > 0)
+        kb_meta_set_value(meta, "ceiling_fp8_gflop_s", "%.1f", c->fp8_gflop_s);
     kb_meta_set_value(meta, "datasheet_mem_gb_s", "%.1f", c->ds_mem_gb_s);
     kb_meta_set_value(meta, "datasheet_fp32_gflop_s", "%.1f", c->ds_fp32_gflop_s);
     if (c->ds_tc_gflop_s > 0)
@@ -196,6 +204,7 @@ int kb_cmd_ceilings(const kb_options *o)
     print_line("L2 (hot copy)", "GB/s, read + written", c.l2_gb_s, 0);
     print_line("fp32 FMA", "GFLOP/s", c.fp32_gflop_s, c.ds_fp32_gflop_s);
     print_line("tensor bf16", "GFLOP/s", c.tc_gflop_s, c.ds_tc_gflop_s);
+    print_line("tensor e4m3", "GFLOP/s", c.fp8_gflop_s, 2 * c.ds_tc_gflop_s);
     if (c.tc_gflop_s > 0)
         printf("tensor bf16 measured by %s; SM clock by NVML: %.0f MHz (fp32 FMA), %.0f MHz (tensor), "
                "datasheet figures at %d MHz\n",

@@ -409,6 +409,7 @@ typedef struct {
     double fp32_clock_mhz, tc_clock_mhz;                 /* the SM clock their runs held (NVML); 0 = not read */
     double fp32_inside_mhz, tc_inside_mhz;               /* the SM clock inside their launches; 0 = not ours */
     char tc_kernel[24];                                  /* what measured tc_gflop_s ("" = none) */
+    double fp8_gflop_s;                                  /* measured e4m3 tensor rate; 0 = not measured */
 } kb_ceilings;
 void kb_datasheet_ceilings(const kb_device_info *d, kb_ceilings *c);
 void kb_measure_ceilings(const kb_device_info *d, void *flush, size_t flush_bytes, kb_ceilings *c);
