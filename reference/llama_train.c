@@ -397,3 +397,46 @@ int kb_llama_loss_backward(const kb_llama_model *m, const int *ids, const int *t
     saved_free(&s);
     return rc;
 }
+
+/* ---- the optimizer ---------------------------------------------------------------------- */
+
+int kb_llama_adam_init(kb_llama_adam_state *s, const kb_llama_config *c)
+{
+    memset(s, 0, sizeof *s);
+    s->n = kb_llama_weight_count(c);
+    if (s->n < 0)
+        return -1;
+    s->m = calloc((size_t)s->n, sizeof(double));
+    s->v = calloc((size_t)s->n, sizeof(double));
+    if (!s->m || !s->v) {
+        kb_llama_adam_free(s);
+        return -1;
+    }
+    return 0;
+}
+
+void kb_llama_adam_free(kb_llama_adam_state *s)
+{
+    free(s->m);
+    free(s->v);
+    memset(s, 0, sizeof *s);
+}
+
+double kb_llama_adamw_step(kb_llama_model *m, const kb_llama_grads *g, kb_llama_adam_state *s,
+                           const kb_llama_adamw *h)
+{
+    double sumsq = 0;
+    for (int64_t i = 0; i < s->n; ++i)
+        sumsq += g->storage[i] * g->storage[i];
+    const double norm = sqrt(sumsq), clip = fmin(1.0, h->max_norm / (norm + 1e-6));
+    s->t += 1;
+    const double bc1 = 1 - pow(h->beta1, s->t), bc2 = 1 - pow(h->beta2, s->t);
+    for (int64_t i = 0; i < s->n; ++i) {
+        const double gi = clip * g->storage[i];
+        s->m[i] = h->beta1 * s->m[i] + (1 - h->beta1) * gi;
+        s->v[i] = h->beta2 * s->v[i] + (1 - h->beta2) * gi * gi;
+        const double w = m->storage[i] * (1 - h->lr * h->weight_decay);
+        m->storage[i] = (float)(w - h->lr * (s->m[i] / bc1) / (sqrt(s->v[i] / bc2) + h->eps));
+    }
+    return norm;
+}

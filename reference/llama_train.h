@@ -12,7 +12,8 @@
  * Every activation of the forward is kept (the attention probabilities
  * too: B * heads * T * T doubles a layer), which suits the small configs a
  * reference checks; tests/test_llama_train.c holds the gradients to
- * central differences of the loss. */
+ * central differences of the loss.  With the optimizer step below, it is
+ * the whole training step's reference. */
 #ifndef KBENCH_REFERENCE_LLAMA_TRAIN_H
 #define KBENCH_REFERENCE_LLAMA_TRAIN_H
 
@@ -45,6 +46,31 @@ void kb_llama_grads_free(kb_llama_grads *g);
  * target counted, or out of memory. */
 int kb_llama_loss_backward(const kb_llama_model *m, const int *ids, const int *targets, int B, int T, double *loss,
                            kb_llama_grads *g);
+
+/* AdamW on the fp32 weights from the gradients, after clipping them to a
+ * global norm, as torch.nn.utils.clip_grad_norm_ and torch.optim.AdamW
+ * (one group: every weight decays) compute them:
+ *     c = min(1, max_norm / (norm + 1e-6)),  g = c grad
+ *     m = beta1 m + (1 - beta1) g,  v = beta2 v + (1 - beta2) g^2
+ *     w = w (1 - lr wd) - lr (m / (1 - beta1^t)) / (sqrt(v / (1 - beta2^t)) + eps)
+ * in double, each weight rounded to fp32 once. */
+typedef struct {
+    double lr, beta1, beta2, eps, weight_decay, max_norm;
+} kb_llama_adamw;
+
+/* The optimizer's moments, laid out as the weights, and its step count. */
+typedef struct {
+    double *m, *v;
+    int64_t n;
+    int t;
+} kb_llama_adam_state;
+
+int kb_llama_adam_init(kb_llama_adam_state *s, const kb_llama_config *c); /* 0, or -1 out of memory */
+void kb_llama_adam_free(kb_llama_adam_state *s);
+/* One step on m's weights (its storage) from g; returns the gradients'
+ * global norm before clipping, as clip_grad_norm_ does. */
+double kb_llama_adamw_step(kb_llama_model *m, const kb_llama_grads *g, kb_llama_adam_state *s,
+                           const kb_llama_adamw *h);
 
 #ifdef __cplusplus
 }

@@ -136,6 +136,68 @@ static void test_refusals(void)
     kb_llama_free(&m);
 }
 
+/* The first AdamW step moves every weight by lr g / (|g| + eps) (the
+ * bias-corrected moments are g and g^2) after its decay; the walk's
+ * weights and the gradients' storage line up. */
+typedef struct {
+    const double *grad;
+    const float *before;
+    int64_t offset;
+    double lr, wd, eps;
+} step_walk;
+
+static void check_step(const char *name, int64_t rows, int64_t cols, const float *data, void *user)
+{
+    step_walk *w = (step_walk *)user;
+    const int64_t n = rows * (cols ? cols : 1);
+    int bad = 0;
+    for (int64_t i = 0; i < n; ++i) {
+        const double g = w->grad[w->offset + i], w0 = w->before[w->offset + i];
+        const double want = w0 * (1 - w->lr * w->wd) - w->lr * g / (fabs(g) + w->eps);
+        bad += fabs(data[i] - want) > 1e-6 * fabs(want) + 1e-9;
+    }
+    if (bad)
+        fprintf(stderr, "%s: %d weights off AdamW's first step\n", name, bad);
+    CHECK(bad == 0);
+    w->offset += n;
+}
+
+static void test_adamw(void)
+{
+    kb_llama_model m;
+    kb_llama_grads g;
+    kb_llama_adam_state st;
+    double first = NAN, loss = NAN;
+    CHECK(kb_llama_init_random(&m, &gqa, 5) == 0);
+    CHECK(kb_llama_grads_init(&g, &gqa) == 0 && kb_llama_adam_init(&st, &gqa) == 0);
+    const int64_t n = kb_llama_weight_count(&gqa);
+    float *before = malloc(sizeof(float) * (size_t)n);
+    memcpy(before, m.storage, sizeof(float) * (size_t)n);
+    CHECK(kb_llama_loss_backward(&m, ids, targets, B, T, &first, &g) == 0);
+    double sumsq = 0;
+    for (int64_t i = 0; i < n; ++i)
+        sumsq += g.storage[i] * g.storage[i];
+    const kb_llama_adamw h = {.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0.1,
+                              .max_norm = 1e9};
+    CHECK_NEAR(kb_llama_adamw_step(&m, &g, &st, &h), sqrt(sumsq), 1e-12 * sqrt(sumsq));
+    step_walk w = {g.storage, before, 0, h.lr, h.weight_decay, h.eps};
+    kb_llama_each_weight(&m, check_step, &w);
+    /* Forty steps on the same batch, clipped to norm 1: the model learns it. */
+    const kb_llama_adamw fast = {.lr = 1e-2, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0.1,
+                                 .max_norm = 1};
+    for (int step = 0; step < 40; ++step) {
+        memset(g.storage, 0, sizeof(double) * (size_t)n);
+        CHECK(kb_llama_loss_backward(&m, ids, targets, B, T, &loss, &g) == 0);
+        kb_llama_adamw_step(&m, &g, &st, &fast);
+    }
+    printf("AdamW on one batch: loss %.4f, after 40 steps %.4f\n", first, loss);
+    CHECK(loss < 0.5 * first);
+    free(before);
+    kb_llama_adam_free(&st);
+    kb_llama_grads_free(&g);
+    kb_llama_free(&m);
+}
+
 int main(void)
 {
     check_model(&gqa, 11);
@@ -144,5 +206,6 @@ int main(void)
     tied.rope_scaling = (kb_llama_rope_scaling){4, 1, 4, 8};
     check_model(&tied, 12);
     test_refusals();
+    test_adamw();
     return CHECK_DONE();
 }
