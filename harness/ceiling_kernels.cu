@@ -197,28 +197,38 @@ extern "C" const kb_variant kb_bf16_gemm_peak = {
  * (the matmul rungs' 128-byte-swizzled layout), WGMMA_ITERS times into the
  * same accumulators: m64n256k16 back to back with one group in flight, and
  * no global traffic but the final sums, so only the tensor cores and their
- * shared-memory operand reads bound it. */
+ * shared-memory operand reads bound it.  FP8 is its e4m3 twin: tiles of
+ * the same bytes, B K-major as fp8 MMAs take it, m64n256k32 (twice the
+ * FLOPs an instruction). */
+template <bool FP8>
 __global__ void __launch_bounds__(128 * WGMMA_WARPGROUPS, 1) wgmma_peak_kernel(float *out)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    constexpr KbWgmmaType T = FP8 ? KbWgmmaType::e4m3 : KbWgmmaType::bf16;
     extern __shared__ __align__(128) unsigned char smem[];
     const uint32_t base = (bf16_smem_addr(smem) + 1023) & ~1023u, a_s = base, b_s = base + WGMMA_A_BYTES;
     unsigned char *p = smem + (base - bf16_smem_addr(smem));
-    /* Small finite values (a bf16 of -3/64..3/64 in each 16-bit half): the
-     * sums stay far from overflow over all the iterations. */
+    /* Small finite values: a bf16 of -3/64..3/64 in each 16-bit half, or
+     * an e4m3 of +-2^-6..2^-5; the sums stay far from overflow over all
+     * the iterations. */
     for (int i = threadIdx.x; i < (WGMMA_A_BYTES + WGMMA_B_BYTES) / 4; i += blockDim.x) {
-        const __nv_bfloat16 lo = __float2bfloat16((i % 7 - 3) / 64.0f), hi = __float2bfloat16((i % 5 - 2) / 64.0f);
-        __nv_bfloat162 v = {lo, hi};
-        reinterpret_cast<__nv_bfloat162 *>(p)[i] = v;
+        if constexpr (FP8) {
+            for (int j = 4 * i; j < 4 * i + 4; ++j)
+                p[j] = (unsigned char)((j % 3 == 0 ? 0x80 : 0) | (0x08 + j % 16));
+        } else {
+            const __nv_bfloat16 lo = __float2bfloat16((i % 7 - 3) / 64.0f), hi = __float2bfloat16((i % 5 - 2) / 64.0f);
+            __nv_bfloat162 v = {lo, hi};
+            reinterpret_cast<__nv_bfloat162 *>(p)[i] = v;
+        }
     }
     kb_fence_proxy_async(); /* the stores -> the MMAs' reads */
     __syncthreads();
     stamp_clocks(0);
     uint64_t da[4], db[4];
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
+    for (int j = 0; j < 4; ++j) { /* the k slices: 32 bytes along K of A, and of B when K-major */
         da[j] = kb_wgmma_desc(a_s + j * 32, 16, 1024);
-        db[j] = kb_wgmma_desc(b_s + j * 2048, 64 * 128, 1024);
+        db[j] = FP8 ? kb_wgmma_desc(b_s + j * 32, 16, 1024) : kb_wgmma_desc(b_s + j * 2048, 64 * 128, 1024);
     }
     float d[128];
 #pragma unroll
@@ -229,56 +239,7 @@ __global__ void __launch_bounds__(128 * WGMMA_WARPGROUPS, 1) wgmma_peak_kernel(f
         kb_wgmma_fence();
 #pragma unroll
         for (int j = 0; j < 4; ++j)
-            kb_wgmma_ss<256, KbWgmmaType::bf16, KbWgmmaB::n_major>(d, da[j], db[j], 1);
-        kb_wgmma_commit();
-        kb_wgmma_wait<1>();
-    }
-    kb_wgmma_wait<0>();
-    kb_fence_regs(d);
-    float sum = 0.0f;
-#pragma unroll
-    for (int i = 0; i < 128; ++i)
-        sum += d[i];
-    out[blockIdx.x * blockDim.x + threadIdx.x] = sum;
-    stamp_clocks(1);
-#else
-    (void)out;
-    __trap(); /* setup's probe keeps this from running */
-#endif
-}
-
-/* The same on fp8's tensor cores: e4m3 tiles of 64 x 128 bytes (A) and
- * 256 x 128 (B), both K-major as fp8 MMAs take them, m64n256k32 back to
- * back: twice the FLOPs an instruction of the same bytes. */
-__global__ void __launch_bounds__(128 * WGMMA_WARPGROUPS, 1) wgmma_fp8_peak_kernel(float *out)
-{
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    extern __shared__ __align__(128) unsigned char smem[];
-    const uint32_t base = (bf16_smem_addr(smem) + 1023) & ~1023u, a_s = base, b_s = base + WGMMA_A_BYTES;
-    unsigned char *p = smem + (base - bf16_smem_addr(smem));
-    /* e4m3 of +-2^-6..2^-5 (exponent field 1-2, any mantissa): finite, and
-     * the sums far from overflow. */
-    for (int i = threadIdx.x; i < WGMMA_A_BYTES + WGMMA_B_BYTES; i += blockDim.x)
-        p[i] = (unsigned char)((i % 3 == 0 ? 0x80 : 0) | (0x08 + i % 16));
-    kb_fence_proxy_async(); /* the stores -> the MMAs' reads */
-    __syncthreads();
-    stamp_clocks(0);
-    uint64_t da[4], db[4];
-#pragma unroll
-    for (int j = 0; j < 4; ++j) { /* k32 slices: 32 bytes along K, 128-byte swizzled rows */
-        da[j] = kb_wgmma_desc(a_s + j * 32, 16, 1024);
-        db[j] = kb_wgmma_desc(b_s + j * 32, 16, 1024);
-    }
-    float d[128];
-#pragma unroll
-    for (int i = 0; i < 128; ++i)
-        d[i] = 0.0f;
-    for (int it = 0; it < WGMMA_ITERS; ++it) {
-        kb_fence_regs(d);
-        kb_wgmma_fence();
-#pragma unroll
-        for (int j = 0; j < 4; ++j)
-            kb_wgmma_ss<256, KbWgmmaType::e4m3, KbWgmmaB::k_major>(d, da[j], db[j], 1);
+            kb_wgmma_ss<256, T, FP8 ? KbWgmmaB::k_major : KbWgmmaB::n_major>(d, da[j], db[j], 1);
         kb_wgmma_commit();
         kb_wgmma_wait<1>();
     }
@@ -337,7 +298,7 @@ static const char *wgmma_launch(const void *args, void *ctx, cudaStream_t s)
 {
     (void)args;
     stamped_blocks = sm_count();
-    wgmma_peak_kernel<<<sm_count(), 128 * WGMMA_WARPGROUPS, WGMMA_SMEM, s>>>((float *)ctx);
+    wgmma_peak_kernel<false><<<sm_count(), 128 * WGMMA_WARPGROUPS, WGMMA_SMEM, s>>>((float *)ctx);
     KB_LAUNCHED();
 }
 
@@ -345,7 +306,7 @@ static const char *wgmma_fp8_launch(const void *args, void *ctx, cudaStream_t s)
 {
     (void)args;
     stamped_blocks = sm_count();
-    wgmma_fp8_peak_kernel<<<sm_count(), 128 * WGMMA_WARPGROUPS, WGMMA_SMEM, s>>>((float *)ctx);
+    wgmma_peak_kernel<true><<<sm_count(), 128 * WGMMA_WARPGROUPS, WGMMA_SMEM, s>>>((float *)ctx);
     KB_LAUNCHED();
 }
 
