@@ -11,7 +11,8 @@
 # setmaxnreg that moves registers from producer to consumers; flash_wgmma
 # keeps its softmax between the waits for S and P V, builds its key
 # loop's wgmma descriptors on the uniform datapath and writes O in
-# 16-byte stores.  A rung that
+# 16-byte stores; the ceilings' bf16 and e4m3 wgmma kernels issue HGMMA
+# and QGMMA of their types.  A rung that
 # silently fell back to a slower path, or an sm_90a build that lost its
 # cubin, fails here.
 # Exits 77 (skip) without cuobjdump or nvdisasm (which cuobjdump -sass
@@ -153,6 +154,38 @@ wide_stores() {
         END { if (f != "") print f, w, n }')
 }
 
+# ceiling_mmas CUBIN: the tensor ceilings' wgmma kernels (harness/
+# ceiling_kernels.cu) issue the MMAs they are counted by: the bf16 peak
+# HGMMA on bf16, the e4m3 one QGMMA on e4m3 (fp8's k32 form, twice the
+# FLOPs an instruction, as kb_wgmma_fp8_flops counts), and neither touches
+# local memory.  A ceiling kernel whose MMAs changed type or fell away
+# would set every fp8 or bf16 row's roofline against the wrong rate.
+ceiling_mmas() {
+    local name b q l n=0
+    "$cuobjdump" -xelf "$1" "$kbench" >/dev/null || { fail "cannot extract $1"; return; }
+    while read -r name b q l; do
+        n=$((n + 1))
+        case $name in
+        *ILb0E*) [[ $b -gt 0 && $q -eq 0 ]] || fail "$1: $name has $b bf16 HGMMAs and $q e4m3 QGMMAs (bf16 wanted)" ;;
+        *) [[ $q -gt 0 && $b -eq 0 ]] || fail "$1: $name has $b bf16 HGMMAs and $q e4m3 QGMMAs (e4m3 wanted)" ;;
+        esac
+        [[ $l -eq 0 ]] || fail "$1: $name has $l LDL/STL (local memory)"
+    done < <(sass "$1" | awk '
+        /Function :/ { if (f ~ /wgmma_peak_kernel/) print f, b, q, l; f = $NF; b = q = l = 0; next }
+        /[[:space:]]HGMMA\.[^ ]*\.BF16/ { b++ }
+        /[[:space:]]QGMMA\.[^ ]*\.E4M3\.E4M3/ { q++ }
+        /[[:space:]](LDL|STL)[[:space:].]/ { l++ }
+        END { if (f ~ /wgmma_peak_kernel/) print f, b, q, l }')
+    [[ $n -eq 2 ]] || fail "$1: $n wgmma peak kernels, not the bf16 and e4m3 ones"
+    checked=$((checked + 1))
+    echo "$1: the bf16 and e4m3 peak kernels with their MMAs, no local memory"
+}
+
+if grep -qx "ceiling_kernels.sm_90a.cubin" <<<"$elfs"; then
+    ceiling_mmas ceiling_kernels.sm_90a.cubin
+elif [[ $sm90a == true ]]; then
+    fail "the build has sm_90a, but $kbench has no ceiling_kernels.sm_90a.cubin"
+fi
 for rung in "${mma_rungs[@]}"; do
     v=${rung#*/}
     cubins=$(grep -E "^$v\.sm_(8[0-9]|9[0-9]a?|[1-9][0-9][0-9]a?)\.cubin$" <<<"$elfs")
