@@ -151,8 +151,9 @@ __global__ void __launch_bounds__(Cfg::BLOCK) kb_norm_backward_rows(KbNormGrad<T
         const size_t base = (size_t)(row < a.R ? row : 0) * a.C;
         const float mean = LAYER && cols ? a.mean[row] : 0.0f, rstd = cols ? a.rstd[row] : 0.0f;
         /* Every load of the row issued before any is used: with the loads
-         * inside the row's arithmetic, as this kernel had them, it took 33%
-         * longer (RMSNorm 10%) at 65536x4096 (docs/notes/backward.md). */
+         * inside the row's arithmetic, as this kernel had them, ptxas kept
+         * one pack's loads in flight at a time (in the same registers), and
+         * it took 33% longer (RMSNorm 10%) at 65536x4096 (docs/notes/backward.md). */
         float xh[P][V], g[P][V];
 #pragma unroll
         for (int k = 0; k < P; ++k) {
