@@ -72,8 +72,21 @@ enum { KB_ADW_GRAD, KB_ADW_MASTER, KB_ADW_M, KB_ADW_V, KB_ADW_PARAM, KB_ADW_NORM
 
 /* The sum of grad's squares (n elements of dtype t) in double. */
 double adamw_grad_sumsq(int64_t n, kb_dtype t, const void *grad);
-/* clip_grad_norm_'s factor for that sum. */
+/* clip_grad_norm_'s factor for that sum, at the op's max_norm. */
 double adamw_clip_scale(double sumsq);
+
+/* The step's hyper-parameters: the op's are the KB_ADAMW_ constants; the
+ * model's training reference (reference/llama_train.h) passes its own. */
+typedef struct {
+    double lr, beta1, beta2, eps, weight_decay, max_norm;
+} kb_adamw_hyper;
+/* clip_grad_norm_'s factor for a sum of squares under h->max_norm. */
+double adamw_clip_for(const kb_adamw_hyper *h, double sumsq);
+/* One element's step in double from its clipped gradient g, with the bias
+ * corrections bc1 = 1 - beta1^t and bc2 = 1 - beta2^t: m and v updated in
+ * place, the new master returned. */
+double adamw_element_step(const kb_adamw_hyper *h, double g, double master, double *m, double *v, double bc1,
+                          double bc2);
 /* Output `which` (KB_ADW_MASTER, M, V or PARAM: all n elements; NORM: one)
  * of the step in double from the inputs as they stand before it. */
 void adamw_reference(int64_t n, kb_dtype t, const void *grad, const float *master, const float *m, const float *v,

@@ -15,22 +15,22 @@ double adamw_grad_sumsq(int64_t n, kb_dtype t, const void *grad)
     return sum;
 }
 
-double adamw_clip_scale(double sumsq) { return fmin(1.0, KB_ADAMW_MAX_NORM / (sqrt(sumsq) + KB_ADAMW_CLIP_EPS)); }
+static const kb_adamw_hyper op_hyper = {KB_ADAMW_LR,  KB_ADAMW_BETA1,        KB_ADAMW_BETA2,
+                                        KB_ADAMW_EPS, KB_ADAMW_WEIGHT_DECAY, KB_ADAMW_MAX_NORM};
 
-typedef struct {
-    double master, m, v;
-} adamw_state;
-
-/* One element's step from its clipped gradient g; bc1 and bc2 are the
- * bias corrections 1 - beta^t. */
-static adamw_state step(double g, double master, double m, double v, double bc1, double bc2)
+double adamw_clip_for(const kb_adamw_hyper *h, double sumsq)
 {
-    adamw_state s;
-    s.m = KB_ADAMW_BETA1 * m + (1 - KB_ADAMW_BETA1) * g;
-    s.v = KB_ADAMW_BETA2 * v + (1 - KB_ADAMW_BETA2) * g * g;
-    s.master = master * (1 - KB_ADAMW_LR * KB_ADAMW_WEIGHT_DECAY) -
-               KB_ADAMW_LR / bc1 * s.m / (sqrt(s.v) / sqrt(bc2) + KB_ADAMW_EPS);
-    return s;
+    return fmin(1.0, h->max_norm / (sqrt(sumsq) + KB_ADAMW_CLIP_EPS));
+}
+
+double adamw_clip_scale(double sumsq) { return adamw_clip_for(&op_hyper, sumsq); }
+
+double adamw_element_step(const kb_adamw_hyper *h, double g, double master, double *m, double *v, double bc1,
+                          double bc2)
+{
+    *m = h->beta1 * *m + (1 - h->beta1) * g;
+    *v = h->beta2 * *v + (1 - h->beta2) * g * g;
+    return master * (1 - h->lr * h->weight_decay) - h->lr / bc1 * *m / (sqrt(*v) / sqrt(bc2) + h->eps);
 }
 
 void adamw_reference(int64_t n, kb_dtype t, const void *grad, const float *master, const float *m, const float *v,
@@ -45,7 +45,9 @@ void adamw_reference(int64_t n, kb_dtype t, const void *grad, const float *maste
     const double bc1 = 1 - pow(KB_ADAMW_BETA1, KB_ADAMW_STEP), bc2 = 1 - pow(KB_ADAMW_BETA2, KB_ADAMW_STEP);
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < n; ++i) {
-        const adamw_state s = step(scale * kb_tensor_value(grad, i, t), master[i], m[i], v[i], bc1, bc2);
-        ref[i] = which == KB_ADW_M ? s.m : which == KB_ADW_V ? s.v : s.master; /* param: master' rounded */
+        double mi = m[i], vi = v[i];
+        const double w = adamw_element_step(&op_hyper, scale * kb_tensor_value(grad, i, t), master[i], &mi, &vi,
+                                            bc1, bc2);
+        ref[i] = which == KB_ADW_M ? mi : which == KB_ADW_V ? vi : w; /* param: master' rounded */
     }
 }

@@ -423,20 +423,16 @@ void kb_llama_adam_free(kb_llama_adam_state *s)
 }
 
 double kb_llama_adamw_step(kb_llama_model *m, const kb_llama_grads *g, kb_llama_adam_state *s,
-                           const kb_llama_adamw *h)
+                           const kb_adamw_hyper *h)
 {
     double sumsq = 0;
     for (int64_t i = 0; i < s->n; ++i)
         sumsq += g->storage[i] * g->storage[i];
-    const double norm = sqrt(sumsq), clip = fmin(1.0, h->max_norm / (norm + 1e-6));
+    const double clip = adamw_clip_for(h, sumsq);
     s->t += 1;
     const double bc1 = 1 - pow(h->beta1, s->t), bc2 = 1 - pow(h->beta2, s->t);
-    for (int64_t i = 0; i < s->n; ++i) {
-        const double gi = clip * g->storage[i];
-        s->m[i] = h->beta1 * s->m[i] + (1 - h->beta1) * gi;
-        s->v[i] = h->beta2 * s->v[i] + (1 - h->beta2) * gi * gi;
-        const double w = m->storage[i] * (1 - h->lr * h->weight_decay);
-        m->storage[i] = (float)(w - h->lr * (s->m[i] / bc1) / (sqrt(s->v[i] / bc2) + h->eps));
-    }
-    return norm;
+    for (int64_t i = 0; i < s->n; ++i)
+        m->storage[i] =
+            (float)adamw_element_step(h, clip * g->storage[i], m->storage[i], &s->m[i], &s->v[i], bc1, bc2);
+    return sqrt(sumsq);
 }

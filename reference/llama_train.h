@@ -17,6 +17,7 @@
 #ifndef KBENCH_REFERENCE_LLAMA_TRAIN_H
 #define KBENCH_REFERENCE_LLAMA_TRAIN_H
 
+#include "ops/adamw.h"
 #include "reference/llama.h"
 
 #ifdef __cplusplus
@@ -49,15 +50,9 @@ int kb_llama_loss_backward(const kb_llama_model *m, const int *ids, const int *t
 
 /* AdamW on the fp32 weights from the gradients, after clipping them to a
  * global norm, as torch.nn.utils.clip_grad_norm_ and torch.optim.AdamW
- * (one group: every weight decays) compute them:
- *     c = min(1, max_norm / (norm + 1e-6)),  g = c grad
- *     m = beta1 m + (1 - beta1) g,  v = beta2 v + (1 - beta2) g^2
- *     w = w (1 - lr wd) - lr (m / (1 - beta1^t)) / (sqrt(v / (1 - beta2^t)) + eps)
- * in double, each weight rounded to fp32 once. */
-typedef struct {
-    double lr, beta1, beta2, eps, weight_decay, max_norm;
-} kb_llama_adamw;
-
+ * (one group: every weight decays) compute them, the adamw op's element
+ * step (ops/adamw.h) at h's hyper-parameters, in double, each weight
+ * rounded to fp32 once. */
 /* The optimizer's moments, laid out as the weights, and its step count. */
 typedef struct {
     double *m, *v;
@@ -70,7 +65,7 @@ void kb_llama_adam_free(kb_llama_adam_state *s);
 /* One step on m's weights (its storage) from g; returns the gradients'
  * global norm before clipping, as clip_grad_norm_ does. */
 double kb_llama_adamw_step(kb_llama_model *m, const kb_llama_grads *g, kb_llama_adam_state *s,
-                           const kb_llama_adamw *h);
+                           const kb_adamw_hyper *h);
 
 #ifdef __cplusplus
 }

@@ -177,13 +177,13 @@ static void test_adamw(void)
     double sumsq = 0;
     for (int64_t i = 0; i < n; ++i)
         sumsq += g.storage[i] * g.storage[i];
-    const kb_llama_adamw h = {.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0.1,
+    const kb_adamw_hyper h = {.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0.1,
                               .max_norm = 1e9};
     CHECK_NEAR(kb_llama_adamw_step(&m, &g, &st, &h), sqrt(sumsq), 1e-12 * sqrt(sumsq));
     step_walk w = {g.storage, before, 0, h.lr, h.weight_decay, h.eps};
     kb_llama_each_weight(&m, check_step, &w);
     /* Forty steps on the same batch, clipped to norm 1: the model learns it. */
-    const kb_llama_adamw fast = {.lr = 1e-2, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0.1,
+    const kb_adamw_hyper fast = {.lr = 1e-2, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0.1,
                                  .max_norm = 1};
     for (int step = 0; step < 40; ++step) {
         memset(g.storage, 0, sizeof(double) * (size_t)n);
