@@ -206,9 +206,11 @@ int kb_cmd_ceilings(const kb_options *o)
     print_line("tensor bf16", "GFLOP/s", c.tc_gflop_s, c.ds_tc_gflop_s);
     print_line("tensor e4m3", "GFLOP/s", c.fp8_gflop_s, 2 * c.ds_tc_gflop_s);
     if (c.tc_gflop_s > 0)
-        printf("tensor bf16 measured by %s; SM clock by NVML: %.0f MHz (fp32 FMA), %.0f MHz (tensor), "
+        printf("tensor bf16 measured by %s, e4m3 %s%s; SM clock by NVML: %.0f MHz (fp32 FMA), %.0f MHz (tensor), "
                "datasheet figures at %d MHz\n",
-               c.tc_kernel, c.fp32_clock_mhz, c.tc_clock_mhz, dev.sm_clock_khz / 1000);
+               c.tc_kernel, c.fp8_gflop_s > 0 ? "by " : "unmeasured (twice bf16's datasheet)",
+               c.fp8_gflop_s > 0 ? kb_wgmma_fp8_peak.name : "",
+               c.fp32_clock_mhz, c.tc_clock_mhz, dev.sm_clock_khz / 1000);
     /* NVML reads the clock between launches; the kernels' own stamps say
      * what the SMs ran at under the load. */
     if (c.fp32_inside_mhz > 0 || c.tc_inside_mhz > 0)

@@ -21,24 +21,46 @@ const char *kb_tensor_map_encoder(kb_encode_tiled_fn *fn)
                                                         : NULL;
 }
 
-const char *kb_encode_16(kb_encode_tiled_fn encode, CUtensorMap *map, kb_dtype t, const void *base, int rank,
-                         const cuuint64_t *dims, const cuuint64_t *strides, const cuuint32_t *box)
+/* A tensor of `type` in boxes whose rows are one 128-byte swizzle line. */
+static const char *encode_swizzled(kb_encode_tiled_fn encode, CUtensorMap *map, CUtensorMapDataType type,
+                                   const void *base, int rank, const cuuint64_t *dims, const cuuint64_t *strides,
+                                   const cuuint32_t *box)
 {
     const cuuint32_t elem_strides[5] = {1, 1, 1, 1, 1};
-    const CUtensorMapDataType type = t == KB_F16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
     CUresult r = encode(map, type, (cuuint32_t)rank, (void *)base, dims, strides, box,
                         elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                         CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     return r == CUDA_SUCCESS ? NULL : "cuTensorMapEncodeTiled rejected the tensor map";
 }
 
+const char *kb_encode_16(kb_encode_tiled_fn encode, CUtensorMap *map, kb_dtype t, const void *base, int rank,
+                         const cuuint64_t *dims, const cuuint64_t *strides, const cuuint32_t *box)
+{
+    const CUtensorMapDataType type = t == KB_F16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+    return encode_swizzled(encode, map, type, base, rank, dims, strides, box);
+}
+
+/* A row-major outer x inner matrix of elem_bytes-wide elements of `type`. */
+static const char *encode_2d(kb_encode_tiled_fn encode, CUtensorMap *map, CUtensorMapDataType type, int elem_bytes,
+                             const void *base, int inner, int outer, int box_inner, int box_outer)
+{
+    const cuuint64_t dims[2] = {(cuuint64_t)inner, (cuuint64_t)outer};
+    const cuuint64_t strides[1] = {(cuuint64_t)inner * elem_bytes}; /* bytes between rows */
+    const cuuint32_t box[2] = {(cuuint32_t)box_inner, (cuuint32_t)box_outer};
+    return encode_swizzled(encode, map, type, base, 2, dims, strides, box);
+}
+
 const char *kb_encode_16_2d(kb_encode_tiled_fn encode, CUtensorMap *map, kb_dtype t, const void *base, int inner,
                             int outer, int box_inner, int box_outer)
 {
-    const cuuint64_t dims[2] = {(cuuint64_t)inner, (cuuint64_t)outer};
-    const cuuint64_t strides[1] = {(cuuint64_t)inner * 2}; /* bytes between rows */
-    const cuuint32_t box[2] = {(cuuint32_t)box_inner, (cuuint32_t)box_outer};
-    return kb_encode_16(encode, map, t, base, 2, dims, strides, box);
+    const CUtensorMapDataType type = t == KB_F16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+    return encode_2d(encode, map, type, 2, base, inner, outer, box_inner, box_outer);
+}
+
+const char *kb_encode_8_2d(kb_encode_tiled_fn encode, CUtensorMap *map, const void *base, int inner, int outer,
+                           int box_inner, int box_outer)
+{
+    return encode_2d(encode, map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, base, inner, outer, box_inner, box_outer);
 }
 
 const char *kb_sm90a_unsupported(void)

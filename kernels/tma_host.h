@@ -38,6 +38,11 @@ const char *kb_encode_16(kb_encode_tiled_fn encode, CUtensorMap *map, kb_dtype t
 const char *kb_encode_16_2d(kb_encode_tiled_fn encode, CUtensorMap *map, kb_dtype t, const void *base, int inner,
                             int outer, int box_inner, int box_outer);
 
+/* The same for a matrix of 1-byte elements (fp8's e4m3 or e5m2, as raw
+ * bytes: TMA copies them unchanged), box_inner = 128 a swizzle line. */
+const char *kb_encode_8_2d(kb_encode_tiled_fn encode, CUtensorMap *map, const void *base, int inner, int outer,
+                           int box_inner, int box_outer);
+
 /* sm_90a code (wgmma, setmaxnreg) runs on compute capability 9.0 only:
  * NULL there, else the reason to SKIP. */
 const char *kb_sm90a_unsupported(void);

@@ -88,6 +88,24 @@ __device__ __forceinline__ void kb_setmaxnreg_inc()
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(Regs));
 }
 
+/* The 128 threads of one warpgroup meet at named barrier `id` (1..15; 0
+ * is __syncthreads), the others of the block going on. */
+__device__ __forceinline__ void kb_warpgroup_sync(int id)
+{
+    asm volatile("bar.sync %0, 128;\n" ::"r"(id) : "memory");
+}
+
+/* Four 8x8 b16 matrices from registers to shared memory: lanes 8i..8i+7
+ * give the row addresses of matrix i, register i holds each lane's pair of
+ * matrix i (the layout of an mma accumulator fragment), for epilogues that
+ * stage C in shared memory for a TMA store. */
+__device__ __forceinline__ void kb_stmatrix_x4(uint32_t addr, uint32_t r0, uint32_t r1, uint32_t r2, uint32_t r3)
+{
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(r0), "r"(r1),
+                 "r"(r2), "r"(r3)
+                 : "memory");
+}
+
 /* ---- the products --------------------------------------------------------- */
 
 /* Element types of A and B; D is fp32. */

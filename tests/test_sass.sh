@@ -2,7 +2,7 @@
 # The machine code of the tensor-core matmul rungs, read from the built
 # binary with cuobjdump -sass (no GPU needed): every kernel of an mma.sync
 # rung has HMMA instructions in each of its cubins, every kernel of a wgmma
-# rung (kb_sm90a) has HGMMA in its sm_90a cubin, and fewer waits on them
+# rung (kb_sm90a) has HGMMA (QGMMA: fp8) in its sm_90a cubin, and fewer waits on them
 # (WARPGROUP.DEPBAR) than HGMMAs: where ptxas serializes a kernel's wgmmas
 # (warnings C7518 / C7513) it waits after each one, which halved
 # flash_wgmma's speed; none has local-memory
@@ -26,7 +26,7 @@ kbench=$(realpath "$1") sm90a=$2
 read -r -a wgmma_rungs <<<"$3"
 mma_rungs=(matmul/mma_sync matmul/mma_sync_swizzled)
 setmaxnreg_rungs=(matmul/wgmma_warpspec matmul/wgmma_persistent matmul/wgmma_cluster matmul/wgmma_tma_store
-                  attention/flash_wgmma)
+                  matmul_fp8/wgmma_promoted attention/flash_wgmma)
 
 # tool NAME: from PATH, the CUDA toolkit, or NVIDIA's pip wheels
 # (nvidia-cuda-cuobjdump, nvidia-cuda-nvdisasm; tools/deps.sh --cuobjdump).
@@ -64,7 +64,7 @@ per_kernel() {
     sass "$1" | awk '
         /Function :/ { if (f != "") print f, h, g, l, r, d; f = $NF; h = g = l = r = d = 0; next }
         /[[:space:]]HMMA\./ { h++ }
-        /[[:space:]]HGMMA\./ { g++ }
+        /[[:space:]](HGMMA|QGMMA)\./ { g++ }
         /[[:space:]](LDL|STL)[[:space:].]/ { l++ }
         /[[:space:]]USETMAXREG[[:space:].]/ { r++ }
         /[[:space:]]WARPGROUP\.DEPBAR/ { d++ }

@@ -68,23 +68,6 @@ constexpr int kWgM = kBM / kConsumers;                 /* 64 rows per consumer: 
 constexpr int kGroupM = 8;                             /* cluster order: 8 pairs of block-rows a group */
 constexpr int kPanelBytes = kBK * 128;                 /* one 64-column panel of B */
 
-/* The 128 threads of a consumer warpgroup meet (barrier 1 + cw; 0 is
- * __syncthreads). */
-__device__ __forceinline__ void warpgroup_sync(int cw)
-{
-    asm volatile("bar.sync %0, 128;\n" ::"r"(1 + cw) : "memory");
-}
-
-/* Four 8x8 b16 matrices from registers to shared memory: lanes 8i..8i+7
- * give the row addresses of matrix i, register i holds each lane's pair of
- * matrix i (the layout of an mma accumulator fragment). */
-__device__ __forceinline__ void stmatrix_x4(uint32_t addr, uint32_t r0, uint32_t r1, uint32_t r2, uint32_t r3)
-{
-    asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(r0), "r"(r1),
-                 "r"(r2), "r"(r3)
-                 : "memory");
-}
-
 /* One consumer's 64 x BN accumulator to C at (row0, n0), kCPanels panels
  * at a time through its staging buffer c_wg.  Warp w holds rows 16w..16w+15;
  * for each 16-column group j, stmatrix writes its four 8x8 pieces (rows
@@ -102,17 +85,17 @@ __device__ __forceinline__ void store_tile(const float (&d)[BN / 2], const CUten
     for (int pass = 0; pass < kPasses; ++pass) {
         if (leader)
             kb_bulk_wait_read(); /* the buffer's last stores have read it */
-        warpgroup_sync(cw);
+        kb_warpgroup_sync(1 + cw);
 #pragma unroll
         for (int jj = 0; jj < P * 4; ++jj) {
             const int j = pass * P * 4 + jj, f = 8 * j; /* d[f..f+7]: the group's fragment */
             const int chunk = (jj % 4) * 2 + half;      /* 16-byte chunk of the panel row */
             const uint32_t addr = c_wg + (jj / 4) * kCPanelBytes + row * 128 + ((chunk ^ (row % 8)) * 16);
-            stmatrix_x4(addr, kb_pack16<H>(d[f], d[f + 1]), kb_pack16<H>(d[f + 2], d[f + 3]),
+            kb_stmatrix_x4(addr, kb_pack16<H>(d[f], d[f + 1]), kb_pack16<H>(d[f + 2], d[f + 3]),
                         kb_pack16<H>(d[f + 4], d[f + 5]), kb_pack16<H>(d[f + 6], d[f + 7]));
         }
         kb_fence_proxy_async(); /* the writes -> the copy engine */
-        warpgroup_sync(cw);
+        kb_warpgroup_sync(1 + cw);
         if (leader) {
 #pragma unroll
             for (int p = 0; p < P; ++p)

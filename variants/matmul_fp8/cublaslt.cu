@@ -10,11 +10,13 @@
  *
  * Builds on matmul cublaslt: the same library through the same plan, on
  * fp8's tensor cores.
- * Measured: not yet on a GPU.  PyTorch's torch._scaled_mm (this library)
- * ran 1345 TFLOP/s at 4096^3 and 1431 at 8192^3 in the issue's call on an
- * H200, against 785 and 731 for bf16 cuBLAS.
- * Gap to the limit: fp8's datasheet rate at 1980 MHz is twice bf16's, some
- * 2140 TFLOP/s; the fp8 ceiling kernel (wgmma_fp8_peak) has not run yet. */
+ * Measured (a sweep at a03df72, H200, cold L2, 1980 MHz; docs/notes/fp8.md,
+ * not yet in results/h200's reference run): 1345 TFLOP/s at 4096^3, 1424
+ * at 8192^3, 1375 at 4096x7168x16384, 988 at 4096x768x3072; PyTorch's
+ * torch._scaled_mm timed in the same call 0.75-0.85x of it (its rows carry
+ * the scales' tensors and an amax-free call's overhead).
+ * Gap to the limit: 73% (4096^3) and 78% (8192^3) of the run's fp8 ceiling,
+ * 1836 TFLOP/s by wgmma_fp8_peak. */
 #include "kernels/cuda_util.h"
 #include "kernels/lt_gemm.h"
 #include "ops/matmul_fp8.h"
