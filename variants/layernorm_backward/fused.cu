@@ -9,7 +9,9 @@
  *
  * The bf16 form loads and stores bf16 (4 elements an 8-byte pack) and
  * keeps everything else in fp32: the same kernel over 6 bytes an element
- * instead of 12 (not yet measured on a GPU).
+ * instead of 12.  A sweep at a03df72 (docs/notes/backward.md): 1942 GB/s
+ * at 65536x4096, 45.9% of 4236, 0.76x torch.compile: the same time as f32,
+ * since a thread has half f32's bytes in flight.
  *
  * Builds on naive: a group of threads per row, coalesced 16-byte loads,
  * and dgamma and dbeta from the same read as dx instead of a second pass.

@@ -8,7 +8,8 @@
  *
  * The bf16 form loads and stores bf16 (4 elements an 8-byte pack) and
  * keeps everything else in fp32: the same kernel over 6 bytes an element
- * instead of 12 (not yet measured on a GPU).
+ * instead of 12.  A sweep at a03df72 (docs/notes/backward.md): 3026 GB/s
+ * at 65536x4096, 71.4% of 4236, 1.06x torch.compile.
  *
  * Builds on naive: a group of threads per row, coalesced 16-byte loads, and
  * dgamma from the same read as dx instead of a second pass over x and dy.

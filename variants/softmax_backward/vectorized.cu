@@ -11,7 +11,8 @@
  * second, one 1024-thread block per row.
  *
  * The bf16 form loads and stores bf16 (4 elements an 8-byte pack) and
- * keeps the arithmetic in fp32 (not yet measured on a GPU).
+ * keeps the arithmetic in fp32.  A sweep at a03df72 (docs/notes/backward.md):
+ * 2794 GB/s at 65536x4096, 66.0% of 4236, 0.73x torch.compile.
  *
  * Builds on naive: a group of threads per row, coalesced 16-byte accesses,
  * one read of each input.
