@@ -15,7 +15,7 @@ void kb_print_usage(FILE *f)
           "                  [--csv FILE | --out-dir DIR] [--device N] [--max-time SECONDS]\n"
           "                  [--max-noise PCT] [--min-samples N] [--format csv|md|jsonl]\n"
           "                  [--family NAME[,..]] [--test-sizes] [--ceilings] [--energy]\n"
-          "                  [--devices all|I,J,.. [--replicate]]\n"
+          "                  [--devices all|I,J,.. [--replicate]] [--kernel FILE.cu]\n"
           "       kbench ceilings [--device N]\n"
           "       kbench pe --seq-len T --d-model D [--paper]\n"
           "       kbench compare BASE.csv NEW.csv [--threshold PCT]\n"
@@ -184,7 +184,7 @@ static int parse_run_flag(int argc, char **argv, int *i, kb_options *o, char *er
     else if (!strcmp(a, "--op") || !strcmp(a, "--variant") || !strcmp(a, "--sizes") ||
              !strcmp(a, "--dtype") || !strcmp(a, "--csv") || !strcmp(a, "--device") ||
              !strcmp(a, "--out-dir") || kb_is_stop_flag(a) || !strcmp(a, "--format") || !strcmp(a, "--devices") ||
-             !strcmp(a, "--family")) {
+             !strcmp(a, "--family") || !strcmp(a, "--kernel")) {
         const char *val = value_of(argc, argv, i);
         if (!val || !*val)
             return fail(err, errlen, "%s needs a value", a);
@@ -192,6 +192,7 @@ static int parse_run_flag(int argc, char **argv, int *i, kb_options *o, char *er
         if (!strcmp(a, "--variant")) o->variant_pattern = val;
         else if (!strcmp(a, "--sizes")) o->sizes = val;
         else if (!strcmp(a, "--family")) o->families = val;
+        else if (!strcmp(a, "--kernel")) o->kernel_path = val;
         else if (!strcmp(a, "--dtype")) return each_item(o, a, val, add_dtype, err, errlen);
         else if (!strcmp(a, "--csv")) o->csv_path = val;
         else if (!strcmp(a, "--out-dir")) o->out_dir = val;
@@ -280,6 +281,12 @@ int kb_parse_args(int argc, char **argv, kb_options *o, char *err, size_t errlen
     for (int i = 2; i < argc; ++i)
         if (parse_run_flag(argc, argv, &i, o, err, errlen) != 0)
             return -1;
+    /* A file of one's own brings its op (and the variants beside it) once
+     * it has compiled and loaded: before the checks of --variant. */
+    if (o->kernel_path && o->nops > 1)
+        return fail(err, errlen, "--kernel runs its file's op alone: give one --op at most%s", "");
+    if (o->kernel_path && kb_own_kernel_load(o, err, errlen) != 0)
+        return -1;
     if (o->nops == 0)
         for (int i = 0; kb_ops[i]; ++i)
             o->ops[o->nops++] = kb_ops[i];

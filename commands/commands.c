@@ -109,6 +109,10 @@ void kb_collect_meta(const kb_device_info *d, const kb_options *o, kb_meta_set *
     kb_meta_set_value(m, "cublas", "%d.%d.%d", d->cublas_version / 10000, d->cublas_version / 100 % 100,
              d->cublas_version % 100);
     kb_meta_set_value(m, "git_commit", "%s", KB_GIT_COMMIT);
+    if (kb_own_kernel_path()) {
+        kb_meta_set_value(m, "own_kernel", "%s", kb_own_kernel_path());
+        kb_meta_set_value(m, "own_kernel_fnv1a64", "%016llx", (unsigned long long)kb_own_kernel_hash());
+    }
     kb_meta_set_value(m, "arch_flags", "%s", KB_ARCH_FLAGS);
     kb_meta_set_value(m, "date", "%s", date);
     kb_meta_set_value(m, "l2_mode", "%s", o->hot ? "hot (not flushed)" : "cold (flushed between samples)");
@@ -237,10 +241,12 @@ static int sweep(const kb_job *jobs, int n, const kb_options *o, const char *csv
         }
     }
     kb_run_release();
-    free(rows);
     printf("%d rows: %d passed, %d failed, %d skipped; wrote %s\n", n, n - fails - skips, fails,
            skips, csv);
     kb_run_phases(stdout, omp_get_wtime() - t0, csv_s);
+    if (kb_own_kernel_path())
+        kb_own_verdict(stdout, rows, n, kb_own_kernel_name(), kb_own_kernel_path());
+    free(rows);
     return fails ? KB_EXIT_FAIL : 0;
 }
 
@@ -315,6 +321,9 @@ int kb_cmd_run(const kb_options *o)
         free(jobs);
         return KB_EXIT_USAGE;
     }
+    if (kb_own_kernel_path())
+        printf("own kernel %s (fnv1a64 %016llx): %s %s; --variant %s\n", kb_own_kernel_path(),
+               (unsigned long long)kb_own_kernel_hash(), o->ops[0]->name, kb_own_kernel_name(), o->variant_pattern);
     if (o->ndevices)
         return run_devices(o, jobs, n);
     kb_device_info dev;

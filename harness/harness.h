@@ -242,11 +242,25 @@ typedef struct {
     int seq_len, d_model, paper;   /* kbench pe */
     const char *csv_path;          /* NULL = <out_dir>/<timestamp>.csv */
     const char *out_dir;           /* NULL = results */
+    const char *kernel_path;       /* --kernel: a .cu file of one's own (own_kernel.c) */
     double row_cap_s;              /* time cap per row */
     double max_noise;              /* a row stops once its median's relative noise is under this; 0: 1% */
     int min_samples;               /* ... but not before this many samples; 0: 20 */
     kb_format format;              /* of the output file; CSV by default */
 } kb_options;
+
+/* ---- own_kernel.c: `kbench run --kernel FILE.cu` ---- */
+/* Compile o->kernel_path with the nvcc that built kbench, load it, check
+ * its KB_OWN_VARIANT against the contract, and make its op (that op's
+ * table headed by the file's variant) o's only op; unless given, --variant
+ * becomes the file's, its dtypes' baselines and the top of the ladder, and
+ * --dtype its dtypes.  0, or -1 with one line in err. */
+int kb_own_kernel_load(kb_options *o, char *err, size_t errlen);
+const char *kb_own_kernel_path(void); /* the loaded file's real path, or NULL */
+uint64_t kb_own_kernel_hash(void);    /* FNV-1a 64 of its bytes */
+const char *kb_own_kernel_name(void); /* its variant's name */
+/* verdict.c: what a sweep's rows say of variant `own` (file `path`). */
+void kb_own_verdict(FILE *f, const kb_result *rows, int n, const char *own, const char *path);
 
 /* Parse argv; 0 on success, else -1 with a one-line message in err. */
 int kb_parse_args(int argc, char **argv, kb_options *o, char *err, size_t errlen);
