@@ -80,7 +80,8 @@ static int *int_slot(kb_generate_opts *o, const char *a, long *lo, long *hi)
 {
     static const char *names[] = {"--d-model", "--layers", "--heads", "--kv-heads", "--d-ff", "--vocab",
                                   "--prompt-len", "--tokens"};
-    int *slots[] = {&o->d_model, &o->layers, &o->heads, &o->kv_heads, &o->d_ff, &o->vocab,
+    int *slots[] = {&o->shape.d_model, &o->shape.layers, &o->shape.heads, &o->shape.kv_heads, &o->shape.d_ff,
+                    &o->shape.vocab,
                     &o->prompt_len, &o->tokens};
     static const long highs[] = {1 << 30, 1 << 16, 1 << 16, 1 << 16, 1 << 30, 1 << 30, MAX_SEQ, MAX_SEQ};
     for (size_t i = 0; i < sizeof names / sizeof *names; ++i)
@@ -112,7 +113,7 @@ static int parse_flag(int argc, char **argv, int *i, kb_generate_opts *o, char *
     if (!strcmp(a, "--cpu-only"))
         o->cpu_only = 1;
     else if (!strcmp(a, "--tied"))
-        o->tied = 1;
+        o->shape.tied = 1;
     else if (!strcmp(a, "--no-ceilings"))
         o->no_ceilings = 1;
     else if (n || s || !strcmp(a, "--prompt-ids") || !strcmp(a, "--seed") || !strcmp(a, "--save-dtype") ||
@@ -142,7 +143,8 @@ static int check_combinations(const kb_generate_opts *o, char *err, size_t errle
 {
     if (o->weights && o->gguf)
         return kb_fail(err, errlen, "give the model as --weights DIR or --gguf FILE, not both");
-    if ((o->weights || o->gguf) && (o->d_model || o->layers || o->heads || o->kv_heads || o->d_ff || o->vocab || o->tied))
+    const kb_llama_flags *f = &o->shape;
+    if ((o->weights || o->gguf) && (f->d_model || f->layers || f->heads || f->kv_heads || f->d_ff || f->vocab || f->tied))
         return kb_fail(err, errlen, "the %s sets the model: drop --d-model, --layers, --heads, --kv-heads, "
                        "--d-ff, --vocab and --tied", o->gguf ? "GGUF file" : "checkpoint");
     if (o->prompt && o->prompt_len)
@@ -210,8 +212,7 @@ static int check_output(const char *flag, const char *path, int want_dir, char *
 
 /* ---- the model and the prompt -------------------------------------------------------- */
 
-/* The seeded model the flags describe, in the flags' words. */
-static int flag_config(const kb_generate_opts *o, int seq, kb_llama_config *c, char *err, size_t errlen)
+int kb_llama_flag_config(const kb_llama_flags *o, int seq, kb_llama_config *c, char *err, size_t errlen)
 {
     const int d = o->d_model ? o->d_model : 256, heads = o->heads ? o->heads : 8;
     const int kv = o->kv_heads ? o->kv_heads : heads % 4 ? heads : heads / 4;
@@ -309,7 +310,7 @@ static int prepare(int argc, char **argv, kb_generate_opts *o, run_setup *r, cha
     r->T = prompt_tokens(o);
     const int seq = r->T + o->tokens - 1;
     if (!o->gguf &&
-        (o->weights ? kb_llama_load(&r->m, o->weights, err, errlen) != 0 : flag_config(o, seq, &c, err, errlen) != 0))
+        (o->weights ? kb_llama_load(&r->m, o->weights, err, errlen) != 0 : kb_llama_flag_config(&o->shape, seq, &c, err, errlen) != 0))
         return -1;
     if (o->weights || o->gguf)
         c = r->m.cfg;

@@ -18,10 +18,22 @@
 extern "C" {
 #endif
 
+/* The flags of a seeded Llama-style model, 0 where not given (generate's
+ * and train's --d-model, --layers, --heads, --kv-heads, --d-ff, --vocab,
+ * --tied). */
 typedef struct {
-    /* 0 where not given: the default, or the checkpoint's. */
     int d_model, layers, heads, kv_heads, d_ff, vocab;
     int tied;
+} kb_llama_flags;
+
+/* The model they describe at seq positions, the rest defaulted (d_model
+ * 256, 8 heads, KV heads a quarter of them where that divides, d_ff 8/3
+ * d_model rounded up to 64, 4 layers, vocab 32000) and checked.  0, or -1
+ * with one line in err in the flags' words. */
+int kb_llama_flag_config(const kb_llama_flags *f, int seq, kb_llama_config *c, char *err, size_t errlen);
+
+typedef struct {
+    kb_llama_flags shape; /* 0 where not given: the default, or the checkpoint's */
     uint64_t seed;
     const char *weights;       /* a checkpoint directory */
     const char *gguf;          /* --gguf FILE: the model (and its tokenizer) from a GGUF file */

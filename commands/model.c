@@ -17,6 +17,7 @@
 #include "harness/harness.h"
 #include "commands/model_internal.h"
 #include "commands/generate.h"
+#include "commands/train.h"
 #include "model/stages.h"
 
 /* Double-precision FLOPs of reference work per check, when --check-seqs is
@@ -427,6 +428,8 @@ int kb_cmd_model(int argc, char **argv)
         return kb_cmd_stages(argc - 1, argv + 1);
     if (argc > 1 && !strcmp(argv[1], "tokenize"))
         return kb_cmd_tokenize(argc - 1, argv + 1);
+    if (argc > 1 && !strcmp(argv[1], "train"))
+        return kb_cmd_train(argc - 1, argv + 1);
     if (kb_asks_help(argc, argv)) {
         kb_model_usage(stdout);
         return 0;

@@ -6,6 +6,7 @@
 #include "harness/harness.h"
 #include "commands/model.h"
 #include "commands/generate.h"
+#include "commands/train.h"
 #include "model/stages.h"
 #include "model/gpu.h"
 
@@ -22,6 +23,7 @@ void kb_model_usage(FILE *f)
           "         [--max-time SECONDS] [--max-noise PCT] [--min-samples N]\n",
           f);
     kb_generate_usage(f);
+    kb_train_usage(f);
     kb_tokenize_usage(f);
     kb_stages_usage(f);
 }

@@ -295,6 +295,75 @@ static void test_escaped(void)
     kb_bpe_free(&t);
 }
 
+
+static int count_word(const unsigned char *w, size_t n, void *user)
+{
+    (void)w, (void)n;
+    ++*(size_t *)user;
+    return 0;
+}
+
+/* kb_bpe_train: the bytes, then merges of the most frequent pairs; a word
+ * the text repeats most becomes one token; decode(encode(x)) == x for the
+ * text and for text it never saw; the same text gives the same ids; it
+ * stops at the vocabulary's size, or once no pair occurs twice; the byte
+ * spellings are the alphabet's. */
+static void test_train(void)
+{
+    static const char text[] = " the lowest tower is lower than the low wall; the newest is newer.";
+    char big[sizeof text * 40], err[256];
+    size_t len = 0;
+    for (int i = 0; i < 40; ++i)
+        len += (size_t)snprintf(big + len, sizeof big - len, "%s", text);
+    for (int b = 0; b < 256; ++b) {
+        char a[3], e[3];
+        kb_bpe_byte_spelling(b, a);
+        byte_spelling(b, e);
+        CHECK(!strcmp(a, e));
+    }
+    kb_bpe t, u;
+    CHECK(kb_bpe_train(&t, big, len, 270, KB_BPE_PRE_GPT2, err, sizeof err) == 0);
+    CHECK(t.n_tokens == 270); /* stopped at the vocabulary's size */
+    kb_bpe_free(&t);
+    /* Room for more than the text's pairs: it stops when every word is one token. */
+    CHECK(kb_bpe_train(&t, big, len, 1000, KB_BPE_PRE_GPT2, err, sizeof err) == 0);
+    size_t words = 0;
+    CHECK(kb_bpe_each_word(KB_BPE_PRE_GPT2, big, len, count_word, &words) == 0);
+    CHECK(t.n_tokens > 256 && t.n_tokens < 1000);
+    int *ids = NULL, *again = NULL;
+    size_t n = 0, m = 0;
+    CHECK(kb_bpe_encode(&t, " lowest", 7, &ids, &n) == 0);
+    CHECK(n == 1); /* " lowest" occurs 40 times: merged whole */
+    free(ids);
+    CHECK(kb_bpe_encode(&t, big, len, &ids, &n) == 0);
+    CHECK(n == words);
+    char *back = NULL;
+    size_t blen = 0;
+    CHECK(kb_bpe_decode(&t, ids, n, &back, &blen) == 0);
+    CHECK(blen == len && !memcmp(back, big, len));
+    free(back);
+    static const char unseen[] = "Zebras \xe2\x80\x94 unseen words, 123!\n";
+    int *u_ids = NULL;
+    size_t un = 0;
+    CHECK(kb_bpe_encode(&t, unseen, strlen(unseen), &u_ids, &un) == 0);
+    CHECK(kb_bpe_decode(&t, u_ids, un, &back, &blen) == 0);
+    CHECK(blen == strlen(unseen) && !memcmp(back, unseen, blen));
+    free(back);
+    free(u_ids);
+    CHECK(kb_bpe_train(&u, big, len, 1000, KB_BPE_PRE_GPT2, err, sizeof err) == 0);
+    CHECK(kb_bpe_encode(&u, big, len, &again, &m) == 0);
+    CHECK(m == n && !memcmp(again, ids, n * sizeof *ids));
+    free(ids);
+    free(again);
+    kb_bpe_free(&t);
+    kb_bpe_free(&u);
+    /* A text with few pairs stops early; too small a vocabulary is refused. */
+    CHECK(kb_bpe_train(&t, "abab", 4, 1000, KB_BPE_PRE_GPT2, err, sizeof err) == 0);
+    CHECK(t.n_tokens == 257); /* "ab" (twice), then "abab" occurs once */
+    kb_bpe_free(&t);
+    CHECK(kb_bpe_train(&t, big, len, 100, KB_BPE_PRE_GPT2, err, sizeof err) != 0 && strstr(err, "256 to"));
+}
+
 int main(void)
 {
     test_merges();
@@ -304,5 +373,6 @@ int main(void)
     test_long_word();
     test_refusals();
     test_escaped();
+    test_train();
     return CHECK_DONE();
 }

@@ -359,5 +359,24 @@ grep -q '>tp (2 GPUs) ' "$work/across/speed-matmul-bf16-square.svg" || fail "a v
 grep -q '>bf16 tensor ceiling' "$work/across/speed-matmul-bf16-square.svg" || fail "one-GPU rows lost their ceiling"
 ! grep -q 'ceiling' "$work/across/speed-softmax-f32-square.svg" || fail "rows only across GPUs have a one-GPU ceiling"
 
+# plots/loss.sh: two loss curves (kbench model train --loss-csv's columns)
+# by step and by wall time, each a line with its held-out points, named
+# after its file; a CSV of other columns is refused.
+cp "$src"/plots/loss.sh "$work/plots/" || exit 1
+for run in kbench peer; do
+    { echo "# kbench model train: CPU reference (double)"; echo "step,loss,grad_norm,lr,tokens,wall_s,val_loss"
+      for i in 1 2 3 4; do echo "$i,$((7 - i)).5,0.5,0.001,$((i * 256)),$i.5,$( ((i % 2 == 0)) && echo "$((7 - i)).9")"; done
+    } >"$work/$run.csv"
+done
+bash "$work/plots/loss.sh" "$work/loss" "$work/kbench.csv" "$work/peer.csv" >"$work/log" 2>&1 ||
+    fail "loss.sh: $(cat "$work/log")"
+for axis in step time; do
+    for ext in png svg; do [[ -s $work/loss-$axis.$ext ]] || fail "loss.sh wrote no loss-$axis.$ext"; done
+    grep -q '>peer held-out<' "$work/loss-$axis.svg" || fail "loss-$axis.svg has no held-out points for peer"
+done
+grep -q '>wall time (s)<' "$work/loss-time.svg" || fail "loss-time.svg is not by wall time"
+bash "$work/plots/loss.sh" "$work/bad" "$work/across.csv" >/dev/null 2>&1
+[[ $? -eq 2 ]] || fail "loss.sh took a CSV that is no loss curve"
+
 [[ $failures -eq 0 ]] && echo "all plot checks passed"
 exit $((failures > 0))

@@ -32,6 +32,22 @@ static void alphabet(uint32_t cp_of[256], int byte_of[N_SPELLED])
     }
 }
 
+/* Code point cp (below 0x800) in UTF-8, NUL-terminated. */
+static void spell_byte(uint32_t cp, char s[3])
+{
+    s[0] = (char)(cp < 128 ? cp : 0xC0 | cp >> 6);
+    s[1] = (char)(cp < 128 ? 0 : 0x80 | (cp & 0x3F));
+    s[2] = 0;
+}
+
+void kb_bpe_byte_spelling(int b, char s[3])
+{
+    uint32_t cp_of[256];
+    int byte_of[N_SPELLED];
+    alphabet(cp_of, byte_of);
+    spell_byte(cp_of[b & 0xFF], s);
+}
+
 /* ---- UTF-8 and character classes ------------------------------------------------------------ */
 
 /* The character at s (n > 0 bytes left): its byte count, and its code point
@@ -278,14 +294,16 @@ static void bpe_word(const kb_bpe *t, word *w, const unsigned char *s, size_t le
 
 /* ---- encoding and decoding ------------------------------------------------------------------ */
 
-/* Words of one stretch of text between special tokens. */
-static int encode_plain(const kb_bpe *t, word *w, const unsigned char *s, size_t n, int *out, size_t *count)
+/* fn on each word of one stretch of text between special tokens, as the
+ * pre-tokenizer splits it; stops at fn's first non-zero return. */
+static int each_word(kb_bpe_pre pre, const unsigned char *s, size_t n,
+                     int (*fn)(const unsigned char *w, size_t len, void *user), void *user)
 {
     size_t i = 0;
     while (i < n) {
         int len;
         size_t piece = n; /* the end of the piece the expression runs on */
-        if (t->pre == KB_BPE_PRE_DIGITS) {
+        if (pre == KB_BPE_PRE_DIGITS) {
             if (class_at(s, i, n, &len) == C_NUMBER)
                 piece = i + (size_t)len;
             else
@@ -294,13 +312,42 @@ static int encode_plain(const kb_bpe *t, word *w, const unsigned char *s, size_t
         }
         while (i < piece) {
             const size_t m = match_at(s, i, piece);
-            if (word_reserve(w, m) != 0)
-                return -1;
-            bpe_word(t, w, s + i, m, out, count);
+            const int rc = fn(s + i, m, user);
+            if (rc)
+                return rc;
             i += m;
         }
     }
     return 0;
+}
+
+int kb_bpe_each_word(kb_bpe_pre pre, const char *text, size_t len,
+                     int (*fn)(const unsigned char *w, size_t n, void *user), void *user)
+{
+    return each_word(pre, (const unsigned char *)text, len, fn, user);
+}
+
+struct plain {
+    const kb_bpe *t;
+    word *w;
+    int *out;
+    size_t *count;
+};
+
+static int encode_word(const unsigned char *s, size_t m, void *user)
+{
+    struct plain *p = (struct plain *)user;
+    if (word_reserve(p->w, m) != 0)
+        return -1;
+    bpe_word(p->t, p->w, s, m, p->out, p->count);
+    return 0;
+}
+
+/* Words of one stretch of text between special tokens. */
+static int encode_plain(const kb_bpe *t, word *w, const unsigned char *s, size_t n, int *out, size_t *count)
+{
+    struct plain p = {t, w, out, count};
+    return each_word(t->pre, s, n, encode_word, &p);
 }
 
 /* The longest special token at s[0..n), or -1. */
@@ -480,8 +527,8 @@ static int add_bytes(kb_bpe *t, char *err, size_t errlen)
     int byte_of[N_SPELLED];
     alphabet(cp_of, byte_of);
     for (int b = 0; b < 256; ++b) {
-        const uint32_t cp = cp_of[b];
-        char s[3] = {(char)(cp < 128 ? cp : 0xC0 | cp >> 6), (char)(cp < 128 ? 0 : 0x80 | (cp & 0x3F)), 0};
+        char s[3];
+        spell_byte(cp_of[b], s);
         t->byte_id[b] = kb_bpe_token_id(t, s);
         if (t->byte_id[b] >= 0 && t->special[t->byte_id[b]])
             return kb_report(err, errlen, "the token for byte 0x%02X ('%s') is a special one", b, s);

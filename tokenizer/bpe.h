@@ -85,6 +85,23 @@ int kb_bpe_encode(const kb_bpe *t, const char *text, size_t len, int **ids, size
  * memory. */
 int kb_bpe_decode(const kb_bpe *t, const int *ids, size_t n, char **out, size_t *len);
 
+/* fn on each word of text[0..len) as the pre-tokenizer splits it (no
+ * special tokens: all of it is plain text); stops at, and returns, fn's
+ * first non-zero return. */
+int kb_bpe_each_word(kb_bpe_pre pre, const char *text, size_t len,
+                     int (*fn)(const unsigned char *w, size_t n, void *user), void *user);
+
+/* How the byte alphabet spells byte b: one code point in UTF-8. */
+void kb_bpe_byte_spelling(int b, char s[3]);
+
+/* A vocabulary learnt from text (tokenizer/bpe_train.c), as GPT-2's was:
+ * the 256 bytes, then merges of the most frequent adjacent pair of tokens
+ * within the pre-tokenizer's words (ties to the pair of lowest ids), each
+ * a new token, until there are `vocab` tokens or no pair occurs twice.
+ * Deterministic.  *t as kb_bpe_init makes it; 0, or -1 with one line in
+ * err. */
+int kb_bpe_train(kb_bpe *t, const char *text, size_t len, int vocab, kb_bpe_pre pre, char *err, size_t errlen);
+
 /* The id of a spelling, or -1. */
 int kb_bpe_token_id(const kb_bpe *t, const char *spelling);
 
