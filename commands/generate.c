@@ -189,7 +189,7 @@ static int output_error(char *err, size_t errlen, const char *flag, const char *
 
 /* path's parent directory must be writable; path itself absent or of the
  * given kind (a regular file, or a directory). */
-static int check_output(const char *flag, const char *path, int want_dir, char *err, size_t errlen)
+int kb_check_output(const char *flag, const char *path, int want_dir, char *err, size_t errlen)
 {
     struct stat st;
     char dir[PATH_MAX], why[256];
@@ -295,11 +295,11 @@ static int prepare(int argc, char **argv, kb_generate_opts *o, run_setup *r, cha
     kb_llama_config c;
     if (kb_generate_parse(argc, argv, o, err, errlen) != 0)
         return -1;
-    if ((o->logits_out && check_output("--logits-out", o->logits_out, 0, err, errlen) != 0) ||
-        (o->save_dir && check_output("--save", o->save_dir, 1, err, errlen) != 0))
+    if ((o->logits_out && kb_check_output("--logits-out", o->logits_out, 0, err, errlen) != 0) ||
+        (o->save_dir && kb_check_output("--save", o->save_dir, 1, err, errlen) != 0))
         return -1;
     if (o->append) { /* a kbench CSV that can be rewritten */
-        char *text = check_output("--append", o->append, 0, err, errlen) == 0
+        char *text = kb_check_output("--append", o->append, 0, err, errlen) == 0
                          ? kb_csv_read_for_append(o->append, err, errlen) : NULL;
         if (!text)
             return -1;

@@ -32,6 +32,11 @@ typedef struct {
  * with one line in err in the flags' words. */
 int kb_llama_flag_config(const kb_llama_flags *f, int seq, kb_llama_config *c, char *err, size_t errlen);
 
+/* An output flag's path: its parent writable, the path absent or of the
+ * kind wanted (a directory, or a regular file).  0, or -1 with one line in
+ * err naming the flag. */
+int kb_check_output(const char *flag, const char *path, int want_dir, char *err, size_t errlen);
+
 typedef struct {
     kb_llama_flags shape; /* 0 where not given: the default, or the checkpoint's */
     uint64_t seed;

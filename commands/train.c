@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "formats/fileio.h"
+#include "formats/npy.h"
 #include "harness/harness.h"
 #include "commands/generate.h"
 #include "commands/train.h"
@@ -26,13 +27,14 @@ void kb_train_usage(FILE *f)
     fputs("usage: kbench model train --data FILE.txt --cpu-only [--vocab V] [--d-model D] [--layers N]\n"
           "         [--heads H] [--kv-heads K] [--d-ff F] [--tied] [--seq T] [--batch B] [--steps N]\n"
           "         [--lr LR] [--warmup N] [--weight-decay W] [--clip NORM] [--eval-every N] [--seed N]\n"
-          "         [--loss-csv FILE]\n",
+          "         [--loss-csv FILE] [--save-init DIR] [--batches-out FILE.npy] [--grads-out DIR]\n",
           f);
 }
 
 typedef struct {
     kb_llama_flags shape; /* vocab: the BPE's size to learn */
     const char *data, *loss_csv;
+    const char *save_init, *batches_out, *grads_out; /* for a peer to replay the run (peers/torch_train.py) */
     int seq, batch, steps, warmup, eval_every, cpu_only;
     double lr, weight_decay, clip;
     uint64_t seed;
@@ -70,6 +72,16 @@ static double *real_slot(train_opts *o, const char *a, double *lo, double *hi, i
     return NULL;
 }
 
+static const char **string_slot(train_opts *o, const char *a)
+{
+    static const char *names[] = {"--data", "--loss-csv", "--save-init", "--batches-out", "--grads-out"};
+    const char **slots[] = {&o->data, &o->loss_csv, &o->save_init, &o->batches_out, &o->grads_out};
+    for (size_t i = 0; i < sizeof names / sizeof *names; ++i)
+        if (!strcmp(a, names[i]))
+            return slots[i];
+    return NULL;
+}
+
 static int parse_flag(int argc, char **argv, int *i, train_opts *o, char *err, size_t errlen)
 {
     const char *a = argv[*i], *val = *i + 1 < argc ? argv[*i + 1] : NULL;
@@ -82,7 +94,7 @@ static int parse_flag(int argc, char **argv, int *i, train_opts *o, char *err, s
         o->cpu_only = 1;
     else if (!strcmp(a, "--tied"))
         o->shape.tied = 1;
-    else if (n || r || !strcmp(a, "--data") || !strcmp(a, "--loss-csv") || !strcmp(a, "--seed")) {
+    else if (n || r || string_slot(o, a) || !strcmp(a, "--seed")) {
         if (!val || !*val)
             return kb_fail(err, errlen, "%s needs a value", a);
         ++*i;
@@ -96,10 +108,8 @@ static int parse_flag(int argc, char **argv, int *i, train_opts *o, char *err, s
             return kb_real_flag(a, val, rlo, lo_open, rhi, "", r, err, errlen);
         else if (!strcmp(a, "--seed"))
             return kb_int_flag(a, val, 0, UINT64_MAX, &o->seed, err, errlen);
-        else if (!strcmp(a, "--data"))
-            o->data = val;
         else
-            o->loss_csv = val;
+            *string_slot(o, a) = val;
     } else
         return kb_fail(err, errlen, "unknown option '%s' for kbench model train (see kbench help)",
                        kb_quote(a, q, sizeof q));
@@ -125,8 +135,15 @@ static int parse(int argc, char **argv, train_opts *o, char *err, size_t errlen)
         o->warmup = o->steps / 10;
     if (o->eval_every < 0)
         o->eval_every = o->steps >= 5 ? o->steps / 5 : o->steps;
-    if (o->loss_csv && kb_csv_check_output(o->loss_csv, err, errlen) != 0)
+    if ((o->loss_csv && kb_check_output("--loss-csv", o->loss_csv, 0, err, errlen) != 0) ||
+        (o->batches_out && kb_check_output("--batches-out", o->batches_out, 0, err, errlen) != 0) ||
+        (o->save_init && kb_check_output("--save-init", o->save_init, 1, err, errlen) != 0) ||
+        (o->grads_out && kb_check_output("--grads-out", o->grads_out, 1, err, errlen) != 0))
         return -1;
+    const double batch_bytes = 4.0 * o->steps * o->batch * (o->seq + 1.0);
+    if (o->batches_out && batch_bytes > (double)(1u << 30))
+        return kb_fail(err, errlen, "--batches-out for %d steps of %d x %d tokens needs %.1f GiB (1 GiB at most)",
+                       o->steps, o->batch, o->seq + 1, batch_bytes / (1u << 30));
     return 0;
 }
 
@@ -229,10 +246,10 @@ static int write_curve(const char *path, const train_opts *o, const kb_llama_con
             o->batch, o->seq, o->lr, o->warmup, o->weight_decay, o->clip, (unsigned long long)o->seed);
     fprintf(f, "step,loss,grad_norm,lr,tokens,wall_s,val_loss\n");
     for (int i = 0; i < n; ++i) {
-        fprintf(f, "%d,%.6f,%.6g,%.6g,%lld,%.3f,", rows[i].step, rows[i].loss, rows[i].norm, rows[i].lr,
+        fprintf(f, "%d,%.10g,%.10g,%.10g,%lld,%.3f,", rows[i].step, rows[i].loss, rows[i].norm, rows[i].lr,
                 (long long)rows[i].step * o->batch * o->seq, rows[i].wall_s);
         if (isfinite(rows[i].val))
-            fprintf(f, "%.6f", rows[i].val);
+            fprintf(f, "%.10g", rows[i].val);
         fputc('\n', f);
     }
     const int bad = ferror(f);
@@ -249,6 +266,7 @@ typedef struct {
     kb_llama_adam_state adam;
     int *in, *tgt;
     curve_row *curve;
+    float *windows; /* --batches-out: steps x batch x (seq + 1) ids */
 } train_state;
 
 static void free_state(train_state *s)
@@ -260,6 +278,7 @@ static void free_state(train_state *s)
     free(s->in);
     free(s->tgt);
     free(s->curve);
+    free(s->windows);
 }
 
 static int init_state(const train_opts *o, const kb_llama_config *cfg, train_state *s)
@@ -268,11 +287,68 @@ static int init_state(const train_opts *o, const kb_llama_config *cfg, train_sta
     s->in = malloc(sizeof(int) * tokens);
     s->tgt = malloc(sizeof(int) * tokens);
     s->curve = malloc(sizeof(curve_row) * (size_t)o->steps);
-    return s->in && s->tgt && s->curve && kb_llama_init_random(&s->m, cfg, o->seed) == 0 &&
+    s->windows = o->batches_out ? malloc(sizeof(float) * (size_t)o->steps * o->batch * (o->seq + 1)) : NULL;
+    return s->in && s->tgt && s->curve && (!o->batches_out || s->windows) && kb_llama_init_random(&s->m, cfg, o->seed) == 0 &&
                    kb_llama_grads_init(&s->g, cfg) == 0 && kb_llama_grads_init(&s->scratch, cfg) == 0 &&
                    kb_llama_adam_init(&s->adam, cfg) == 0
                ? 0
                : -1;
+}
+
+/* Step `step`'s windows, as ids (exact in float below 2^24), for --batches-out. */
+static void record_windows(const train_opts *o, train_state *s, int step)
+{
+    const int T = o->seq;
+    float *w = s->windows + (size_t)step * o->batch * (T + 1);
+    for (int b = 0; b < o->batch; ++b, w += T + 1) {
+        for (int t = 0; t < T; ++t)
+            w[t] = (float)s->in[b * T + t];
+        w[T] = (float)s->tgt[b * T + T - 1];
+    }
+}
+
+/* The first step's gradients in the checkpoint's layout (each rounded to
+ * fp32), for a peer to compare with autograd's. */
+static int save_grads(const train_opts *o, const kb_llama_config *cfg, const kb_llama_grads *g, char *err,
+                      size_t errlen)
+{
+    kb_llama_model t;
+    if (kb_llama_init_random(&t, cfg, 0) != 0)
+        return kb_fail(err, errlen, "out of host memory for the gradients' checkpoint");
+    const int64_t n = kb_llama_weight_count(cfg);
+    for (int64_t i = 0; i < n; ++i)
+        t.storage[i] = (float)g->storage[i];
+    const int rc = kb_llama_save(&t, o->grads_out, KB_LLAMA_F32, err, errlen);
+    kb_llama_free(&t);
+    return rc;
+}
+
+/* --save-init, before the first step. */
+static int save_init(const train_opts *o, const train_state *s, char *err, size_t errlen)
+{
+    if (!o->save_init)
+        return 0;
+    if (kb_llama_save(&s->m, o->save_init, KB_LLAMA_F32, err, errlen) != 0)
+        return -1;
+    printf("wrote %s (the initial weights, F32)\n", o->save_init);
+    return 0;
+}
+
+/* --batches-out and --loss-csv, after the last step. */
+static int write_outputs(const train_opts *o, const kb_llama_config *cfg, const train_state *s, char *err,
+                         size_t errlen)
+{
+    const int64_t shape[3] = {o->steps, o->batch, o->seq + 1};
+    if (o->batches_out && kb_npy_write(o->batches_out, 3, shape, s->windows, err, errlen) != 0)
+        return -1;
+    if (o->batches_out)
+        printf("wrote %s (every step's windows: %d x %d x %d token ids)\n", o->batches_out, o->steps, o->batch,
+               o->seq + 1);
+    if (o->loss_csv && write_curve(o->loss_csv, o, cfg, s->curve, o->steps, err, errlen) != 0)
+        return -1;
+    if (o->loss_csv)
+        printf("wrote %s (the loss curve, %d steps)\n", o->loss_csv, o->steps);
+    return 0;
 }
 
 static int train(const train_opts *o, const corpus *c, const kb_llama_config *cfg, train_state *s)
@@ -286,10 +362,19 @@ static int train(const train_opts *o, const corpus *c, const kb_llama_config *cf
         const double ts = omp_get_wtime();
         double loss, val = NAN;
         sample(c->ids, c->n_train, o->batch, o->seq, &rng, s->in, s->tgt);
+        if (s->windows)
+            record_windows(o, s, step);
         memset(s->g.storage, 0, sizeof(double) * (size_t)n_weights);
         if (kb_llama_loss_backward(&s->m, s->in, s->tgt, o->batch, o->seq, &loss, &s->g) != 0) {
             fprintf(stderr, "kbench: the reference's step failed (out of host memory)\n");
             return KB_EXIT_FAIL;
+        }
+        if (step == 0 && o->grads_out) {
+            if (save_grads(o, cfg, &s->g, err, sizeof err) != 0) {
+                fprintf(stderr, "kbench: %s\n", err);
+                return KB_EXIT_FAIL;
+            }
+            printf("wrote %s (the first step's gradients, in the checkpoint's layout)\n", o->grads_out);
         }
         const kb_adamw_hyper h = {.lr = lr_at(o, step), .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8,
                                   .weight_decay = o->weight_decay, .max_norm = o->clip};
@@ -308,12 +393,10 @@ static int train(const train_opts *o, const corpus *c, const kb_llama_config *cf
         putchar('\n');
         fflush(stdout);
     }
-    if (o->loss_csv && write_curve(o->loss_csv, o, cfg, s->curve, o->steps, err, sizeof err) != 0) {
+    if (write_outputs(o, cfg, s, err, sizeof err) != 0) {
         fprintf(stderr, "kbench: %s\n", err);
         return KB_EXIT_FAIL;
     }
-    if (o->loss_csv)
-        printf("wrote %s (the loss curve, %d steps)\n", o->loss_csv, o->steps);
     return 0;
 }
 
@@ -354,7 +437,11 @@ int kb_cmd_train(int argc, char **argv)
                cfg.tied ? ", tied" : "", o.batch, o.seq,
                omp_get_max_threads());
         fflush(stdout);
-        rc = train(&o, &c, &cfg, &s);
+        if (save_init(&o, &s, err, sizeof err) != 0) {
+            fprintf(stderr, "kbench: %s\n", err);
+            rc = KB_EXIT_FAIL;
+        } else
+            rc = train(&o, &c, &cfg, &s);
     }
     free_state(&s);
     kb_bpe_free(&c.bpe);
