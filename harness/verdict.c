@@ -45,6 +45,11 @@ static void correctness(FILE *f, const kb_result *rows, int n, const char *own)
             fprintf(f, " (largest error %.3g where the bound is %.3g)", first->check.max_abs_err,
                     first->check.worst_tol);
         fputc('\n', f);
+        if (first->check.nonfinite)
+            fprintf(f, "  hint: outputs hold NaN before each check, so NaN comes back from an element left "
+                    "unwritten or from reading an output (BLAS's beta = 0: write C, never read it)\n");
+        if (first->op->conventions)
+            fprintf(f, "  hint: %s's contract: %s\n", first->op->name, first->op->conventions);
     } else
         fprintf(f, "  correct: yes, at every shape it ran (%d)\n", pass);
     if (skipped) {

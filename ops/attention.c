@@ -114,5 +114,7 @@ const kb_op kb_op_attention = {
     .variants = attention_variants,
     KB_OP_CONTRACT(kb_attention_args),
     .flag_suffix = "c",
+    .conventions = "the causal mask aligns to the bottom right (query i sees keys j <= i + Tk - Tq), and a query "
+                   "that sees no key (causal, Tq > Tk) writes zeros, not NaN",
     .validate = kb_attention_validate,
 };

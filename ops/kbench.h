@@ -184,6 +184,10 @@ typedef struct kb_op {
     /* Optional: a letter that may end a shape and sets bit 0 of its flags
      * (attention: "c" for a causal mask). */
     const char *flag_suffix;
+    /* Optional: the conventions a variant must honour that random inputs
+     * alone would not show, in one sentence, for a failed row's hint (the
+     * verdict on a kernel of one's own prints it). */
+    const char *conventions;
     /* Optional: why a well-formed shape is still invalid (exit 2), or NULL. */
     const char *(*validate)(const kb_shape *s);
     /* Optional: the most fields a shape may have when its last ones may be

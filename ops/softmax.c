@@ -50,4 +50,6 @@ const kb_op kb_op_softmax = {
     .variants = softmax_variants,
     KB_OP_CONTRACT(kb_softmax_args),
     .fill = fill,
+    .conventions = "when R >= 4 and C >= 2, row 0 is shifted by +1000 (subtract the row's max), row 1 has every "
+                   "third entry -inf (0 there) and row 2 is entirely -inf (a fully masked row: zeros, not NaN)",
 };

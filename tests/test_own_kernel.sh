@@ -57,6 +57,7 @@ if ((has_gpu)); then # a softmax that forgets the fully masked row: NaN there, a
     sed 's/m == -INFINITY ? 0.0f : 1.0f \/ s/1.0f \/ s/; s/m == -INFINITY ? 0.0f : expf/expf/' "$example" >nan.cu
     "$kbench" run --kernel nan.cu --test-sizes --csv nan.csv >out 2>err
     [[ $? -eq 1 ]] && grep -q "correct: NO" out || fail "a NaN on the masked row was not caught: $(tail -5 out)"
+    grep -q "hint: softmax's contract: .*row 2 is entirely -inf" out || fail "no hint at the masked row: $(tail -5 out)"
 fi
 
 [[ $failures -eq 0 ]] && echo "all own-kernel checks passed"

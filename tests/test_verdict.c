@@ -49,7 +49,7 @@ int main(void)
     /* hostile: one failure (first), one skip, and a comparator that failed */
     rows[n++] = row(&mine, 5, 7, "hostile", KB_FAIL, 0);
     strcpy(rows[n - 1].reason, "before timing: y: 3 elements over tolerance");
-    rows[n - 1].check.max_abs_err = 0.5, rows[n - 1].check.worst_tol = 1e-3;
+    rows[n - 1].check.max_abs_err = 0.5, rows[n - 1].check.worst_tol = 1e-3, rows[n - 1].check.nonfinite = 2;
     rows[n++] = row(&mine, 1, 1, "hostile", KB_SKIP, 0);
     strcpy(rows[n - 1].reason, "rows of one column");
     rows[n++] = row(&mine, 3, 9, "hostile", KB_PASS, 1.0);
@@ -59,6 +59,8 @@ int main(void)
     CHECK(strstr(v, "verdict on mine (mine.cu):\n"));
     CHECK(strstr(v, "correct: NO, 1 of 4 shape(s) fail; the first, f32 5x7: before timing: y: 3 elements over "
                     "tolerance (largest error 0.5 where the bound is 0.001)"));
+    CHECK(strstr(v, "hint: outputs hold NaN before each check"));
+    CHECK(strstr(v, "hint: softmax's contract: when R >= 4 and C >= 2, row 0 is shifted"));
     CHECK(strstr(v, "skipped: 1 shape(s), the first 1x1: rows of one column"));
     CHECK(strstr(v, "family square: 1.41x cudnn (2 shapes); 0.71x vectorized (2 shapes); 87.5% of the roofline at "
                     "4096x4096"));
@@ -72,7 +74,7 @@ int main(void)
     rows[n++] = row(&mine, 1024, 1024, "square", KB_PASS, 0.1);
     rows[n++] = row(&base, 1024, 1024, "square", KB_PASS, 2.0);
     v = verdict(rows, n);
-    CHECK(strstr(v, "correct: yes, at every shape it ran (1)"));
+    CHECK(strstr(v, "correct: yes, at every shape it ran (1)") && !strstr(v, "hint"));
     CHECK(strstr(v, "20.00x cudnn (1 shape);"));
     CHECK(strstr(v, "a speed-up over 10x: review it"));
     free(v);
