@@ -46,6 +46,8 @@ static void ceilings_of(run *r)
                             meta_ceiling(f, "datasheet_mem_gb_s"),     meta_ceiling(f, "datasheet_fp32_gflop_s"),
                             meta_ceiling(f, "datasheet_tc_gflop_s")};
     r->ceil.fp8_gflop_s = meta_ceiling(f, "ceiling_fp8_gflop_s");
+    r->ceil.read_gb_s = meta_ceiling(f, "ceiling_read_gb_s");
+    r->ceil.write_gb_s = meta_ceiling(f, "ceiling_write_gb_s");
 }
 
 /* One "; NAME VALUE" field of a device_<k> line, or 0 when absent or not
@@ -74,6 +76,8 @@ static const kb_ceilings *ceilings_for(const run *r, const kb_run_row *row, kb_c
                          device_field(line, "datasheet_mem_gb_s"),   device_field(line, "datasheet_fp32_gflop_s"),
                          device_field(line, "datasheet_tc_gflop_s")};
     own->fp8_gflop_s = device_field(line, "ceiling_fp8_gflop_s");
+    own->read_gb_s = device_field(line, "ceiling_read_gb_s");
+    own->write_gb_s = device_field(line, "ceiling_write_gb_s");
     return own;
 }
 
@@ -105,6 +109,18 @@ static double baseline_ms(const run *r, const kb_run_row *row)
             return b->median_ms;
     }
     return 0;
+}
+
+/* The row's share of written bytes from its op's tensors at its shape
+ * and dtype; -1 (the copy's ceiling) where any of them is unknown. */
+static double write_share(const kb_op *op, const kb_run_row *row)
+{
+    kb_shape s;
+    kb_dtype t;
+    char err[256];
+    if (!op || kb_parse_dtype(row->dtype, &t) != 0 || kb_parse_shape(op, row->shape, &s, err, sizeof err) != 0)
+        return -1;
+    return kb_op_write_share(op, &s, t);
 }
 
 static int derive_row(run *r, int i, char *err, size_t errlen)
@@ -139,8 +155,8 @@ static int derive_row(run *r, int i, char *err, size_t errlen)
     } else if (bytes > 0 && (ceil->mem_gb_s > 0 || ceil->ds_mem_gb_s > 0)) {
         /* A row across N GPUs is placed under N times one GPU's ceilings:
          * as one GPU taking N times as long. */
-        kb_place_on_roofline(ceil, math, flops, bytes, ms * kb_devices_spanned(row->devices), &pct_ceiling, &pct_peak,
-                             &memory_bound);
+        kb_place_on_roofline(ceil, math, flops, bytes, write_share(op, row), ms * kb_devices_spanned(row->devices),
+                             &pct_ceiling, &pct_peak, &memory_bound);
         if (pct_ceiling > 0)
             set(r, i, C_PCT_CEIL, "%.1f", pct_ceiling);
         if (pct_peak > 0)

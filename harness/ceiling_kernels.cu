@@ -1,6 +1,7 @@
 /* The compute ceilings: an fp32 FMA-chain kernel of our own; for the
  * tensor cores, a wgmma kernel of our own on Hopper (sm_90a), else a large
- * cuBLAS bf16 GEMM.  Each is a kb_variant, so the harness's timing loop
+ * cuBLAS bf16 GEMM; and memory read alone and written alone (the copy's
+ * ceiling is the copy op's own rows).  Each is a kb_variant, so the harness's timing loop
  * measures it like any other row. */
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
@@ -115,6 +116,71 @@ static const char *fma_launch(const void *args, void *ctx, cudaStream_t s)
 extern "C" const kb_variant kb_fma_peak = {
     .name = "fma_chain", .summary = "fp32 FMA chains", .dtype = KB_F32, .math = KB_MATH_F32,
     .setup = fma_setup, .teardown = free_ctx, .launch = fma_launch};
+
+/* ---- memory read alone, and written alone ---------------------------------- */
+
+/* The read and write ceilings stream STREAM_BYTES (1 GiB, as the copy
+ * ceiling's source) in 16-byte accesses, grid-stride over blocks of 4 per
+ * SM; a copy's ceiling moves the same bytes both ways. */
+#define STREAM_BYTES ((size_t)1 << 30)
+#define STREAM_THREADS 512
+
+/* Reads every float4 and sums it; a thread stores its sum only when it is
+ * a value the data cannot give (the fill is finite), which the compiler
+ * cannot know, so the loads stay. */
+__global__ void __launch_bounds__(STREAM_THREADS) read_stream_kernel(const float4 *x, size_t n, float *sink)
+{
+    float a = 0, b = 0, c = 0, d = 0;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        const float4 v = x[i];
+        a += v.x, b += v.y, c += v.z, d += v.w;
+    }
+    if (a + b + c + d == INFINITY)
+        sink[0] = a;
+}
+
+__global__ void __launch_bounds__(STREAM_THREADS) write_stream_kernel(float4 *x, size_t n, float v)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        x[i] = make_float4(v, v, v, v);
+}
+
+extern "C" double kb_stream_bytes(void) { return (double)STREAM_BYTES; }
+
+static const char *stream_setup(const void *args, void **ctx)
+{
+    (void)args;
+    void *p = NULL;
+    KB_TRY(kb_alloc_workspace(&p, STREAM_BYTES + 256, "the read and write ceilings' 1 GiB"));
+    *ctx = p;
+    return kb_cuda_status(cudaMemset(p, 0, STREAM_BYTES + 256)); /* zeros: finite, never the sink's INFINITY */
+}
+
+static int stream_blocks(void) { return sm_count() * 4; }
+
+static const char *read_launch(const void *args, void *ctx, cudaStream_t s)
+{
+    (void)args;
+    stamped_blocks = 0;
+    read_stream_kernel<<<stream_blocks(), STREAM_THREADS, 0, s>>>((const float4 *)ctx, STREAM_BYTES / 16,
+                                                                  (float *)((char *)ctx + STREAM_BYTES));
+    KB_LAUNCHED();
+}
+
+static const char *write_launch(const void *args, void *ctx, cudaStream_t s)
+{
+    (void)args;
+    stamped_blocks = 0;
+    write_stream_kernel<<<stream_blocks(), STREAM_THREADS, 0, s>>>((float4 *)ctx, STREAM_BYTES / 16, 0.5f);
+    KB_LAUNCHED();
+}
+
+extern "C" const kb_variant kb_read_peak = {
+    .name = "read_stream", .summary = "1 GiB read in 16-byte loads", .dtype = KB_F32, .math = KB_MATH_F32,
+    .setup = stream_setup, .teardown = free_ctx, .launch = read_launch};
+extern "C" const kb_variant kb_write_peak = {
+    .name = "write_stream", .summary = "1 GiB written in 16-byte stores", .dtype = KB_F32, .math = KB_MATH_F32,
+    .setup = stream_setup, .teardown = free_ctx, .launch = write_launch};
 
 /* ---- bf16 GEMM through cuBLAS -------------------------------------------- */
 

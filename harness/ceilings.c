@@ -10,7 +10,9 @@
 #include "harness/timing.h"
 #include "ops/copy.h"
 
-extern const kb_variant kb_fma_peak, kb_wgmma_peak, kb_wgmma_fp8_peak, kb_bf16_gemm_peak;
+extern const kb_variant kb_fma_peak, kb_wgmma_peak, kb_wgmma_fp8_peak, kb_bf16_gemm_peak, kb_read_peak,
+    kb_write_peak;
+double kb_stream_bytes(void);
 double kb_fma_flops(void);
 double kb_wgmma_flops(void);
 double kb_wgmma_fp8_flops(void);
@@ -56,6 +58,22 @@ static double copy_ceiling(int64_t n, int hot, void *flush, size_t flush_bytes)
     return best;
 }
 
+/* GB/s of a memory-ceiling kernel over its bytes, cold (L2 flushed
+ * between samples); 0 when it cannot run. */
+static double stream_ceiling(const kb_variant *v, void *flush, size_t flush_bytes)
+{
+    void *ctx = NULL;
+    kb_result r;
+    memset(&r, 0, sizeof r);
+    const kb_time_opts cold = {.flush = flush, .flush_bytes = flush_bytes};
+    const char *e = v->setup(NULL, &ctx);
+    if (!e)
+        e = kb_time_variant(v, NULL, ctx, &cold, 0, 0, &r);
+    if (ctx)
+        v->teardown(ctx);
+    return e ? 0 : kb_stream_bytes() / (r.time_ms.median * 1e-3) * 1e-9;
+}
+
 /* GFLOP/s of a compute-ceiling kernel, the SM clock NVML read around its
  * launches and the one inside them (our kernels' stamps), 0 when it cannot
  * run. */
@@ -80,6 +98,8 @@ void kb_measure_ceilings(const kb_device_info *d, void *flush, size_t flush_byte
 {
     kb_datasheet_ceilings(d, c);
     c->mem_gb_s = copy_ceiling(1 << 28, 0, flush, flush_bytes);
+    c->read_gb_s = stream_ceiling(&kb_read_peak, flush, flush_bytes);
+    c->write_gb_s = stream_ceiling(&kb_write_peak, flush, flush_bytes);
     /* Source and destination together fill half of L2, and L2 stays warm. */
     c->l2_gb_s = copy_ceiling(d->l2_bytes / 16, 1, flush, flush_bytes);
     c->fp32_gflop_s =
@@ -118,11 +138,21 @@ static double compute_ceiling_for(const kb_ceilings *c, kb_math m)
     }
 }
 
-void kb_place_on_roofline(const kb_ceilings *c, kb_math math, double flops, double bytes, double median_ms,
-                          double *pct_of_ceiling, double *pct_of_peak, int *memory_bound)
+double kb_memory_ceiling_for(const kb_ceilings *c, double write_share)
+{
+    const double copy = pick(c->mem_gb_s, c->ds_mem_gb_s);
+    if (write_share < 0 || write_share > 1)
+        return copy;
+    const double read = pick(c->read_gb_s, copy), write = pick(c->write_gb_s, copy);
+    return write_share <= 0.5 ? read + (copy - read) * 2 * write_share
+                              : copy + (write - copy) * (2 * write_share - 1);
+}
+
+void kb_place_on_roofline(const kb_ceilings *c, kb_math math, double flops, double bytes, double write_share,
+                          double median_ms, double *pct_of_ceiling, double *pct_of_peak, int *memory_bound)
 {
     double sec = median_ms * 1e-3, gb_s = bytes / sec * 1e-9;
-    double mem = pick(c->mem_gb_s, c->ds_mem_gb_s), comp = compute_ceiling_for(c, math);
+    double mem = kb_memory_ceiling_for(c, write_share), comp = compute_ceiling_for(c, math);
     *pct_of_ceiling = c->mem_gb_s > 0 ? 100.0 * gb_s / c->mem_gb_s : 0;
     *memory_bound = comp <= 0 || flops / bytes < comp / mem;
     *pct_of_peak = *memory_bound ? 100.0 * gb_s / mem : 100.0 * flops / sec * 1e-9 / comp;
@@ -144,8 +174,10 @@ void kb_apply_ceilings(kb_result *rows, int n, kb_ceilings *c, kb_meta_set *meta
         if (r->timed && r->status == KB_PASS && r->op->distributed)
             r->memory_bound = 1;
         else if (r->timed && r->status == KB_PASS)
-            kb_place_on_roofline(c, r->variant->math, r->flops, r->bytes, r->time_ms.median * kb_devices_spanned(r->devices),
-                                 &r->pct_of_ceiling, &r->pct_of_peak, &r->memory_bound);
+            kb_place_on_roofline(c, r->variant->math, r->flops, r->bytes,
+                                 kb_op_write_share(r->op, &r->shape, r->variant->dtype),
+                                 r->time_ms.median * kb_devices_spanned(r->devices), &r->pct_of_ceiling,
+                                 &r->pct_of_peak, &r->memory_bound);
     }
     if (c->mem_gb_s > 0)
         kb_meta_set_value(meta, "ceiling_mem_gb_s", "%.1f", c->mem_gb_s);
@@ -167,6 +199,10 @@ void kb_apply_ceilings(kb_result *rows, int n, kb_ceilings *c, kb_meta_set *meta
         kb_meta_set_value(meta, "ceiling_tc_clock_inside_mhz", "%.0f", c->tc_inside_mhz);
     if (c->fp8_gflop_s > 0)
         kb_meta_set_value(meta, "ceiling_fp8_gflop_s", "%.1f", c->fp8_gflop_s);
+    if (c->read_gb_s > 0)
+        kb_meta_set_value(meta, "ceiling_read_gb_s", "%.1f", c->read_gb_s);
+    if (c->write_gb_s > 0)
+        kb_meta_set_value(meta, "ceiling_write_gb_s", "%.1f", c->write_gb_s);
     kb_meta_set_value(meta, "datasheet_mem_gb_s", "%.1f", c->ds_mem_gb_s);
     kb_meta_set_value(meta, "datasheet_fp32_gflop_s", "%.1f", c->ds_fp32_gflop_s);
     if (c->ds_tc_gflop_s > 0)
@@ -201,6 +237,8 @@ int kb_cmd_ceilings(const kb_options *o)
     printf("ceilings of %s (sm_%d%d, %d SMs, %d MHz)\n%-22s %12s %12s\n", dev.name, dev.cc_major,
            dev.cc_minor, dev.sm_count, dev.sm_clock_khz / 1000, "", "measured", "datasheet");
     print_line("memory (copy)", "GB/s, read + written", c.mem_gb_s, c.ds_mem_gb_s);
+    print_line("memory (read)", "GB/s, read alone", c.read_gb_s, c.ds_mem_gb_s);
+    print_line("memory (write)", "GB/s, written alone", c.write_gb_s, c.ds_mem_gb_s);
     print_line("L2 (hot copy)", "GB/s, read + written", c.l2_gb_s, 0);
     print_line("fp32 FMA", "GFLOP/s", c.fp32_gflop_s, c.ds_fp32_gflop_s);
     print_line("tensor bf16", "GFLOP/s", c.tc_gflop_s, c.ds_tc_gflop_s);

@@ -424,14 +424,22 @@ typedef struct {
     double fp32_inside_mhz, tc_inside_mhz;               /* the SM clock inside their launches; 0 = not ours */
     char tc_kernel[24];                                  /* what measured tc_gflop_s ("" = none) */
     double fp8_gflop_s;                                  /* measured e4m3 tensor rate; 0 = not measured */
+    double read_gb_s, write_gb_s;                        /* memory read alone, written alone; 0 = not measured */
 } kb_ceilings;
 void kb_datasheet_ceilings(const kb_device_info *d, kb_ceilings *c);
 void kb_measure_ceilings(const kb_device_info *d, void *flush, size_t flush_bytes, kb_ceilings *c);
+/* The memory ceiling of a row whose bytes are write_share written and the
+ * rest read: the read ceiling at 0, the copy's at 1/2, the write ceiling at
+ * 1, linear between; the copy's wherever one is not measured or the share
+ * is unknown (< 0). */
+double kb_memory_ceiling_for(const kb_ceilings *c, double write_share);
 /* A timed row's place under the ceilings: its GB/s as % of the copy
  * ceiling, whether it is memory-bound (intensity under the ridge point of
- * its math), and % of the ceiling that bounds it.  The one place these are
- * computed, for the sweep and for `kbench derive`. */
-void kb_place_on_roofline(const kb_ceilings *c, kb_math math, double flops, double bytes, double median_ms,
+ * its math, against its access mix's memory ceiling), and % of the ceiling
+ * that bounds it.  The one place these are computed, for the sweep and for
+ * `kbench derive`. */
+void kb_place_on_roofline(const kb_ceilings *c, kb_math math, double flops, double bytes, double write_share,
+                          double median_ms,
                           double *pct_of_ceiling, double *pct_of_peak, int *memory_bound);
 /* Raise the memory ceiling to the best cold copy row, fill every timed row's
  * pct_of_ceiling and pct_of_peak, and record the ceilings in the metadata. */

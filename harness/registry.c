@@ -47,6 +47,20 @@ double kb_op_bytes(const kb_op *op, const kb_shape *s, kb_dtype t)
     return sum;
 }
 
+double kb_op_write_share(const kb_op *op, const kb_shape *s, kb_dtype t)
+{
+    if (op->bytes)
+        return -1;
+    double read = 0, written = 0;
+    for (int i = 0, n = op->ntensors(s); i < n; ++i) {
+        kb_tensor x = op->tensor(s, t, i);
+        const double b = (double)x.elems * (double)kb_dtype_size(x.dtype);
+        read += x.role != KB_OUT ? b : 0;
+        written += x.role != KB_IN ? b : 0;
+    }
+    return read + written > 0 ? written / (read + written) : -1;
+}
+
 int kb_parse_math(const char *s, kb_math *out)
 {
     for (int m = 0; m < KB_MATH_COUNT; ++m)

@@ -118,6 +118,8 @@ static void device_line(gather *g, int w)
                   {"ceiling_fp32_gflop_s", offsetof(kb_ceilings, fp32_gflop_s)},
                   {"ceiling_tc_gflop_s", offsetof(kb_ceilings, tc_gflop_s)},
                   {"ceiling_fp8_gflop_s", offsetof(kb_ceilings, fp8_gflop_s)},
+                  {"ceiling_read_gb_s", offsetof(kb_ceilings, read_gb_s)},
+                  {"ceiling_write_gb_s", offsetof(kb_ceilings, write_gb_s)},
                   {"ceiling_fp32_clock_mhz", offsetof(kb_ceilings, fp32_clock_mhz)},
                   {"ceiling_tc_clock_mhz", offsetof(kb_ceilings, tc_clock_mhz)},
                   {"datasheet_mem_gb_s", offsetof(kb_ceilings, ds_mem_gb_s)},

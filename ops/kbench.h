@@ -242,6 +242,9 @@ void kb_store_floats(kb_dtype t, const float *src, void *dst, int64_t n);
 /* The bytes a launch moves: each tensor once and an inout twice, unless the
  * op counts them itself (its bytes). */
 double kb_op_bytes(const kb_op *op, const kb_shape *s, kb_dtype t);
+/* The share of those bytes that are written (an inout's write half), from
+ * the tensors' roles; -1 when the op counts its bytes itself, or none. */
+double kb_op_write_share(const kb_op *op, const kb_shape *s, kb_dtype t);
 
 /* An op's tensor of `elems` elements checked (when not KB_IN) as rows of
  * row_len, each the end of a reduction of reduction_len elements, at

@@ -118,6 +118,34 @@ int main(void)
         seen += !strcmp(meta.meta[i].key, "ceiling_mem_gb_s");
     CHECK(seen == 1);
 
+    /* Ceilings by access mix: a row's bytes split by its tensors' roles
+     * (matmul 4096x8x4096 writes 0.2% of them, copy half), its memory
+     * ceiling the read ceiling's at no writes, the copy's at half, the
+     * write ceiling's at all, linear between; without them the copy's. */
+    const kb_shape mm_narrow = {3, {4096, 8, 4096}}, vec = {1, {1 << 20}};
+    const double share = kb_op_write_share(&kb_op_matmul, &mm_narrow, KB_F32);
+    CHECK_NEAR(share, 8.0 / (4096 + 8 + 8), 1e-12);
+    CHECK_NEAR(kb_op_write_share(&kb_op_copy, &vec, KB_F32), 0.5, 1e-12);
+    CHECK(kb_op_write_share(&kb_op_matmul, &(kb_shape){0}, KB_F32) < 0);
+    c.mem_gb_s = 3000;
+    CHECK_NEAR(kb_memory_ceiling_for(&c, 0.25), 3000, 1e-9); /* read and write not measured */
+    c.read_gb_s = 3400, c.write_gb_s = 2800;
+    CHECK_NEAR(kb_memory_ceiling_for(&c, 0), 3400, 1e-9);
+    CHECK_NEAR(kb_memory_ceiling_for(&c, 0.25), 3200, 1e-9);
+    CHECK_NEAR(kb_memory_ceiling_for(&c, 0.5), 3000, 1e-9);
+    CHECK_NEAR(kb_memory_ceiling_for(&c, 0.75), 2900, 1e-9);
+    CHECK_NEAR(kb_memory_ceiling_for(&c, 1), 2800, 1e-9);
+    CHECK_NEAR(kb_memory_ceiling_for(&c, -1), 3000, 1e-9);
+    kb_result narrow = timed(&kb_op_matmul, mm, 2.0 * 4096 * 8 * 4096, 4.0 * (2 * 4096 * 4096 + 2 * 4096 * 8), 0.04);
+    narrow.shape = mm_narrow;
+    kb_apply_ceilings(&narrow, 1, &c, &meta);
+    const double gb_s = narrow.bytes / 0.04e-3 * 1e-9, ceiling = 3400 - 400 * 2 * share;
+    CHECK(narrow.memory_bound == 1);
+    CHECK_NEAR(narrow.pct_of_peak, 100.0 * gb_s / ceiling, 1e-6); /* under 100: over the copy's 3000 GB/s */
+    CHECK(narrow.pct_of_peak < 100 && narrow.pct_of_ceiling > 100);
+    CHECK(meta_value(&meta, "ceiling_read_gb_s") && !strcmp(meta_value(&meta, "ceiling_read_gb_s"), "3400.0"));
+    CHECK(meta_value(&meta, "ceiling_write_gb_s") && !strcmp(meta_value(&meta, "ceiling_write_gb_s"), "2800.0"));
+
     /* A FAIL row gets no percentages. */
     kb_result failed = timed(&kb_op_matmul, mm, 1e9, 1e9, 1.0);
     failed.status = KB_FAIL;

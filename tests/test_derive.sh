@@ -106,5 +106,27 @@ expect_rc 0 derive --help
 grep -q "usage: kbench derive" out || fail "--help: $(cat out)"
 ls ./*.tmp.* >/dev/null 2>&1 && fail "temporary file left behind"
 
+# The access mix: with read and write ceilings in the header, a softmax row
+# (half its bytes written) sits under the copy's 3000 GB/s, and a
+# memory-bound matmul of a narrow output (4096x8x4096: 0.2% written) under
+# the read ceiling's 3600, so the 3300 GB/s it moved is under 100%.
+cat >mix.csv <<'CSV'
+# gpu: test
+# ceiling_mem_gb_s: 3000.0
+# ceiling_read_gb_s: 3600.0
+# ceiling_write_gb_s: 2800.0
+# ceiling_fp32_gflop_s: 60000.0
+# datasheet_mem_gb_s: 3350.0
+# datasheet_fp32_gflop_s: 67000.0
+op,variant,dtype,math,shape,flops,bytes,median_ms,rel_stdev_pct,gflop_s,gb_s,speedup_x,pct_of_ceiling,pct_of_peak,bound,status,reason,mj_per_launch,gflop_per_j,gb_per_j
+softmax,torch,f32,f32,4096x4096,83886080,134217728,0.044739,0.5,,,,,,,PASS,,,,
+matmul,torch,f32,f32,4096x8x4096,268435456,134479872,0.040751,0.5,,,,,,,PASS,,,,
+CSV
+expect_rc 0 derive mix.csv
+[[ $(awk -F, '$1 == "softmax" { print $14 }' mix.csv) == 100.0 ]] || fail "softmax's pct_of_peak: $(grep ^softmax mix.csv)"
+mm_pct=$(awk -F, '$1 == "matmul" { print $14 }' mix.csv) mm_ceil=$(awk -F, '$1 == "matmul" { print $13 }' mix.csv)
+awk -v p="$mm_pct" -v c="$mm_ceil" 'BEGIN { exit !(p > 91 && p < 92 && c > 109) }' ||
+    fail "the narrow matmul's pct_of_peak $mm_pct (want 91.7, under the read ceiling), pct_of_ceiling $mm_ceil"
+
 [[ $failures -eq 0 ]] && echo "derive passed"
 exit $((failures > 0))
