@@ -138,14 +138,79 @@ __device__ __forceinline__ void kb_norm_backward_partials(const KbNormGrad<T> &a
     }
 }
 
+/* A pack as stored, loaded now and widened to floats when its row's turn
+ * comes: a bf16 pack of 4 holds 2 registers where its floats take 4. */
+template <class T, int V> struct KbRawPack;
+template <> struct KbRawPack<float, 4> { typedef float4 type; };
+template <> struct KbRawPack<float, 1> { typedef float type; };
+template <> struct KbRawPack<__nv_bfloat16, 4> { typedef uint2 type; };
+template <> struct KbRawPack<__nv_bfloat16, 1> { typedef __nv_bfloat16 type; };
+
+template <class T, int V>
+__device__ __forceinline__ typename KbRawPack<T, V>::type kb_raw_load(const T *p)
+{
+    return __ldg(reinterpret_cast<const typename KbRawPack<T, V>::type *>(p));
+}
+__device__ __forceinline__ void kb_raw_widen(float (&v)[4], float4 t) { v[0] = t.x, v[1] = t.y, v[2] = t.z, v[3] = t.w; }
+__device__ __forceinline__ void kb_raw_widen(float (&v)[1], float t) { v[0] = t; }
+__device__ __forceinline__ void kb_raw_widen(float (&v)[4], uint2 t) { kb_widen_pack<__nv_bfloat16>(v, t); }
+__device__ __forceinline__ void kb_raw_widen(float (&v)[1], __nv_bfloat16 t) { v[0] = __bfloat162float(t); }
+
+/* The row loop with the next row's loads in flight during this row's
+ * work: its packs of x and dy (and its mean and rstd) are loaded as stored
+ * before this row is reduced, so a thread has two rows of loads
+ * outstanding where the plain loop has one (fused_prefetch). */
 template <class Cfg, bool LAYER, class T>
-__global__ void __launch_bounds__(Cfg::BLOCK) kb_norm_backward_rows(KbNormGrad<T> a, float *partial)
+__device__ __forceinline__ void kb_norm_backward_rows_prefetched(const KbNormGrad<T> &a, int group, int rank,
+                                                                 float (&dg)[Cfg::PACKS][Cfg::VEC],
+                                                                 float (&db)[Cfg::PACKS][Cfg::VEC])
 {
     constexpr int P = Cfg::PACKS, V = Cfg::VEC;
-    const int group = threadIdx.x / Cfg::GROUP, rank = threadIdx.x % Cfg::GROUP;
-    float dg[P][V] = {}, db[P][V] = {};
-    /* The bound is the block's, so a group past the last row still joins
-     * its warp's shuffles (with no columns). */
+    typedef typename KbRawPack<T, V>::type Raw;
+    const int stride = gridDim.x * Cfg::ROWS_PER_BLOCK;
+    Raw rx[P], rg[P];
+    float next_mean = 0.0f, next_rstd = 0.0f;
+    const auto issue = [&](int first) {
+        const int row = first + group, cols = row < a.R ? a.C : 0;
+        const size_t base = (size_t)(row < a.R ? row : 0) * a.C;
+        next_mean = LAYER && cols ? a.mean[row] : 0.0f;
+        next_rstd = cols ? a.rstd[row] : 0.0f;
+#pragma unroll
+        for (int k = 0; k < P; ++k) {
+            const int col = kb_pack_col<Cfg>(k, rank);
+            if (col < cols) {
+                rx[k] = kb_raw_load<T, V>(a.x + base + col);
+                rg[k] = kb_raw_load<T, V>(a.dy + base + col);
+            }
+        }
+    };
+    issue(blockIdx.x * Cfg::ROWS_PER_BLOCK);
+    for (int first = blockIdx.x * Cfg::ROWS_PER_BLOCK; first < a.R; first += stride) {
+        const int row = first + group, cols = row < a.R ? a.C : 0;
+        const size_t base = (size_t)(row < a.R ? row : 0) * a.C;
+        const float mean = next_mean, rstd = next_rstd;
+        float xh[P][V], g[P][V];
+#pragma unroll
+        for (int k = 0; k < P; ++k)
+            if (kb_pack_col<Cfg>(k, rank) < cols) {
+                kb_raw_widen(xh[k], rx[k]);
+                kb_raw_widen(g[k], rg[k]);
+            }
+        if (first + stride < a.R)
+            issue(first + stride);
+        kb_norm_backward_row<Cfg, LAYER>(a, base, cols, rank, mean, rstd, xh, g, dg, db);
+    }
+}
+
+/* The row loop as fused runs it: a row's loads, then its work.  The bound
+ * is the block's, so a group past the last row still joins its warp's
+ * shuffles (with no columns). */
+template <class Cfg, bool LAYER, class T>
+__device__ __forceinline__ void kb_norm_backward_rows_plain(const KbNormGrad<T> &a, int group, int rank,
+                                                            float (&dg)[Cfg::PACKS][Cfg::VEC],
+                                                            float (&db)[Cfg::PACKS][Cfg::VEC])
+{
+    constexpr int P = Cfg::PACKS, V = Cfg::VEC;
     for (int first = blockIdx.x * Cfg::ROWS_PER_BLOCK; first < a.R; first += gridDim.x * Cfg::ROWS_PER_BLOCK) {
         const int row = first + group, cols = row < a.R ? a.C : 0;
         const size_t base = (size_t)(row < a.R ? row : 0) * a.C;
@@ -165,6 +230,21 @@ __global__ void __launch_bounds__(Cfg::BLOCK) kb_norm_backward_rows(KbNormGrad<T
         }
         kb_norm_backward_row<Cfg, LAYER>(a, base, cols, rank, mean, rstd, xh, g, dg, db);
     }
+}
+
+template <class Cfg, bool LAYER, class T, bool PREFETCH>
+__global__ void __launch_bounds__(Cfg::BLOCK) kb_norm_backward_rows(KbNormGrad<T> a, float *partial)
+{
+    constexpr int P = Cfg::PACKS, V = Cfg::VEC;
+    const int group = threadIdx.x / Cfg::GROUP, rank = threadIdx.x % Cfg::GROUP;
+    float dg[P][V] = {}, db[P][V] = {};
+    /* Blocks of 512 and 1024 threads (rows of over 4096 columns, or 2048
+     * not a multiple of 4) have no registers for a second row's packs:
+     * 64 and 128 a thread spilled them.  They keep the plain loop. */
+    if constexpr (PREFETCH && Cfg::BLOCK <= 256)
+        kb_norm_backward_rows_prefetched<Cfg, LAYER>(a, group, rank, dg, db);
+    else
+        kb_norm_backward_rows_plain<Cfg, LAYER>(a, group, rank, dg, db);
     kb_norm_backward_partials<Cfg, LAYER>(a, partial, group, rank, dg, db);
 }
 
@@ -195,7 +275,7 @@ struct KbNormBackwardPlan {
     float *partial;
 };
 
-template <bool LAYER, class T>
+template <bool LAYER, class T, bool PREFETCH = false>
 static const char *kb_norm_backward_setup(int R, int C, void **ctx)
 {
     KbNormBackwardPlan *p = (KbNormBackwardPlan *)calloc(1, sizeof *p);
@@ -210,7 +290,7 @@ static const char *kb_norm_backward_setup(int R, int C, void **ctx)
         rows_per_block = Cfg::ROWS_PER_BLOCK;
         if (!e)
             e = kb_cuda_status(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                &per_sm, kb_norm_backward_rows<Cfg, LAYER, T>, Cfg::BLOCK, 0));
+                &per_sm, kb_norm_backward_rows<Cfg, LAYER, T, PREFETCH>, Cfg::BLOCK, 0));
     });
     const int64_t groups = KB_CEIL_DIV((int64_t)R, rows_per_block), resident = (int64_t)sms * per_sm;
     p->grid = (unsigned)(groups < resident ? groups : resident);
@@ -235,12 +315,12 @@ static void kb_norm_backward_teardown(void *ctx)
     free(p);
 }
 
-template <bool LAYER, class T>
+template <bool LAYER, bool PREFETCH = false, class T>
 static const char *kb_norm_backward_launch(const KbNormGrad<T> &a, const KbNormBackwardPlan *p, cudaStream_t stream)
 {
     kb_norm_backward_dispatch(a.C, [&](auto cfg) {
         using Cfg = decltype(cfg);
-        kb_norm_backward_rows<Cfg, LAYER, T><<<p->grid, Cfg::BLOCK, 0, stream>>>(a, p->partial);
+        kb_norm_backward_rows<Cfg, LAYER, T, PREFETCH><<<p->grid, Cfg::BLOCK, 0, stream>>>(a, p->partial);
     });
     KB_CUDA_TRY(cudaGetLastError());
     const dim3 block(32, 8), grid(KB_CEIL_DIV(a.C, 32));

@@ -1,0 +1,62 @@
+/* layernorm_backward fused_prefetch: fused with the next row's loads in
+ * flight while this row is reduced and stored.  fused's bf16 form took the
+ * same 0.78 ms as its f32 form at 65536x4096 for half the bytes (45.9% of
+ * the memory ceiling, 0.76x torch.compile): its rows wait on their loads,
+ * and a thread has one row's packs of x and dy in flight, 64 bytes in bf16
+ * against f32's 128, at the same occupancy (the fp32 values and the column
+ * partials set the registers).  Here each thread loads its next row's
+ * packs as stored (a bf16 pack of 4 in 2 registers) before it widens and
+ * works on the current one, so two rows' loads are outstanding
+ * (kernels/norm_backward.cuh's kb_norm_backward_rows_prefetched).
+ *
+ * Rows of over 4096 columns (2048 when C is not a multiple of 4) run in
+ * blocks of 512 or 1024 threads, whose registers hold no second row: they
+ * take fused's loop.
+ *
+ * Builds on fused: the same row work and partials, the loads a row ahead.
+ * Prediction: bf16 from 46% to some 85-90% of the ceiling at 65536x4096;
+ * f32 within 2% of fused's 96.9% (32 more registers a thread).
+ * Measured: not yet on a GPU (written when no machine was lent).
+ * Gap to the limit: as fused's, once the loads no longer wait. */
+#include "ops/layernorm_backward.h"
+#include "kernels/norm_backward.cuh"
+
+template <class T>
+static const char *setup(const void *args, void **ctx)
+{
+    const kb_layernorm_backward_args *a = (const kb_layernorm_backward_args *)args;
+    return kb_norm_backward_setup<true, T, true>(a->R, a->C, ctx);
+}
+
+template <class T>
+static const char *launch(const void *args, void *ctx, cudaStream_t stream)
+{
+    const kb_layernorm_backward_args *a = (const kb_layernorm_backward_args *)args;
+    const KbNormGrad<T> g = {a->R,    a->C,    (const T *)a->x, (const T *)a->gamma, (const T *)a->dy,
+                             a->mean, a->rstd, (T *)a->dx,      (T *)a->dgamma,      (T *)a->dbeta};
+    return kb_norm_backward_launch<true, true>(g, (const KbNormBackwardPlan *)ctx, stream);
+}
+
+extern "C" const kb_variant layernorm_backward_fused_prefetch[] = {
+    {
+        .name = "fused_prefetch",
+        .summary = "fused with the next row's loads in flight during this row's work",
+        .dtype = KB_F32,
+        .math = KB_MATH_F32,
+        .unsupported = kb_norm_backward_unsupported,
+        .setup = setup<float>,
+        .teardown = kb_norm_backward_teardown,
+        .launch = launch<float>,
+    },
+    {
+        .name = "fused_prefetch",
+        .summary = "fused with the next row's loads in flight during this row's work; bf16",
+        .dtype = KB_BF16,
+        .math = KB_MATH_F32,
+        .unsupported = kb_norm_backward_unsupported,
+        .setup = setup<__nv_bfloat16>,
+        .teardown = kb_norm_backward_teardown,
+        .launch = launch<__nv_bfloat16>,
+    },
+    KB_VARIANT_END,
+};
