@@ -732,6 +732,25 @@ static cudaError_t restore(const kb_case *c, int outputs)
 
 cudaError_t kb_case_reset(const kb_case *c) { return restore(c, 1); }
 
+cudaError_t kb_case_changed_input(const kb_case *c, int *tensor, int64_t *bytes)
+{
+    cudaError_t e = cudaSuccess;
+    *tensor = -1, *bytes = 0;
+    for (int r = 0; r < c->parts && e == cudaSuccess && *tensor < 0; ++r) {
+        e = cudaSetDevice(c->device[r]);
+        for (int i = 0; i < c->h.n && e == cudaSuccess && *tensor < 0; ++i) {
+            const int k = i * c->parts + r;
+            if (c->h.t[i].role == KB_IN &&
+                (e = kb_device_count_differing(c->dev[k], c->pristine[k], (int64_t)part_bytes(c, i), bytes)) ==
+                    cudaSuccess &&
+                *bytes)
+                *tensor = i;
+        }
+    }
+    back_to_first_gpu();
+    return e;
+}
+
 cudaError_t kb_case_restore_inouts(const kb_case *c) { return c->has_inout ? restore(c, 0) : cudaSuccess; }
 
 void kb_case_rows(const kb_case *c, int64_t *checked, int64_t *total)

@@ -84,6 +84,9 @@ void kb_case_release(kb_case *c);
 cudaError_t kb_case_reset(const kb_case *c);
 /* Restore the inouts alone, before each timed launch (a no-op without). */
 cudaError_t kb_case_restore_inouts(const kb_case *c);
+/* The first input (role IN) whose device copy no longer matches its
+ * pristine one, in *tensor (-1: none), and how many bytes differ. */
+cudaError_t kb_case_changed_input(const kb_case *c, int *tensor, int64_t *bytes);
 /* How many rows the check compares, and how many the checked tensors have. */
 void kb_case_rows(const kb_case *c, int64_t *checked, int64_t *total);
 /* Check every output on the device; fills r->check with the worst. */

@@ -3,6 +3,34 @@
 #include "harness/harness.h"
 #include "kernels/dtype.cuh"
 
+/* Bytes where a and b differ; one atomic per warp that saw some. */
+__global__ void count_differing_kernel(const unsigned char *a, const unsigned char *b, int64_t n,
+                                       unsigned long long *count)
+{
+    unsigned local = 0;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+        local += a[i] != b[i];
+    local = __reduce_add_sync(0xffffffffu, local);
+    if ((threadIdx.x & 31) == 0 && local)
+        atomicAdd(count, (unsigned long long)local);
+}
+
+extern "C" cudaError_t kb_device_count_differing(const void *a, const void *b, int64_t bytes, int64_t *out)
+{
+    static unsigned long long *count;
+    cudaError_t e = count ? cudaSuccess : cudaMalloc(&count, sizeof *count);
+    if (e == cudaSuccess)
+        e = cudaMemset(count, 0, sizeof *count);
+    if (e != cudaSuccess)
+        return e;
+    count_differing_kernel<<<1024, 256>>>((const unsigned char *)a, (const unsigned char *)b, bytes, count);
+    unsigned long long host = 0;
+    if ((e = cudaGetLastError()) == cudaSuccess)
+        e = cudaMemcpy(&host, count, sizeof host, cudaMemcpyDeviceToHost);
+    *out = (int64_t)host;
+    return e;
+}
+
 template <typename T>
 __global__ void count_nonfinite_kernel(const T *x, int64_t n, unsigned long long *count)
 {

@@ -135,6 +135,8 @@ void kb_compare_rows(const void *out, kb_dtype t, const double *ref, int64_t n, 
                      int64_t reduction_len, kb_check *c);
 /* NaN and Inf in a device buffer, counted on the device (device_scan.cu). */
 cudaError_t kb_device_count_nonfinite(const void *x, int64_t n, kb_dtype t, int64_t *count);
+/* How many of the `bytes` bytes at device pointers a and b differ. */
+cudaError_t kb_device_count_differing(const void *a, const void *b, int64_t bytes, int64_t *count);
 /* kb_compare_rows on the device: rows[nrows] (a device array) of the device
  * output `out`, of row_len elements each, against the device reference
  * `ref` (nrows * row_len doubles).  Only the verdict comes back. */

@@ -111,6 +111,24 @@ int kb_wants_energy(const kb_options *o, const kb_op *op, const kb_shape *s, kb_
     return yes;
 }
 
+/* With a kernel of one's own in the run: a row whose inputs the variant
+ * changed (over its check and timed launches) fails, naming the input. */
+static void guard_inputs(const kb_case *c, kb_result *r)
+{
+    int tensor;
+    int64_t bytes;
+    const cudaError_t e = kb_case_changed_input(c, &tensor, &bytes);
+    if (e != cudaSuccess)
+        snprintf(r->reason, sizeof r->reason, "checking its inputs failed: %s", cudaGetErrorString(e));
+    else if (tensor >= 0)
+        snprintf(r->reason, sizeof r->reason, "it changed its input %s (%lld bytes differ from the copy it was given)",
+                 c->h.t[tensor].name, (long long)bytes);
+    if (e != cudaSuccess || tensor >= 0) {
+        r->status = KB_FAIL;
+        r->timed = 0;
+    }
+}
+
 static kb_case current;
 /* After an illegal address or a trap the CUDA context is unusable: every
  * later call fails.  The rows after it are skipped with that reason. */
@@ -171,6 +189,8 @@ static void run_variant(kb_case *c, const kb_job *job, const kb_options *o, void
             }
         }
     }
+    if (o->kernel_path && r->status != KB_FAIL)
+        guard_inputs(c, r);
     if (v->teardown) {
         t0 = kb_now_s();
         v->teardown(ctx);

@@ -2,7 +2,8 @@
 # `kbench run --kernel FILE.cu`: each file in examples/ compiles, loads and
 # passes the contract's checks (on a machine without a GPU the run then
 # stops at the GPU, exit 1; with one, every row at the test sizes passes
-# and the verdict says so, and a planted NaN on the masked row fails);
+# and the verdict says so, a planted NaN on the masked row fails, and so
+# does a kernel that changes its input);
 # every broken file is refused in one line with exit 2 before any GPU
 # work: a compile error (nvcc's first), no variant or two, an unknown op,
 # another --op, a name kbench's own variant has, a dtype the op's contract
@@ -58,6 +59,12 @@ if ((has_gpu)); then # a softmax that forgets the fully masked row: NaN there, a
     "$kbench" run --kernel nan.cu --test-sizes --csv nan.csv >out 2>err
     [[ $? -eq 1 ]] && grep -q "correct: NO" out || fail "a NaN on the masked row was not caught: $(tail -5 out)"
     grep -q "hint: softmax's contract: .*row 2 is entirely -inf" out || fail "no hint at the masked row: $(tail -5 out)"
+    # One that sets the low bit of its last row's inputs after its work (its
+    # outputs stay within a unit in the last place): the guard names x.
+    sed -e 's|^static const char \*launch|__global__ void low_bits(int R, int C, unsigned *x) { for (int j = threadIdx.x; j < C; j += 32) x[(size_t)(R - 1) * C + j] \|= 1u; }\n\nstatic const char *launch|' \
+        -e 's|    KB_LAUNCHED();|    low_bits<<<1, 32, 0, stream>>>(a->R, a->C, (unsigned *)a->x);\n    KB_LAUNCHED();|' "$example" >mutate.cu
+    "$kbench" run --kernel mutate.cu --test-sizes --csv mutate.csv >out 2>err
+    [[ $? -eq 1 ]] && grep -q "it changed its input x" out || fail "an input changed was not caught: $(tail -5 out)"
 fi
 
 [[ $failures -eq 0 ]] && echo "all own-kernel checks passed"
