@@ -104,4 +104,25 @@ KB_HALF_HINTS(__half)
 KB_HALF_HINTS(__nv_bfloat16)
 #undef KB_HALF_HINTS
 
+/* A pack as stored (kb_raw_load, read-only cached like kb_load_once),
+ * widened to floats where it is used (kb_raw_widen): a bf16 pack of 4
+ * holds 2 registers where its floats take 4, so a kernel can keep twice
+ * the loads in flight in the same registers (the norms' backward
+ * fused_prefetch, softmax_backward packed). */
+template <class T, int V> struct KbRawPack;
+template <> struct KbRawPack<float, 4> { typedef float4 type; };
+template <> struct KbRawPack<float, 1> { typedef float type; };
+template <> struct KbRawPack<__nv_bfloat16, 4> { typedef uint2 type; };
+template <> struct KbRawPack<__nv_bfloat16, 1> { typedef __nv_bfloat16 type; };
+
+template <class T, int V>
+__device__ __forceinline__ typename KbRawPack<T, V>::type kb_raw_load(const T *p)
+{
+    return __ldg(reinterpret_cast<const typename KbRawPack<T, V>::type *>(p));
+}
+__device__ __forceinline__ void kb_raw_widen(float (&v)[4], float4 t) { v[0] = t.x, v[1] = t.y, v[2] = t.z, v[3] = t.w; }
+__device__ __forceinline__ void kb_raw_widen(float (&v)[1], float t) { v[0] = t; }
+__device__ __forceinline__ void kb_raw_widen(float (&v)[4], uint2 t) { kb_widen_pack<__nv_bfloat16>(v, t); }
+__device__ __forceinline__ void kb_raw_widen(float (&v)[1], __nv_bfloat16 t) { v[0] = __bfloat162float(t); }
+
 #endif

@@ -138,24 +138,6 @@ __device__ __forceinline__ void kb_norm_backward_partials(const KbNormGrad<T> &a
     }
 }
 
-/* A pack as stored, loaded now and widened to floats when its row's turn
- * comes: a bf16 pack of 4 holds 2 registers where its floats take 4. */
-template <class T, int V> struct KbRawPack;
-template <> struct KbRawPack<float, 4> { typedef float4 type; };
-template <> struct KbRawPack<float, 1> { typedef float type; };
-template <> struct KbRawPack<__nv_bfloat16, 4> { typedef uint2 type; };
-template <> struct KbRawPack<__nv_bfloat16, 1> { typedef __nv_bfloat16 type; };
-
-template <class T, int V>
-__device__ __forceinline__ typename KbRawPack<T, V>::type kb_raw_load(const T *p)
-{
-    return __ldg(reinterpret_cast<const typename KbRawPack<T, V>::type *>(p));
-}
-__device__ __forceinline__ void kb_raw_widen(float (&v)[4], float4 t) { v[0] = t.x, v[1] = t.y, v[2] = t.z, v[3] = t.w; }
-__device__ __forceinline__ void kb_raw_widen(float (&v)[1], float t) { v[0] = t; }
-__device__ __forceinline__ void kb_raw_widen(float (&v)[4], uint2 t) { kb_widen_pack<__nv_bfloat16>(v, t); }
-__device__ __forceinline__ void kb_raw_widen(float (&v)[1], __nv_bfloat16 t) { v[0] = __bfloat162float(t); }
-
 /* The row loop with the next row's loads in flight during this row's
  * work: its packs of x and dy (and its mean and rstd) are loaded as stored
  * before this row is reduced, so a thread has two rows of loads
