@@ -129,6 +129,25 @@ static void guard_inputs(const kb_case *c, kb_result *r)
     }
 }
 
+/* With a kernel of one's own in the run: after timing, the outputs
+ * poisoned again and one more launch checked, so that a kernel that works
+ * on its first call alone (its later, timed calls leaving the first
+ * result in place) fails instead of timing nothing. */
+static void guard_fresh_outputs(const kb_case *c, const kb_variant *v, const void *args, void *ctx, int outputs,
+                                kb_result *r)
+{
+    const cudaError_t reset = kb_case_reset(c);
+    const char *e = reset == cudaSuccess ? launch_sync(v, args, ctx) : cudaGetErrorString(reset);
+    if (e) {
+        set_reason(r, KB_FAIL, "the launch after timing failed: %s", e);
+        r->timed = 0;
+    } else if (timed_check(c, v->math, r) != cudaSuccess || !r->check.pass) {
+        r->status = KB_FAIL;
+        describe_failure(r, "after timing, on outputs poisoned again", outputs);
+        r->timed = 0;
+    }
+}
+
 static kb_case current;
 /* After an illegal address or a trap the CUDA context is unusable: every
  * later call fails.  The rows after it are skipped with that reason. */
@@ -191,6 +210,8 @@ static void run_variant(kb_case *c, const kb_job *job, const kb_options *o, void
     }
     if (o->kernel_path && r->status != KB_FAIL)
         guard_inputs(c, r);
+    if (o->kernel_path && r->status == KB_PASS && r->timed)
+        guard_fresh_outputs(c, v, args, ctx, outputs, r);
     if (v->teardown) {
         t0 = kb_now_s();
         v->teardown(ctx);

@@ -3,7 +3,8 @@
 # passes the contract's checks (on a machine without a GPU the run then
 # stops at the GPU, exit 1; with one, every row at the test sizes passes
 # and the verdict says so, a planted NaN on the masked row fails, and so
-# does a kernel that changes its input);
+# do a kernel that changes its input and one that works on its first call
+# alone);
 # every broken file is refused in one line with exit 2 before any GPU
 # work: a compile error (nvcc's first), no variant or two, an unknown op,
 # another --op, a name kbench's own variant has, a dtype the op's contract
@@ -65,6 +66,15 @@ if ((has_gpu)); then # a softmax that forgets the fully masked row: NaN there, a
         -e 's|    KB_LAUNCHED();|    low_bits<<<1, 32, 0, stream>>>(a->R, a->C, (unsigned *)a->x);\n    KB_LAUNCHED();|' "$example" >mutate.cu
     "$kbench" run --kernel mutate.cu --test-sizes --csv mutate.csv >out 2>err
     [[ $? -eq 1 ]] && grep -q "it changed its input x" out || fail "an input changed was not caught: $(tail -5 out)"
+    # One that works on its first call alone, its timed calls leaving that
+    # result in place: the launch on outputs poisoned again after timing fails.
+    sed -e 's|^static const char \*launch|static const char *setup(const void *args, void **ctx) { (void)args; *ctx = calloc(1, sizeof(int)); return NULL; }\nstatic void teardown(void *ctx) { free(ctx); }\n\nstatic const char *launch|' \
+        -e 's|    (void)ctx;|    if ((*(int *)ctx)++)\n        return NULL; /* the cheat */|' \
+        -e 's|\.launch = launch})|.setup = setup, .teardown = teardown, .launch = launch})|' \
+        -e 's|#include <math.h>|#include <math.h>\n#include <stdlib.h>|' "$example" >once.cu
+    "$kbench" run --kernel once.cu --test-sizes --csv once.csv >out 2>err
+    [[ $? -eq 1 ]] && grep -q "after timing, on outputs poisoned again" out ||
+        fail "a kernel that works once was not caught: $(tail -5 out)"
 fi
 
 [[ $failures -eq 0 ]] && echo "all own-kernel checks passed"
