@@ -357,6 +357,9 @@ static int train(const train_opts *o, const corpus *c, const kb_llama_config *cf
     uint64_t rng = o->seed;
     const size_t tokens = (size_t)o->batch * o->seq;
     const int64_t n_weights = kb_llama_weight_count(cfg);
+    /* The issue's count: 6 FLOPs a weight a token (forward and backward),
+     * and causal attention's two products, half the square, 3 times over. */
+    const double flops_per_token = 6.0 * (double)n_weights + 6.0 * cfg->layers * cfg->heads * cfg->head_dim * o->seq;
     const double t0 = omp_get_wtime();
     for (int step = 0; step < o->steps; ++step) {
         const double ts = omp_get_wtime();
@@ -386,8 +389,9 @@ static int train(const train_opts *o, const corpus *c, const kb_llama_config *cf
             return KB_EXIT_FAIL;
         }
         s->curve[step] = (curve_row){step + 1, loss, norm, h.lr, omp_get_wtime() - t0, val};
-        printf("step %*d/%d  loss %.4f  grad norm %.3f  lr %.2e  %.0f tokens/s", o->steps >= 1000 ? 6 : 3,
-               step + 1, o->steps, loss, norm, h.lr, (double)tokens / step_s);
+        printf("step %*d/%d  loss %.4f  grad norm %.3f  lr %.2e  %.0f tokens/s  %.2f GFLOP/s",
+               o->steps >= 1000 ? 6 : 3, step + 1, o->steps, loss, norm, h.lr, (double)tokens / step_s,
+               (double)tokens * flops_per_token / step_s * 1e-9);
         if (eval)
             printf("  held-out loss %.4f", val);
         putchar('\n');
