@@ -58,20 +58,30 @@ static double copy_ceiling(int64_t n, int hot, void *flush, size_t flush_bytes)
     return best;
 }
 
+/* Set up, time under o and tear down one ceiling kernel: r its timing,
+ * *inside_mhz the SM clock its own stamps read (0: none).  NULL, or why it
+ * cannot run. */
+static const char *time_ceiling_kernel(const kb_variant *v, const kb_time_opts *o, kb_result *r, double *inside_mhz)
+{
+    void *ctx = NULL;
+    memset(r, 0, sizeof *r);
+    const char *e = v->setup(NULL, &ctx);
+    if (!e)
+        e = kb_time_variant(v, NULL, ctx, o, 0, 0, r);
+    *inside_mhz = e ? 0 : kb_ceiling_inside_mhz();
+    if (ctx)
+        v->teardown(ctx);
+    return e;
+}
+
 /* GB/s of a memory-ceiling kernel over its bytes, cold (L2 flushed
  * between samples); 0 when it cannot run. */
 static double stream_ceiling(const kb_variant *v, void *flush, size_t flush_bytes)
 {
-    void *ctx = NULL;
     kb_result r;
-    memset(&r, 0, sizeof r);
+    double inside;
     const kb_time_opts cold = {.flush = flush, .flush_bytes = flush_bytes};
-    const char *e = v->setup(NULL, &ctx);
-    if (!e)
-        e = kb_time_variant(v, NULL, ctx, &cold, 0, 0, &r);
-    if (ctx)
-        v->teardown(ctx);
-    return e ? 0 : kb_stream_bytes() / (r.time_ms.median * 1e-3) * 1e-9;
+    return time_ceiling_kernel(v, &cold, &r, &inside) ? 0 : kb_stream_bytes() / (r.time_ms.median * 1e-3) * 1e-9;
 }
 
 /* GFLOP/s of a compute-ceiling kernel, the SM clock NVML read around its
@@ -80,16 +90,10 @@ static double stream_ceiling(const kb_variant *v, void *flush, size_t flush_byte
 static double compute_ceiling(const kb_variant *v, double flops, void *flush, size_t flush_bytes, double *clock_mhz,
                               double *inside_mhz)
 {
-    void *ctx = NULL;
     kb_result r;
-    memset(&r, 0, sizeof r);
     /* Hot, under the default rule: the kernels read no memory to flush. */
     const kb_time_opts hot = {.hot = 1, .flush = flush, .flush_bytes = flush_bytes};
-    const char *e = v->setup(NULL, &ctx);
-    if (!e)
-        e = kb_time_variant(v, NULL, ctx, &hot, 0, 0, &r);
-    *inside_mhz = e ? 0 : kb_ceiling_inside_mhz();
-    v->teardown(ctx);
+    const char *e = time_ceiling_kernel(v, &hot, &r, inside_mhz);
     *clock_mhz = e ? 0 : r.clock_mhz;
     return e ? 0 : flops / (r.time_ms.median * 1e-3) * 1e-9;
 }

@@ -3,6 +3,25 @@
 #include "harness/harness.h"
 #include "kernels/dtype.cuh"
 
+static unsigned long long *count; /* device_count's, allocated once */
+
+/* A count made on the device: launch(count) enqueues kernels that add to
+ * the zeroed counter, read back into *out. */
+template <class F>
+static cudaError_t device_count(F &&launch, int64_t *out)
+{
+    cudaError_t e = count ? cudaSuccess : cudaMalloc(&count, sizeof *count);
+    if (e == cudaSuccess)
+        e = cudaMemset(count, 0, sizeof *count);
+    if (e == cudaSuccess)
+        e = launch(count);
+    unsigned long long host = 0;
+    if (e == cudaSuccess && (e = cudaGetLastError()) == cudaSuccess)
+        e = cudaMemcpy(&host, count, sizeof host, cudaMemcpyDeviceToHost);
+    *out = (int64_t)host;
+    return e;
+}
+
 /* Bytes where a and b differ; one atomic per warp that saw some. */
 __global__ void count_differing_kernel(const unsigned char *a, const unsigned char *b, int64_t n,
                                        unsigned long long *count)
@@ -17,18 +36,12 @@ __global__ void count_differing_kernel(const unsigned char *a, const unsigned ch
 
 extern "C" cudaError_t kb_device_count_differing(const void *a, const void *b, int64_t bytes, int64_t *out)
 {
-    static unsigned long long *count;
-    cudaError_t e = count ? cudaSuccess : cudaMalloc(&count, sizeof *count);
-    if (e == cudaSuccess)
-        e = cudaMemset(count, 0, sizeof *count);
-    if (e != cudaSuccess)
-        return e;
-    count_differing_kernel<<<1024, 256>>>((const unsigned char *)a, (const unsigned char *)b, bytes, count);
-    unsigned long long host = 0;
-    if ((e = cudaGetLastError()) == cudaSuccess)
-        e = cudaMemcpy(&host, count, sizeof host, cudaMemcpyDeviceToHost);
-    *out = (int64_t)host;
-    return e;
+    return device_count(
+        [&](unsigned long long *count) {
+            count_differing_kernel<<<1024, 256>>>((const unsigned char *)a, (const unsigned char *)b, bytes, count);
+            return cudaSuccess;
+        },
+        out);
 }
 
 template <typename T>
@@ -46,20 +59,13 @@ __global__ void count_nonfinite_kernel(const T *x, int64_t n, unsigned long long
 
 extern "C" cudaError_t kb_device_count_nonfinite(const void *x, int64_t n, kb_dtype t, int64_t *out)
 {
-    static unsigned long long *count;
-    cudaError_t e = count ? cudaSuccess : cudaMalloc(&count, sizeof *count);
-    if (e == cudaSuccess)
-        e = cudaMemset(count, 0, sizeof *count);
-    if (e != cudaSuccess)
-        return e;
-    e = kb_with_dtype(t, [&](auto type) {
-        count_nonfinite_kernel<<<1024, 256>>>((const decltype(type) *)x, n, count);
-    });
-    unsigned long long host = 0;
-    if (e == cudaSuccess && (e = cudaGetLastError()) == cudaSuccess)
-        e = cudaMemcpy(&host, count, sizeof host, cudaMemcpyDeviceToHost);
-    *out = (int64_t)host;
-    return e;
+    return device_count(
+        [&](unsigned long long *count) {
+            return kb_with_dtype(t, [&](auto type) {
+                count_nonfinite_kernel<<<1024, 256>>>((const decltype(type) *)x, n, count);
+            });
+        },
+        out);
 }
 
 /* ---- the check on the device ----

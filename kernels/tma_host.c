@@ -150,19 +150,24 @@ void kb_matmul_tma_teardown(void *ctx)
     free(t);
 }
 
+const char *kb_setup_kernels(const void *const *kernels, const int *smem, int n, int threads, int cluster, int sms,
+                             int *clusters)
+{
+    const char *err = NULL;
+    for (int i = 0; i < n && kernels[i] && !err; ++i) {
+        err = kb_cuda_status(cudaFuncSetAttribute(kernels[i], cudaFuncAttributeMaxDynamicSharedMemorySize, smem[i]));
+        if (!err && cluster)
+            err = kb_max_clusters(kernels[i], threads, cluster, smem[i], sms, &clusters[i]);
+    }
+    return err;
+}
+
 /* The shared-memory opt-in of the rung's kernels and, in clusters, how
  * many of each fit at once. */
 static const char *setup_kernels(kb_matmul_tma *t)
 {
     const kb_matmul_tma_rung *r = &t->rung;
-    const char *err = NULL;
-    for (int i = 0; i < 2 && r->kernels[i] && !err; ++i) {
-        err = kb_cuda_status(
-            cudaFuncSetAttribute(r->kernels[i], cudaFuncAttributeMaxDynamicSharedMemorySize, r->smem[i]));
-        if (!err && r->cluster)
-            err = kb_max_clusters(r->kernels[i], r->threads, r->cluster, r->smem[i], t->sms, &t->clusters[i]);
-    }
-    return err;
+    return kb_setup_kernels(r->kernels, r->smem, 2, r->threads, r->cluster, t->sms, t->clusters);
 }
 
 /* The driver's cuTensorMapEncodeTiled through the runtime, the SM count,

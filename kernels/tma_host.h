@@ -62,6 +62,13 @@ cudaLaunchConfig_t kb_cluster_config(cudaLaunchAttribute *attr, int grid, int th
  * fits. */
 const char *kb_max_clusters(const void *kernel, int threads, int cluster, int smem, int sms, int *n);
 
+/* The dynamic shared memory of each of n kernels (smem[i] bytes; a NULL
+ * kernel ends the list early) opted into and, with cluster > 0, how many
+ * clusters of each fit at once into clusters[i] (kb_max_clusters).  NULL,
+ * or why not. */
+const char *kb_setup_kernels(const void *const *kernels, const int *smem, int n, int threads, int cluster, int sms,
+                             int *clusters);
+
 /* ---- the 16-bit matmul rungs that load by TMA ------------------------------ */
 
 static inline bool kb_aligned(const void *p, uintptr_t bytes) { return ((uintptr_t)p & (bytes - 1)) == 0; }

@@ -23,24 +23,7 @@
  * loads were all issued before the first is used (the notes' run 10).
  * Gap to the limit: 3 points at 65536x4096; at 16384x768 a 71 us launch,
  * where the partials, the second kernel and the grid's tail weigh more. */
-#include "ops/layernorm_backward.h"
-#include "kernels/norm_backward.cuh"
-
-template <class T>
-static const char *setup(const void *args, void **ctx)
-{
-    const kb_layernorm_backward_args *a = (const kb_layernorm_backward_args *)args;
-    return kb_norm_backward_setup<true, T>(a->R, a->C, ctx);
-}
-
-template <class T>
-static const char *launch(const void *args, void *ctx, cudaStream_t stream)
-{
-    const kb_layernorm_backward_args *a = (const kb_layernorm_backward_args *)args;
-    const KbNormGrad<T> g = {a->R,    a->C,    (const T *)a->x, (const T *)a->gamma, (const T *)a->dy,
-                             a->mean, a->rstd, (T *)a->dx,      (T *)a->dgamma,      (T *)a->dbeta};
-    return kb_norm_backward_launch<true>(g, (const KbNormBackwardPlan *)ctx, stream);
-}
+#include "variants/layernorm_backward/fused.cuh"
 
 extern "C" const kb_variant layernorm_backward_fused[] = {
     {
@@ -49,9 +32,9 @@ extern "C" const kb_variant layernorm_backward_fused[] = {
         .dtype = KB_F32,
         .math = KB_MATH_F32,
         .unsupported = kb_norm_backward_unsupported,
-        .setup = setup<float>,
+        .setup = fused_setup<float, false>,
         .teardown = kb_norm_backward_teardown,
-        .launch = launch<float>,
+        .launch = fused_launch<float, false>,
     },
     {
         .name = "fused",
@@ -59,9 +42,9 @@ extern "C" const kb_variant layernorm_backward_fused[] = {
         .dtype = KB_BF16,
         .math = KB_MATH_F32,
         .unsupported = kb_norm_backward_unsupported,
-        .setup = setup<__nv_bfloat16>,
+        .setup = fused_setup<__nv_bfloat16, false>,
         .teardown = kb_norm_backward_teardown,
-        .launch = launch<__nv_bfloat16>,
+        .launch = fused_launch<__nv_bfloat16, false>,
     },
     KB_VARIANT_END,
 };

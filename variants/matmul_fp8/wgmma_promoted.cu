@@ -275,12 +275,9 @@ static const char *setup(const void *args, void **ctx)
         err = kb_cuda_status(cudaGetDevice(&dev));
     if (!err)
         err = kb_cuda_status(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    for (int i = 0; i < 2 && !err; ++i) {
-        err = kb_cuda_status(
-            cudaFuncSetAttribute(kKernels[i], cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem[i]));
-        if (!err)
-            err = kb_max_clusters((const void *)kKernels[i], kThreads, kCluster, kSmem[i], sms, &t->clusters[i]);
-    }
+    const void *const kernels[2] = {(const void *)kKernels[0], (const void *)kKernels[1]};
+    if (!err)
+        err = kb_setup_kernels(kernels, kSmem, 2, kThreads, kCluster, sms, t->clusters);
     if (!err && maps_apply((const kb_matmul_fp8_args *)args))
         err = make_maps(t, (const kb_matmul_fp8_args *)args);
     if (err) {

@@ -14,24 +14,7 @@
  * f32 within 2% of fused's 96.2%.
  * Measured: not yet on a GPU (written when no machine was lent).
  * Gap to the limit: as fused's, once the loads no longer wait. */
-#include "ops/rmsnorm_backward.h"
-#include "kernels/norm_backward.cuh"
-
-template <class T>
-static const char *setup(const void *args, void **ctx)
-{
-    const kb_rmsnorm_backward_args *a = (const kb_rmsnorm_backward_args *)args;
-    return kb_norm_backward_setup<false, T, true>(a->R, a->C, ctx);
-}
-
-template <class T>
-static const char *launch(const void *args, void *ctx, cudaStream_t stream)
-{
-    const kb_rmsnorm_backward_args *a = (const kb_rmsnorm_backward_args *)args;
-    const KbNormGrad<T> g = {a->R, a->C,    (const T *)a->x, (const T *)a->gamma, (const T *)a->dy,
-                             NULL, a->rstd, (T *)a->dx,      (T *)a->dgamma,      NULL};
-    return kb_norm_backward_launch<false, true>(g, (const KbNormBackwardPlan *)ctx, stream);
-}
+#include "variants/rmsnorm_backward/fused.cuh"
 
 extern "C" const kb_variant rmsnorm_backward_fused_prefetch[] = {
     {
@@ -40,9 +23,9 @@ extern "C" const kb_variant rmsnorm_backward_fused_prefetch[] = {
         .dtype = KB_F32,
         .math = KB_MATH_F32,
         .unsupported = kb_norm_backward_unsupported,
-        .setup = setup<float>,
+        .setup = fused_setup<float, true>,
         .teardown = kb_norm_backward_teardown,
-        .launch = launch<float>,
+        .launch = fused_launch<float, true>,
     },
     {
         .name = "fused_prefetch",
@@ -50,9 +33,9 @@ extern "C" const kb_variant rmsnorm_backward_fused_prefetch[] = {
         .dtype = KB_BF16,
         .math = KB_MATH_F32,
         .unsupported = kb_norm_backward_unsupported,
-        .setup = setup<__nv_bfloat16>,
+        .setup = fused_setup<__nv_bfloat16, true>,
         .teardown = kb_norm_backward_teardown,
-        .launch = launch<__nv_bfloat16>,
+        .launch = fused_launch<__nv_bfloat16, true>,
     },
     KB_VARIANT_END,
 };

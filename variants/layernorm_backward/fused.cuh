@@ -1,0 +1,26 @@
+/* layernorm_backward's setup and launch for fused and fused_prefetch (PREFETCH: the
+ * row loop with the next row's loads in flight), on the kernels of
+ * kernels/norm_backward.cuh: dx, and dgamma and dbeta from the blocks' partials. */
+#ifndef KBENCH_LAYERNORM_BACKWARD_FUSED_CUH
+#define KBENCH_LAYERNORM_BACKWARD_FUSED_CUH
+
+#include "ops/layernorm_backward.h"
+#include "kernels/norm_backward.cuh"
+
+template <class T, bool PREFETCH>
+static const char *fused_setup(const void *args, void **ctx)
+{
+    const kb_layernorm_backward_args *a = (const kb_layernorm_backward_args *)args;
+    return kb_norm_backward_setup<true, T, PREFETCH>(a->R, a->C, ctx);
+}
+
+template <class T, bool PREFETCH>
+static const char *fused_launch(const void *args, void *ctx, cudaStream_t stream)
+{
+    const kb_layernorm_backward_args *a = (const kb_layernorm_backward_args *)args;
+    const KbNormGrad<T> g = {a->R,    a->C,    (const T *)a->x, (const T *)a->gamma, (const T *)a->dy,
+                             a->mean, a->rstd, (T *)a->dx,      (T *)a->dgamma,      (T *)a->dbeta};
+    return kb_norm_backward_launch<true, PREFETCH>(g, (const KbNormBackwardPlan *)ctx, stream);
+}
+
+#endif
